@@ -1,0 +1,3 @@
+"""distkpi: continuous evaluation of distributed deep-learning training."""
+
+__version__ = "0.1.0"

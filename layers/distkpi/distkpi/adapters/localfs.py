@@ -1,0 +1,42 @@
+"""A run folder on local disk, as a RunSource."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import BinaryIO
+
+from distkpi.exceptions import NotFoundError, RunFolderError
+
+
+class LocalRunSource:
+    def __init__(self, root: Path) -> None:
+        if not root.exists():
+            raise RunFolderError(f"{root} does not exist")
+        if not root.is_dir():
+            raise RunFolderError(f"{root} is not a folder")
+        self.root = root.resolve()
+
+    def _path(self, relative: str) -> Path:
+        path = (self.root / relative).resolve()
+        if not path.is_relative_to(self.root):
+            raise NotFoundError(f"{relative} leaves the run folder")
+        return path
+
+    def read_bytes(self, path: str) -> bytes:
+        try:
+            return self._path(path).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+            raise NotFoundError(path) from exc
+
+    def open(self, path: str) -> AbstractContextManager[BinaryIO]:
+        try:
+            return self._path(path).open("rb")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+            raise NotFoundError(path) from exc
+
+    def list_names(self, folder: str) -> list[str]:
+        directory = self._path(folder)
+        if not directory.is_dir():
+            return []
+        return sorted(p.name for p in directory.iterdir() if p.is_file())

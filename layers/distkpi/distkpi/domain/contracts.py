@@ -1,0 +1,122 @@
+"""The run-folder contract of ARCHITECTURE.md: run.json and <config>/node-<i>.json."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from distkpi.exceptions import ContractError
+
+SCHEMA_VERSION = 1
+CONFIG_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class ConfigSpec(_Frozen):
+    name: Annotated[str, Field(pattern=CONFIG_NAME_PATTERN)]
+    trainers: Annotated[int, Field(ge=1)]
+    gpus_per_trainer: Annotated[int, Field(ge=1)]
+    pservers: Annotated[int, Field(ge=0)]
+    batch_size: Annotated[int, Field(ge=1)]
+    nodes: Annotated[int, Field(ge=1)]
+
+    @property
+    def gpus(self) -> int:
+        return self.trainers * self.gpus_per_trainer
+
+
+class RunSpec(_Frozen):
+    schema_: Annotated[Literal[1], Field(alias="schema")]
+    run_id: Annotated[str, Field(min_length=1)]
+    repo: Annotated[str, Field(pattern=r"^[^/]+/[^/]+$")]
+    sha: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
+    ref: str
+    model: Annotated[str, Field(min_length=1)]
+    target_accuracy: Annotated[float, Field(ge=0, le=1)]
+    accuracy_pass: Annotated[int, Field(ge=0)]
+    accuracy_tolerance: Annotated[float, Field(ge=0)]
+    configs: Annotated[tuple[ConfigSpec, ...], Field(min_length=1)]
+
+    @field_validator("configs")
+    @classmethod
+    def _unique_names(cls, configs: tuple[ConfigSpec, ...]) -> tuple[ConfigSpec, ...]:
+        names = [c.name for c in configs]
+        if len(set(names)) != len(names):
+            raise ValueError("config names must be unique")
+        return configs
+
+    def config(self, name: str) -> ConfigSpec:
+        for spec in self.configs:
+            if spec.name == name:
+                return spec
+        raise ContractError(f"run {self.run_id} has no config {name!r}")
+
+    @property
+    def base_config(self) -> ConfigSpec:
+        """The speedup base: the config with the fewest GPUs, the first listed on a tie."""
+        return min(self.configs, key=lambda c: c.gpus)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+Role = Literal["trainer", "pserver"]
+FileKind = Literal["log", "gpu_memory"]
+
+
+class FileEntry(_Frozen):
+    path: str
+    role: Role
+    rank: Annotated[int, Field(ge=0)]
+    kind: FileKind
+
+    @field_validator("path")
+    @classmethod
+    def _stays_in_config_folder(cls, path: str) -> str:
+        if not path or path.startswith("/") or "\\" in path:
+            raise ValueError("must be a relative path inside the config folder")
+        if ".." in path.split("/"):
+            raise ValueError("must not leave the config folder")
+        return path
+
+
+class NodeManifest(_Frozen):
+    schema_: Annotated[Literal[1], Field(alias="schema")]
+    node: Annotated[int, Field(ge=0)]
+    exit_code: int
+    started_at: datetime
+    finished_at: datetime
+    files: tuple[FileEntry, ...]
+    peak_host_rss_mib: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def parse_run_spec(data: object) -> RunSpec:
+    try:
+        return RunSpec.model_validate(data)
+    except ValidationError as exc:
+        raise ContractError(
+            f"run.json does not follow schema {SCHEMA_VERSION}: {_describe(exc)}"
+        ) from exc
+
+
+def parse_node_manifest(data: object, where: str) -> NodeManifest:
+    try:
+        return NodeManifest.model_validate(data)
+    except ValidationError as exc:
+        raise ContractError(f"{where} is not a valid node manifest: {_describe(exc)}") from exc

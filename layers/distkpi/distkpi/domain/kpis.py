@@ -1,0 +1,267 @@
+"""KPI maths of ARCHITECTURE.md: per config from its parsed files, then across the run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+from distkpi.domain.contracts import ConfigSpec, NodeManifest, Role, RunSpec
+from distkpi.domain.gpumemory import GpuMemorySummary
+from distkpi.domain.logsummary import LogSummary
+
+
+class ConfigStatus(StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+    INCOMPLETE = "incomplete"
+
+
+@dataclass(frozen=True)
+class ParsedLog:
+    path: str
+    role: Role
+    rank: int
+    summary: LogSummary
+
+
+@dataclass(frozen=True)
+class ParsedGpuMemory:
+    path: str
+    role: Role
+    rank: int
+    summary: GpuMemorySummary
+
+
+@dataclass
+class ConfigEvidence:
+    """Everything known about one config: the manifests that arrived and their parsed files."""
+
+    spec: ConfigSpec
+    manifests: Mapping[int, NodeManifest]
+    logs: Sequence[ParsedLog] = ()
+    gpu_memory: Sequence[ParsedGpuMemory] = ()
+    invalid_nodes: Mapping[int, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ConfigKpis:
+    name: str
+    gpus: int
+    status: ConfigStatus
+    throughput: float | None
+    time_to_accuracy_s: float | None
+    test_accuracy: float | None
+    trainer_gpu_memory_mib: float | None
+    pserver_gpu_memory_mib: float | None
+    problems: tuple[str, ...]
+    speedup: float | None = None
+    efficiency: float | None = None
+    accuracy_delta: float | None = None
+    throughput_samples: tuple[float, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gpus": self.gpus,
+            "status": self.status.value,
+            "throughput": self.throughput,
+            "speedup": self.speedup,
+            "efficiency": self.efficiency,
+            "time_to_accuracy_s": self.time_to_accuracy_s,
+            "test_accuracy": self.test_accuracy,
+            "accuracy_delta": self.accuracy_delta,
+            "trainer_gpu_memory_mib": self.trainer_gpu_memory_mib,
+            "pserver_gpu_memory_mib": self.pserver_gpu_memory_mib,
+            "problems": list(self.problems),
+        }
+
+
+@dataclass(frozen=True)
+class RunKpis:
+    run_id: str
+    model: str
+    base_config: str | None
+    configs: tuple[ConfigKpis, ...]
+
+    def config(self, name: str) -> ConfigKpis:
+        return next(c for c in self.configs if c.name == name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "model": self.model,
+            "base_config": self.base_config,
+            "configs": {c.name: c.to_json() for c in self.configs},
+        }
+
+
+def _status(evidence: ConfigEvidence, problems: list[str]) -> ConfigStatus:
+    failed = False
+    for node, reason in sorted(evidence.invalid_nodes.items()):
+        problems.append(f"node {node}: {reason}")
+        failed = True
+    for node, manifest in sorted(evidence.manifests.items()):
+        if manifest.exit_code != 0:
+            problems.append(f"node {node} exited with code {manifest.exit_code}")
+            failed = True
+    reported = set(evidence.manifests) | set(evidence.invalid_nodes)
+    missing = [n for n in range(evidence.spec.nodes) if n not in reported]
+    if missing:
+        problems.append(f"node(s) {', '.join(map(str, missing))} never reported")
+    if failed:
+        return ConfigStatus.FAILED
+    return ConfigStatus.INCOMPLETE if missing else ConfigStatus.OK
+
+
+def _log_throughput(log: ParsedLog, gpus_per_trainer: int) -> float | None:
+    best = log.summary.best_throughput()
+    if best is not None:
+        return best[0]
+    per_gpu = log.summary.per_gpu_throughput.mean
+    return per_gpu * gpus_per_trainer if per_gpu is not None else None
+
+
+def _throughput(
+    spec: ConfigSpec, trainers: Sequence[ParsedLog], problems: list[str]
+) -> tuple[float | None, tuple[float, ...]]:
+    totals = [log.summary.explicit_total for log in trainers if log.summary.explicit_total]
+    if totals:
+        return totals[0], ()
+    if not trainers:
+        problems.append("no trainer log")
+        return None, ()
+    values: list[float] = []
+    samples: list[float] = []
+    for log in trainers:
+        value = _log_throughput(log, spec.gpus_per_trainer)
+        if value is None:
+            problems.append(f"trainer {log.rank} ({log.path}): no throughput reported")
+            continue
+        values.append(value)
+        samples.extend(log.summary.samples())
+    if len(values) < len(trainers):
+        if values:
+            problems.append("throughput not given: a sum over some trainers only would be partial")
+        return None, ()
+    # Per-sample totals only make sense when a single trainer log carries them.
+    return sum(values), tuple(samples) if len(trainers) == 1 else ()
+
+
+def _time_to_accuracy(
+    trainers: Sequence[ParsedLog], target: float, problems: list[str]
+) -> float | None:
+    for log in trainers:
+        if log.summary.converge_speed_s is not None:
+            return log.summary.converge_speed_s
+    starts = [log.summary.run_start_s for log in trainers if log.summary.run_start_s is not None]
+    timed = [log for log in trainers if log.summary.timed_evals]
+    if not starts or not timed:
+        problems.append(
+            "time to accuracy unknown: the logs have no timed run_start and evaluations"
+        )
+        return None
+    reached = [t for log in timed if (t := log.summary.first_time_reaching(target)) is not None]
+    if not reached:
+        best = max(log.summary.accuracy_frontier[-1].accuracy for log in timed)
+        problems.append(f"accuracy never reached the target {target:g} (best {best:.4f})")
+        return None
+    return max(0.0, min(reached) - min(starts))
+
+
+def _test_accuracy(
+    trainers: Sequence[ParsedLog], accuracy_pass: int, problems: list[str]
+) -> float | None:
+    for log in trainers:
+        summary = log.summary
+        if summary.last_accuracy is None:
+            continue
+        if accuracy_pass not in summary.accuracy_by_pass:
+            problems.append(f"no test accuracy for pass {accuracy_pass}; the last reported is used")
+        value = summary.accuracy_at(accuracy_pass)
+        if value is not None and not 0.0 <= value <= 1.0:
+            problems.append(f"test accuracy {value:g} is outside [0, 1]; ignored")
+            return None
+        return value
+    problems.append("no test accuracy reported")
+    return None
+
+
+def _peak_memory(
+    evidence: ConfigEvidence, role: Role, expected: bool, problems: list[str]
+) -> float | None:
+    peaks = [
+        g.summary.peak_mib
+        for g in evidence.gpu_memory
+        if g.role == role and g.summary.peak_mib is not None
+    ]
+    if peaks:
+        return max(peaks)
+    if expected:
+        problems.append(f"no GPU memory samples for the {role}s")
+    return None
+
+
+def config_kpis(evidence: ConfigEvidence, target_accuracy: float, accuracy_pass: int) -> ConfigKpis:
+    """One config's own KPIs; speedup, efficiency and accuracy delta come from run_kpis."""
+    spec = evidence.spec
+    problems = list(evidence.problems)
+    status = _status(evidence, problems)
+    for log in evidence.logs:
+        problems.extend(f"{log.path}: {p}" for p in log.summary.problems)
+    for gpu in evidence.gpu_memory:
+        problems.extend(f"{gpu.path}: {p}" for p in gpu.summary.problems)
+    trainers = sorted((log for log in evidence.logs if log.role == "trainer"), key=lambda x: x.rank)
+    throughput, samples = _throughput(spec, trainers, problems)
+    if throughput is None and status is ConfigStatus.OK:
+        status = ConfigStatus.FAILED
+    if status is not ConfigStatus.OK:
+        throughput, samples = None, ()
+    return ConfigKpis(
+        name=spec.name,
+        gpus=spec.gpus,
+        status=status,
+        throughput=throughput,
+        throughput_samples=samples,
+        time_to_accuracy_s=_time_to_accuracy(trainers, target_accuracy, problems),
+        test_accuracy=_test_accuracy(trainers, accuracy_pass, problems),
+        trainer_gpu_memory_mib=_peak_memory(evidence, "trainer", True, problems),
+        pserver_gpu_memory_mib=_peak_memory(evidence, "pserver", spec.pservers > 0, problems),
+        problems=tuple(problems),
+    )
+
+
+def run_kpis(run: RunSpec, configs: Mapping[str, ConfigKpis]) -> RunKpis:
+    """Speedup, efficiency and accuracy delta of every config against the base config."""
+    base_spec = run.base_config
+    base = configs.get(base_spec.name)
+    out: list[ConfigKpis] = []
+    for spec in run.configs:
+        kpis = configs.get(spec.name)
+        if kpis is None:
+            continue
+        out.append(_against_base(kpis, base, base_spec))
+    return RunKpis(run.run_id, run.model, base_spec.name, tuple(out))
+
+
+def _against_base(kpis: ConfigKpis, base: ConfigKpis | None, base_spec: ConfigSpec) -> ConfigKpis:
+    problems = list(kpis.problems)
+    speedup = efficiency = None
+    base_ok = base is not None and base.status is ConfigStatus.OK and base.throughput
+    if kpis.throughput is not None and base_ok and base is not None and base.throughput:
+        speedup = kpis.throughput / base.throughput
+        efficiency = speedup / (kpis.gpus / base.gpus)
+    elif kpis.throughput is not None:
+        why = base.status.value if base is not None else "missing"
+        problems.append(f"speedup unknown: base config {base_spec.name} is {why}")
+    delta = None
+    if base is not None and kpis.test_accuracy is not None and base.test_accuracy is not None:
+        delta = kpis.test_accuracy - base.test_accuracy
+    return replace(
+        kpis,
+        speedup=speedup,
+        efficiency=efficiency,
+        accuracy_delta=delta,
+        problems=tuple(problems),
+    )

@@ -1,0 +1,207 @@
+"""Per-line parsers for the log formats of ARCHITECTURE.md, auto-detected line by line."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+from distkpi.domain.linescan import scan_lines
+from distkpi.domain.logsummary import Level, LogSummary
+
+# Every line any parser below accepts contains one of these.
+NEEDLES: tuple[bytes, ...] = (
+    b":::MLLOG",
+    b"Pass",
+    b"/sec",
+    b"examples/se",
+    b"metrics_data",
+    b"kpis\t",
+)
+
+_NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+_PASS_PERF = re.compile(
+    rf"Pass = (\d+), Training performance = {_NUM} imgs?/s"
+    rf"(?:.*?Test accuracy = {_NUM})?"
+)
+_PASS_ITER = re.compile(
+    rf"Pass = (\d+), Iters = \d+,.*?Speed = {_NUM} (?:imgs?|samples|examples)/s"
+)
+_TOTAL_EXAMPLES = re.compile(rf"Total examples: \d+, total time: {_NUM}, {_NUM} examples/se[cd]")
+_PASS_TEST_ACC = re.compile(rf"Pass: (\d+), Test Accuracy: {_NUM}")
+_CE_KPI = re.compile(rf"^\s*kpis\t([^\t]+)\t{_NUM}\s*$")
+_METRICS = re.compile(r"\*\*metrics_data:(.*)")
+_METRIC_PAIR = re.compile(rf"(\w+)\s*=\s*{_NUM}")
+_ACC_N_PASSES = re.compile(r"acc_(\d+)passes")
+_HVD_PER_GPU = re.compile(rf"Img/sec per GPU: {_NUM}")
+_HVD_TOTAL = re.compile(rf"Total img/sec on (\d+) GPU\(s\): {_NUM}")
+_TF_TOTAL = re.compile(rf"total images/sec: {_NUM}")
+_TF_STEP = re.compile(rf"^\s*\d+\s+images/sec: {_NUM}")
+
+
+def _finite(text: str) -> float | None:
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _mllog(line: str, out: LogSummary) -> bool:
+    at = line.find(":::MLLOG")
+    if at == -1:
+        return False
+    try:
+        record = json.loads(line[at + len(":::MLLOG") :])
+    except ValueError:
+        out.note("unreadable :::MLLOG line skipped")
+        return True
+    if not isinstance(record, dict):
+        return True
+    _mllog_record(record, out)
+    return True
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _mllog_record(record: dict[str, Any], out: LogSummary) -> None:
+    key = record.get("key")
+    value = record.get("value")
+    metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+    time_ms = _number(record.get("time_ms"))
+    time_s = time_ms / 1000.0 if time_ms is not None else None
+    if key == "run_start" and time_s is not None:
+        out.mark_start(time_s)
+    elif key == "run_stop":
+        status = metadata.get("status") if isinstance(metadata, dict) else None
+        out.run_stop_status = str(status) if status is not None else "unknown"
+    elif key == "eval_accuracy":
+        accuracy = _number(value)
+        epoch = metadata.get("epoch_num") if isinstance(metadata, dict) else None
+        if accuracy is not None:
+            pass_num = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None
+            out.add_accuracy(accuracy, pass_num, time_s)
+    elif key == "tracked_stats" and isinstance(value, dict):
+        throughput = _number(value.get("throughput"))
+        if throughput is not None and throughput > 0:
+            out.add_throughput(throughput, Level.PASS)
+    elif key == "global_batch_size":
+        size = _number(value)
+        if size is not None:
+            out.global_batch_size = int(size)
+
+
+def _paddle_pass(line: str, out: LogSummary) -> bool:
+    if m := _PASS_PERF.search(line):
+        _positive_throughput(m.group(2), Level.PASS, out)
+        if m.group(3) is not None and (acc := _finite(m.group(3))) is not None:
+            out.add_accuracy(acc, int(m.group(1)), None)
+        return True
+    if m := _PASS_ITER.search(line):
+        _positive_throughput(m.group(2), Level.ITERATION, out)
+        return True
+    if m := _PASS_TEST_ACC.search(line):
+        if (acc := _finite(m.group(2))) is not None:
+            out.add_accuracy(acc, int(m.group(1)), None)
+        return True
+    return False
+
+
+def _positive_throughput(text: str, level: Level, out: LogSummary) -> None:
+    value = _finite(text)
+    if value is not None and value > 0:
+        out.add_throughput(value, level)
+
+
+def _paddle_summary(line: str, out: LogSummary) -> bool:
+    if m := _TOTAL_EXAMPLES.search(line):
+        _positive_throughput(m.group(2), Level.SUMMARY, out)
+        return True
+    return False
+
+
+def _ce_kpi(line: str, out: LogSummary) -> bool:
+    m = _CE_KPI.match(line)
+    if not m:
+        return False
+    name, value = m.group(1).lower(), _finite(m.group(2))
+    if value is None:
+        return True
+    if ("speed" in name and "converge" not in name) or "throughput" in name:
+        if value > 0:
+            out.add_throughput(value, Level.SUMMARY)
+    elif "converge" in name:
+        out.converge_speed_s = value
+    elif "test_acc" in name:
+        passes = _ACC_N_PASSES.search(name)
+        out.add_accuracy(value, int(passes.group(1)) if passes else None, None)
+    return True
+
+
+def _metrics_data(line: str, out: LogSummary) -> bool:
+    m = _METRICS.search(line)
+    if not m:
+        return False
+    pairs = {k: v for k, v in _METRIC_PAIR.findall(m.group(1))}
+    if "train_speed" in pairs:
+        _positive_throughput(pairs["train_speed"], Level.PASS, out)
+    for key, text in pairs.items():
+        passes = _ACC_N_PASSES.fullmatch(key)
+        if passes and (acc := _finite(text)) is not None:
+            out.add_accuracy(acc, int(passes.group(1)), None)
+    if "converge_speed" in pairs:
+        out.converge_speed_s = _finite(pairs["converge_speed"])
+    return True
+
+
+def _horovod_tf(line: str, out: LogSummary) -> bool:
+    if m := _HVD_TOTAL.search(line):
+        value = _finite(m.group(2))
+        if value is not None and value > 0:
+            out.explicit_total = value
+        return True
+    if m := _HVD_PER_GPU.search(line):
+        value = _finite(m.group(1))
+        if value is not None and value > 0:
+            out.per_gpu_throughput.add(value)
+        return True
+    if m := _TF_TOTAL.search(line):
+        _positive_throughput(m.group(1), Level.SUMMARY, out)
+        return True
+    if m := _TF_STEP.search(line):
+        _positive_throughput(m.group(1), Level.ITERATION, out)
+        return True
+    return False
+
+
+_PARSERS: tuple[Callable[[str, LogSummary], bool], ...] = (
+    _mllog,
+    _metrics_data,
+    _ce_kpi,
+    _paddle_pass,
+    _paddle_summary,
+    _horovod_tf,
+)
+
+
+def parse_line(line: str, out: LogSummary) -> bool:
+    """Feed one line to the first parser that recognises it; False for an unknown line."""
+    for parser in _PARSERS:
+        if parser(line, out):
+            out.lines_parsed += 1
+            return True
+    return False
+
+
+def parse_log(stream: BinaryIO) -> LogSummary:
+    """Stream a training log of any size into a LogSummary; never raises on bad content."""
+    summary = LogSummary()
+    lines, problems = scan_lines(stream, NEEDLES)
+    for line in lines:
+        parse_line(line, summary)
+    for problem in problems.describe():
+        summary.note(problem)
+    return summary

@@ -1,0 +1,37 @@
+"""The package's exceptions: one base class, translated from library errors at the edges."""
+
+
+class DistkpiError(Exception):
+    """Base class of every error distkpi raises on purpose."""
+
+
+class ContractError(DistkpiError):
+    """A run.json, node manifest or suite does not follow its contract."""
+
+
+class RunFolderError(DistkpiError):
+    """A run folder cannot be used at all (missing, not a folder, no run.json)."""
+
+
+class StorageError(DistkpiError):
+    """S3 or DynamoDB refused or failed an operation."""
+
+
+class ConflictError(DistkpiError):
+    """A conditional write lost: someone else already did this step."""
+
+
+class NotFoundError(DistkpiError):
+    """An item or object that should exist does not."""
+
+
+class LaunchError(DistkpiError):
+    """AWS Batch refused a job."""
+
+
+class GitHubError(DistkpiError):
+    """GitHub refused a request or could not be reached after retries."""
+
+
+class SignatureError(DistkpiError):
+    """A webhook's signature is missing or does not match."""

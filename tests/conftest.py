@@ -1,0 +1,107 @@
+"""Shared fixtures: run folders written to disk by a small builder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SHA = "a" * 40
+
+
+def mllog(key: str, value: object, time_ms: int = 0, **metadata: object) -> str:
+    record = {"key": key, "value": value, "time_ms": time_ms, "metadata": metadata}
+    return ":::MLLOG " + json.dumps(record)
+
+
+class RunBuilder:
+    """Writes run.json, node manifests and their files the way a real job does."""
+
+    def __init__(self, root: Path, **run: Any) -> None:
+        self.root = root
+        self.run: dict[str, Any] = {
+            "schema": 1,
+            "run_id": "run-1",
+            "repo": "org/repo",
+            "sha": SHA,
+            "ref": "refs/heads/develop",
+            "model": "mnist",
+            "target_accuracy": 0.6,
+            "accuracy_pass": 2,
+            "accuracy_tolerance": 0.001,
+            "configs": [],
+        }
+        self.run.update(run)
+
+    def config(
+        self, name: str, trainers: int = 1, gpus: int = 1, pservers: int = 0, batch: int = 64
+    ) -> RunBuilder:
+        self.run["configs"].append(
+            {
+                "name": name,
+                "trainers": trainers,
+                "gpus_per_trainer": gpus,
+                "pservers": pservers,
+                "batch_size": batch,
+                "nodes": trainers + pservers,
+            }
+        )
+        self.write_run()
+        return self
+
+    def write_run(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / "run.json").write_text(json.dumps(self.run))
+
+    def node(
+        self,
+        config: str,
+        node: int,
+        files: Iterable[tuple[str, str, int, str, str | bytes]],
+        exit_code: int = 0,
+    ) -> RunBuilder:
+        """files: (path, role, rank, kind, content); content None means: named but absent."""
+        folder = self.root / config
+        entries = []
+        for path, role, rank, kind, content in files:
+            target = folder / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = content.encode() if isinstance(content, str) else content
+            target.write_bytes(data)
+            entries.append({"path": path, "role": role, "rank": rank, "kind": kind})
+        manifest = {
+            "schema": 1,
+            "node": node,
+            "exit_code": exit_code,
+            "started_at": "2026-11-30T00:00:00Z",
+            "finished_at": "2026-11-30T00:10:00Z",
+            "files": entries,
+        }
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"node-{node}.json").write_text(json.dumps(manifest))
+        return self
+
+    def trainer(
+        self, config: str, node: int, log: str, gpu_csv: str | None = None, rank: int | None = None
+    ) -> RunBuilder:
+        rank = node if rank is None else rank
+        files: list[tuple[str, str, int, str, str | bytes]] = [
+            (f"trainer-{rank}.log", "trainer", rank, "log", log)
+        ]
+        if gpu_csv is not None:
+            files.append((f"trainer-{rank}.csv", "trainer", rank, "gpu_memory", gpu_csv))
+        return self.node(config, node, files)
+
+
+def pass_log(*throughputs: float, accuracies: Iterable[float] = ()) -> str:
+    lines = [f"Pass = {i}, Training performance = {t} imgs/s" for i, t in enumerate(throughputs)]
+    lines += [f"Pass: {i}, Test Accuracy: {a}" for i, a in enumerate(accuracies)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def run_builder(tmp_path: Path) -> RunBuilder:
+    return RunBuilder(tmp_path / "run")
