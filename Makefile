@@ -17,6 +17,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python infra/lint_template.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -77,6 +77,36 @@ class ConfigKpis:
             "problems": list(self.problems),
         }
 
+    def to_record(self) -> dict[str, Any]:
+        """to_json plus what only storage needs (within-run samples)."""
+        return {
+            **self.to_json(),
+            "name": self.name,
+            "throughput_samples": list(self.throughput_samples),
+        }
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any]) -> ConfigKpis:
+        def number(key: str) -> float | None:
+            value = data.get(key)
+            return None if value is None else float(value)
+
+        return cls(
+            name=str(data["name"]),
+            gpus=int(data["gpus"]),
+            status=ConfigStatus(data["status"]),
+            throughput=number("throughput"),
+            speedup=number("speedup"),
+            efficiency=number("efficiency"),
+            time_to_accuracy_s=number("time_to_accuracy_s"),
+            test_accuracy=number("test_accuracy"),
+            accuracy_delta=number("accuracy_delta"),
+            trainer_gpu_memory_mib=number("trainer_gpu_memory_mib"),
+            pserver_gpu_memory_mib=number("pserver_gpu_memory_mib"),
+            problems=tuple(str(p) for p in data.get("problems", ())),
+            throughput_samples=tuple(float(v) for v in data.get("throughput_samples", ())),
+        )
+
 
 @dataclass(frozen=True)
 class RunKpis:

@@ -1,0 +1,290 @@
+"""The one DynamoDB table: runs, their configs, job and delivery bookkeeping, KPI history.
+
+Keys (PK / SK):
+  RUN#<run_id>                 / RUN               the run
+                               (GSI1: COMMIT#<repo>#<sha> / <created>#<run_id>)
+  RUN#<run_id>                 / CONFIG#<name>     a config: nodes reported, state, KPIs
+  JOB#<job_id>                 / JOB               which run and config a Batch job serves
+  DELIVERY#<id>                / DELIVERY          a webhook delivery seen (expires via TTL)
+  HIST#<repo>#<branch>#<model> / <finished>#<run>#<config>   one config's KPIs of a finished run
+
+Every access is a GetItem, a conditional write or a Query with key conditions. Fan-in
+is exactly-once through conditions on ``state``, never through locks in memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, cast
+
+from boto3.dynamodb.conditions import Key
+from botocore.exceptions import ClientError
+
+from distkpi.adapters.aws import error_code
+from distkpi.exceptions import StorageError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.service_resource import Table
+
+CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+def to_dynamo(value: Any) -> Any:
+    """Floats become Decimals (DynamoDB has no float type)."""
+    return json.loads(json.dumps(value), parse_float=Decimal)
+
+
+def from_dynamo(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return (
+            int(value)
+            if value == value.to_integral_value() and "." not in str(value)
+            else float(value)
+        )
+    if isinstance(value, dict):
+        return {k: from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [from_dynamo(v) for v in value]
+    if isinstance(value, set):
+        return {from_dynamo(v) for v in value}
+    return value
+
+
+def history_key(repo: str, branch: str, model: str) -> str:
+    return f"HIST#{repo}#{branch}#{model}"
+
+
+class RunRepository:
+    def __init__(self, table_name: str, table: Table | None = None) -> None:
+        self.table_name = table_name
+        self._table = table
+
+    @property
+    def table(self) -> Table:
+        if self._table is None:
+            import boto3
+
+            from distkpi.adapters.aws import CLIENT_CONFIG
+
+            resource = boto3.resource("dynamodb", config=CLIENT_CONFIG)
+            self._table = resource.Table(self.table_name)
+        return self._table
+
+    # -- writes guarded by conditions -------------------------------------------------
+
+    def _conditional(self, **request: Any) -> dict[str, Any] | None:
+        """An UpdateItem/PutItem; None when its condition failed (someone got there first)."""
+        method = self.table.update_item if "UpdateExpression" in request else self.table.put_item
+        try:
+            return cast("dict[str, Any]", method(**request))
+        except ClientError as exc:
+            if error_code(exc) == CONDITION_FAILED:
+                return None
+            raise StorageError(f"DynamoDB refused a write: {exc}") from exc
+
+    def claim_delivery(self, delivery: str, now: int, ttl_s: int = 7 * 24 * 3600) -> bool:
+        item = {
+            "PK": f"DELIVERY#{delivery}",
+            "SK": "DELIVERY",
+            "seen_at": now,
+            "expires_at": now + ttl_s,
+        }
+        return (
+            self._conditional(Item=item, ConditionExpression="attribute_not_exists(PK)") is not None
+        )
+
+    def release_delivery(self, delivery: str) -> None:
+        self._write(self.table.delete_item, Key={"PK": f"DELIVERY#{delivery}", "SK": "DELIVERY"})
+
+    def create_run(
+        self, run: Mapping[str, Any], configs: Mapping[str, int], created_at: str
+    ) -> bool:
+        """The run item and one pending item per config (name -> nodes); False if it exists."""
+        item = {
+            **to_dynamo(dict(run)),
+            "PK": f"RUN#{run['run_id']}",
+            "SK": "RUN",
+            "GSI1PK": f"COMMIT#{run['repo']}#{run['sha']}",
+            "GSI1SK": f"{created_at}#{run['run_id']}",
+            "status": "running",
+            "created_at": created_at,
+            "configs_total": len(configs),
+        }
+        if self._conditional(Item=item, ConditionExpression="attribute_not_exists(PK)") is None:
+            return False
+        for name, nodes in configs.items():
+            config = {
+                "PK": item["PK"],
+                "SK": f"CONFIG#{name}",
+                "name": name,
+                "nodes_expected": nodes,
+                "state": "pending",
+            }
+            self._conditional(Item=config, ConditionExpression="attribute_not_exists(PK)")
+        return True
+
+    def record_job(self, job_id: str, run_id: str, config: str) -> None:
+        item = {"PK": f"JOB#{job_id}", "SK": "JOB", "run_id": run_id, "config": config}
+        self._write(self.table.put_item, Item=item)
+        self._write(
+            self.table.update_item,
+            Key={"PK": f"RUN#{run_id}", "SK": f"CONFIG#{config}"},
+            UpdateExpression="SET job_id = :job",
+            ExpressionAttributeValues={":job": job_id},
+        )
+
+    def add_node(self, run_id: str, config: str, node: int) -> tuple[int, int, str]:
+        """Record that a node reported (idempotent); (nodes reported, nodes expected, state)."""
+        response = self._conditional(
+            Key={"PK": f"RUN#{run_id}", "SK": f"CONFIG#{config}"},
+            UpdateExpression="ADD nodes_reported :node",
+            ConditionExpression="attribute_exists(PK)",
+            ExpressionAttributeValues={":node": {node}},
+            ReturnValues="ALL_NEW",
+        )
+        if response is None:
+            raise StorageError(f"run {run_id} has no config {config}")
+        item = response["Attributes"]
+        return len(item.get("nodes_reported", ())), int(item["nodes_expected"]), str(item["state"])
+
+    def settle_config(self, run_id: str, config: str, kpis: Mapping[str, Any], state: str) -> bool:
+        """Store a config's KPIs once: True for the caller that settled it."""
+        response = self._conditional(
+            Key={"PK": f"RUN#{run_id}", "SK": f"CONFIG#{config}"},
+            UpdateExpression="SET #state = :state, kpis = :kpis",
+            ConditionExpression="#state = :pending",
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues={
+                ":state": state,
+                ":kpis": to_dynamo(dict(kpis)),
+                ":pending": "pending",
+            },
+        )
+        return response is not None
+
+    def add_config_done(self, run_id: str, config: str) -> tuple[int, int]:
+        response = self._conditional(
+            Key={"PK": f"RUN#{run_id}", "SK": "RUN"},
+            UpdateExpression="ADD configs_done :config",
+            ConditionExpression="attribute_exists(PK)",
+            ExpressionAttributeValues={":config": {config}},
+            ReturnValues="ALL_NEW",
+        )
+        if response is None:
+            raise StorageError(f"no run {run_id}")
+        item = response["Attributes"]
+        return len(item.get("configs_done", ())), int(item["configs_total"])
+
+    def finish_run(self, run_id: str, result: Mapping[str, Any], finished_at: str) -> bool:
+        """Settle the run once with its KPIs and verdict: True for the caller that did."""
+        response = self._conditional(
+            Key={"PK": f"RUN#{run_id}", "SK": "RUN"},
+            UpdateExpression="SET #status = :done, #result = :result, finished_at = :at",
+            ConditionExpression="#status = :running",
+            ExpressionAttributeNames={"#status": "status", "#result": "result"},
+            ExpressionAttributeValues={
+                ":done": "done",
+                ":result": to_dynamo(dict(result)),
+                ":at": finished_at,
+                ":running": "running",
+            },
+        )
+        return response is not None
+
+    def claim_publication(self, run_id: str, now: int, lease_s: int = 300) -> bool:
+        """One publisher of the final status at a time; a stale lease can be taken over."""
+        response = self._conditional(
+            Key={"PK": f"RUN#{run_id}", "SK": "RUN"},
+            UpdateExpression="SET publish_lease = :until",
+            ConditionExpression="#status = :done AND attribute_not_exists(published_at) "
+            "AND (attribute_not_exists(publish_lease) OR publish_lease < :now)",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={":until": now + lease_s, ":now": now, ":done": "done"},
+        )
+        return response is not None
+
+    def mark_published(self, run_id: str, now: int) -> None:
+        self._write(
+            self.table.update_item,
+            Key={"PK": f"RUN#{run_id}", "SK": "RUN"},
+            UpdateExpression="SET published_at = :now REMOVE publish_lease",
+            ExpressionAttributeValues={":now": now},
+        )
+
+    def release_publication(self, run_id: str) -> None:
+        self._write(
+            self.table.update_item,
+            Key={"PK": f"RUN#{run_id}", "SK": "RUN"},
+            UpdateExpression="REMOVE publish_lease",
+        )
+
+    def put_history(self, items: list[dict[str, Any]]) -> None:
+        try:
+            with self.table.batch_writer() as batch:
+                for item in items:
+                    batch.put_item(Item=to_dynamo(item))
+        except ClientError as exc:
+            raise StorageError(f"cannot write history: {exc}") from exc
+
+    def _write(self, method: Any, **request: Any) -> None:
+        try:
+            method(**request)
+        except ClientError as exc:
+            raise StorageError(f"DynamoDB refused a write: {exc}") from exc
+
+    # -- reads --------------------------------------------------------------------
+
+    def _query(self, **request: Any) -> Iterator[dict[str, Any]]:
+        try:
+            while True:
+                page = self.table.query(**request)
+                for item in page.get("Items", []):
+                    yield from_dynamo(item)
+                if "LastEvaluatedKey" not in page:
+                    return
+                request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        except ClientError as exc:
+            raise StorageError(f"DynamoDB query failed: {exc}") from exc
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        items = list(
+            self._query(KeyConditionExpression=Key("PK").eq(f"RUN#{run_id}") & Key("SK").eq("RUN"))
+        )
+        return items[0] if items else None
+
+    def configs(self, run_id: str) -> list[dict[str, Any]]:
+        return list(
+            self._query(
+                KeyConditionExpression=Key("PK").eq(f"RUN#{run_id}")
+                & Key("SK").begins_with("CONFIG#"),
+                ConsistentRead=True,
+            )
+        )
+
+    def job_target(self, job_id: str) -> tuple[str, str] | None:
+        items = list(
+            self._query(KeyConditionExpression=Key("PK").eq(f"JOB#{job_id}") & Key("SK").eq("JOB"))
+        )
+        return (items[0]["run_id"], items[0]["config"]) if items else None
+
+    def runs_of_commit(self, repo: str, sha: str) -> list[dict[str, Any]]:
+        return list(
+            self._query(
+                IndexName="GSI1", KeyConditionExpression=Key("GSI1PK").eq(f"COMMIT#{repo}#{sha}")
+            )
+        )
+
+    def history(
+        self, repo: str, branch: str, model: str, since: str | None = None, limit: int | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """History records of (repo, branch, model), newest first."""
+        condition: Any = Key("PK").eq(history_key(repo, branch, model))
+        if since:
+            condition = condition & Key("SK").gte(since)
+        request: dict[str, Any] = {"KeyConditionExpression": condition, "ScanIndexForward": False}
+        for count, item in enumerate(self._query(**request)):
+            if limit is not None and count >= limit:
+                return
+            yield item

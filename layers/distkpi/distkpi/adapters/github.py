@@ -1,0 +1,80 @@
+"""GitHub commit statuses over the REST API (github.com or GitHub Enterprise)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+from distkpi.domain.verdict import clip
+from distkpi.exceptions import GitHubError
+
+RETRY_ON = (429, 500, 502, 503, 504)
+
+
+@dataclass(frozen=True)
+class CommitStatus:
+    repo: str
+    sha: str
+    state: str
+    context: str
+    description: str
+    target_url: str | None = None
+
+
+def _session(retries: int, backoff_s: float) -> requests.Session:
+    retry = Retry(
+        total=retries,
+        backoff_factor=backoff_s,
+        status_forcelist=RETRY_ON,
+        allowed_methods=frozenset({"POST"}),
+        respect_retry_after_header=True,
+        raise_on_status=False,
+    )
+    session = requests.Session()
+    session.mount("https://", HTTPAdapter(max_retries=retry))
+    session.mount("http://", HTTPAdapter(max_retries=retry))
+    return session
+
+
+class GitHubStatusClient:
+    def __init__(
+        self,
+        api_url: str,
+        token: Callable[[], str],
+        *,
+        session: requests.Session | None = None,
+        retries: int = 4,
+        backoff_s: float = 0.5,
+        timeout_s: tuple[float, float] = (3.05, 10.0),
+    ) -> None:
+        self.api_url = api_url.rstrip("/")
+        self._token = token
+        self.session = session or _session(retries, backoff_s)
+        self.timeout_s = timeout_s
+
+    def post(self, status: CommitStatus) -> None:
+        body: dict[str, str] = {
+            "state": status.state,
+            "context": status.context,
+            "description": clip(status.description),
+        }
+        if status.target_url:
+            body["target_url"] = status.target_url
+        url = f"{self.api_url}/repos/{status.repo}/statuses/{status.sha}"
+        headers = {
+            "Authorization": f"Bearer {self._token()}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+        }
+        try:
+            response = self.session.post(url, json=body, headers=headers, timeout=self.timeout_s)
+        except requests.RequestException as exc:
+            raise GitHubError(f"GitHub unreachable: {type(exc).__name__}") from exc
+        if response.status_code != 201:
+            raise GitHubError(
+                f"GitHub answered {response.status_code} for {status.repo}@{status.sha[:10]}"
+            )

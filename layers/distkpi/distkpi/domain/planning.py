@@ -1,0 +1,105 @@
+"""From a trigger and a suite to a run: its id, its run.json and one Batch job per config."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from distkpi.domain.contracts import ConfigSpec, RunSpec
+from distkpi.domain.suites import Suite
+from distkpi.domain.webhook import Trigger
+
+
+def run_id_for(suite: str, sha: str, delivery: str) -> str:
+    """Stable for one delivery and suite, so a retried delivery names the same run."""
+    digest = hashlib.sha256(f"{delivery}\0{suite}".encode()).hexdigest()[:8]
+    return f"{suite}-{sha[:10]}-{digest}"
+
+
+def run_spec_for(run_id: str, trigger: Trigger, suite: Suite) -> RunSpec:
+    return RunSpec.model_validate(
+        {
+            "schema": 1,
+            "run_id": run_id,
+            "repo": trigger.repo,
+            "sha": trigger.sha,
+            "ref": trigger.ref,
+            "model": suite.name,
+            "target_accuracy": suite.target_accuracy,
+            "accuracy_pass": suite.accuracy_pass,
+            "accuracy_tolerance": suite.accuracy_tolerance,
+            "configs": [c.model_dump() for c in suite.specs()],
+        }
+    )
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """Nodes first..last (inclusive) of a multi-node job, all of one role."""
+
+    first: int
+    last: int
+    role: str
+
+    @property
+    def target(self) -> str:
+        return f"{self.first}:{self.last}"
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    name: str
+    run_id: str
+    config: str
+    nodes: int
+    environment: dict[str, str]
+    command: tuple[str, ...] = ()
+    groups: tuple[NodeGroup, ...] = field(default=())
+
+    @property
+    def multinode(self) -> bool:
+        return self.nodes > 1
+
+
+def job_name(run_id: str, config: str) -> str:
+    """Batch job names allow letters, digits, hyphens and underscores, 128 at most."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", f"distkpi-{run_id}-{config}")[:128]
+
+
+def node_groups(spec: ConfigSpec) -> tuple[NodeGroup, ...]:
+    groups = [NodeGroup(0, spec.trainers - 1, "trainer")]
+    if spec.pservers:
+        groups.append(NodeGroup(spec.trainers, spec.nodes - 1, "pserver"))
+    return tuple(groups)
+
+
+def plan_jobs(run: RunSpec, suite: Suite, bucket: str) -> list[JobPlan]:
+    plans = []
+    for spec in run.configs:
+        environment = {
+            "DISTKPI_RUN_ID": run.run_id,
+            "DISTKPI_CONFIG": spec.name,
+            "DISTKPI_S3_PREFIX": f"s3://{bucket}/runs/{run.run_id}/{spec.name}/",
+            "DISTKPI_REPO": run.repo,
+            "DISTKPI_SHA": run.sha,
+            "DISTKPI_MODEL": run.model,
+            "DISTKPI_TRAINERS": str(spec.trainers),
+            "DISTKPI_GPUS_PER_TRAINER": str(spec.gpus_per_trainer),
+            "DISTKPI_PSERVERS": str(spec.pservers),
+            "DISTKPI_BATCH_SIZE": str(spec.batch_size),
+            "DISTKPI_TARGET_ACCURACY": str(run.target_accuracy),
+            "DISTKPI_EPOCHS": str(run.accuracy_pass + 1),
+        }
+        plans.append(
+            JobPlan(
+                name=job_name(run.run_id, spec.name),
+                run_id=run.run_id,
+                config=spec.name,
+                nodes=spec.nodes,
+                environment=environment,
+                command=suite.command,
+                groups=node_groups(spec),
+            )
+        )
+    return plans

@@ -1,0 +1,90 @@
+"""Benchmark suites (infra/suites/<model>.yaml): one model's matrix of configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from distkpi.domain.contracts import CONFIG_NAME_PATTERN, ConfigSpec
+from distkpi.exceptions import ContractError
+
+
+class SuiteConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: Annotated[str, Field(pattern=CONFIG_NAME_PATTERN, max_length=40)]
+    trainers: Annotated[int, Field(ge=1)]
+    gpus_per_trainer: Annotated[int, Field(ge=1)]
+    pservers: Annotated[int, Field(ge=0)] = 0
+    batch_size: Annotated[int, Field(ge=1)]
+
+    def spec(self) -> ConfigSpec:
+        return ConfigSpec(
+            name=self.name,
+            trainers=self.trainers,
+            gpus_per_trainer=self.gpus_per_trainer,
+            pservers=self.pservers,
+            batch_size=self.batch_size,
+            nodes=self.trainers + self.pservers,
+        )
+
+
+class Suite(BaseModel):
+    """A model's benchmark matrix. Each trainer and each pserver is one node of the job."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=40)]
+    image: str | None = None
+    command: tuple[str, ...] = ()
+    target_accuracy: Annotated[float, Field(ge=0, le=1)]
+    accuracy_pass: Annotated[int, Field(ge=0)]
+    accuracy_tolerance: Annotated[float, Field(ge=0)]
+    configs: Annotated[tuple[SuiteConfig, ...], Field(min_length=1)]
+
+    @field_validator("configs")
+    @classmethod
+    def _unique_names(cls, configs: tuple[SuiteConfig, ...]) -> tuple[SuiteConfig, ...]:
+        names = [c.name for c in configs]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise ValueError(f"config names repeat: {', '.join(duplicated)}")
+        return configs
+
+    def specs(self) -> tuple[ConfigSpec, ...]:
+        return tuple(c.spec() for c in self.configs)
+
+
+def parse_suite(text: str, where: str) -> Suite:
+    """A suite from YAML text; ContractError naming ``where`` and each bad field."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ContractError(f"{where}: not valid YAML: {exc}") from exc
+    try:
+        return Suite.model_validate(data)
+    except ValidationError as exc:
+        fields = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ContractError(f"{where}: invalid suite: {fields}") from exc
+
+
+def load_suite(path: Path) -> Suite:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ContractError(f"{path}: cannot be read: {exc.strerror}") from exc
+    return parse_suite(text, str(path))
+
+
+def load_suites(folder: Path) -> list[Suite]:
+    suites = [load_suite(p) for p in sorted(folder.glob("*.yaml"))]
+    names = [s.name for s in suites]
+    if len(set(names)) != len(names):
+        raise ContractError(f"{folder}: two suites share a name")
+    return suites

@@ -1,0 +1,95 @@
+"""Adapters built once per Lambda container, on first use (never at import time)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import cached_property
+
+from distkpi.adapters.batch import BatchLauncher
+from distkpi.adapters.dynamo import RunRepository
+from distkpi.adapters.github import GitHubStatusClient
+from distkpi.adapters.s3_runs import S3RunStore
+from distkpi.adapters.secrets import SecretReader
+from distkpi.domain.suites import Suite, parse_suite
+from distkpi.entry.observability import count
+from distkpi.services.pipeline import Pipeline
+from distkpi.settings import Settings, load_settings
+
+
+class Wiring:
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+
+    @cached_property
+    def settings(self) -> Settings:
+        return load_settings(self.environ)
+
+    @cached_property
+    def secrets(self) -> SecretReader:
+        return SecretReader()
+
+    @cached_property
+    def store(self) -> S3RunStore:
+        return S3RunStore(self.settings.bucket_name)
+
+    def webhook_secret(self) -> bytes:
+        secret_id = self.settings.webhook_secret_id
+        if not secret_id:
+            raise RuntimeError("WEBHOOK_SECRET_ID is not set")
+        return self.secrets.get(secret_id).encode()
+
+    def github_token(self) -> str:
+        return self.secrets.get(self.settings.github_token_secret_id)
+
+    def launcher(self) -> BatchLauncher | None:
+        s = self.settings
+        if not (s.job_queue and s.single_node_job_definition and s.multi_node_job_definition):
+            return None
+        return BatchLauncher(s.job_queue, s.single_node_job_definition, s.multi_node_job_definition)
+
+    @cached_property
+    def pipeline(self) -> Pipeline:
+        s = self.settings
+        github = GitHubStatusClient(
+            s.github_api_url,
+            self.github_token,
+            retries=s.github_retries,
+            backoff_s=s.github_backoff_s,
+        )
+        return Pipeline(
+            runs=RunRepository(s.table_name),
+            store=self.store,
+            github=github,
+            launcher=self.launcher(),
+            report_base_url=s.report_base_url,
+            count=count,
+        )
+
+    def suites(self) -> list[Suite]:
+        """The suites deployed under SUITES_PREFIX in the bucket, read on every delivery."""
+        prefix = self.settings.suites_prefix
+        names = [n for n in self.store.list_names(prefix) if n.endswith((".yaml", ".yml"))]
+        return [
+            parse_suite(
+                self.store.read_bytes(prefix + name).decode(),
+                f"s3://{self.store.bucket}/{prefix}{name}",
+            )
+            for name in names
+        ]
+
+
+_wiring: Wiring | None = None
+
+
+def wiring() -> Wiring:
+    global _wiring  # noqa: PLW0603 - one per container, made on first use
+    if _wiring is None:
+        _wiring = Wiring(dict(os.environ))
+    return _wiring
+
+
+def reset() -> None:
+    """Forget the container's adapters (tests start each case with a fresh AWS)."""
+    global _wiring  # noqa: PLW0603
+    _wiring = None
