@@ -71,9 +71,11 @@ class BatchLauncher:
             "propagateTags": True,
         }
 
-    def submit(self, plan: JobPlan) -> str:
+    def submit(self, plan: JobPlan) -> tuple[str, dict[str, Any]]:
+        """Submit the plan's job: its id and the request that was sent."""
+        request = self.request(plan)
         try:
-            response = self.batch.submit_job(**self.request(plan))
+            response = self.batch.submit_job(**request)
         except ClientError as exc:
             raise LaunchError(f"Batch refused job {plan.name}: {exc}") from exc
-        return response["jobId"]
+        return response["jobId"], request

@@ -125,8 +125,15 @@ class RunRepository:
             self._conditional(Item=config, ConditionExpression="attribute_not_exists(PK)")
         return True
 
-    def record_job(self, job_id: str, run_id: str, config: str) -> None:
-        item = {"PK": f"JOB#{job_id}", "SK": "JOB", "run_id": run_id, "config": config}
+    def record_job(self, job_id: str, run_id: str, config: str, request: Mapping[str, Any]) -> None:
+        """Which run and config a job serves, and exactly what was submitted."""
+        item = {
+            "PK": f"JOB#{job_id}",
+            "SK": "JOB",
+            "run_id": run_id,
+            "config": config,
+            "request": to_dynamo(dict(request)),
+        }
         self._write(self.table.put_item, Item=item)
         self._write(
             self.table.update_item,
@@ -262,6 +269,12 @@ class RunRepository:
                 ConsistentRead=True,
             )
         )
+
+    def job(self, job_id: str) -> dict[str, Any] | None:
+        items = list(
+            self._query(KeyConditionExpression=Key("PK").eq(f"JOB#{job_id}") & Key("SK").eq("JOB"))
+        )
+        return items[0] if items else None
 
     def job_target(self, job_id: str) -> tuple[str, str] | None:
         items = list(

@@ -5,9 +5,11 @@ from __future__ import annotations
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-logger = Logger()
-metrics = Metrics()
-tracer = Tracer()
+SERVICE = "distkpi"
+
+logger = Logger(service=SERVICE)
+metrics = Metrics(namespace=SERVICE, service=SERVICE)
+tracer = Tracer(service=SERVICE)
 
 
 def count(name: str, value: int = 1) -> None:

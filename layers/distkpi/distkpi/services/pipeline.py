@@ -81,12 +81,12 @@ class Pipeline:
             raise LaunchError("no Batch launcher configured")
         for plan in plan_jobs(run, suite, self.store.bucket):
             try:
-                job_id = self.launcher.submit(plan)
+                job_id, request = self.launcher.submit(plan)
             except LaunchError as exc:
                 logger.exception("job not submitted", run_id=run.run_id, config=plan.config)
                 self.fail_config(run.run_id, plan.config, str(exc))
                 continue
-            self.runs.record_job(job_id, run.run_id, plan.config)
+            self.runs.record_job(job_id, run.run_id, plan.config, request)
             logger.info("job submitted", run_id=run.run_id, config=plan.config, job_id=job_id)
 
     # -- collector: nodes -> config -> run ---------------------------------------------
@@ -158,7 +158,8 @@ class Pipeline:
 
     def _finish(self, run_id: str) -> None:
         item = self.runs.get_run(run_id)
-        assert item is not None
+        if item is None:
+            raise NotFoundError(f"no run {run_id}")
         run = RunSpec.model_validate(item["spec"])
         configs = {
             c["name"]: ConfigKpis.from_record(c["kpis"])
@@ -168,23 +169,31 @@ class Pipeline:
         result = run_kpis(run, configs)
         verdict = decide(result, run.accuracy_tolerance)
         description = describe(result, verdict)
-        finished_at = self.clock().isoformat(timespec="seconds")
-        self.runs.put_history(_history_items(item, result, finished_at))
-        self.store.put_json(f"runs/{run_id}/kpis.json", result.to_json())
         payload = {
             "kpis": result.to_json(),
             "state": verdict.state.value,
             "reasons": list(verdict.reasons),
             "description": description,
         }
-        if self.runs.finish_run(run_id, payload, finished_at):
+        if self.runs.finish_run(run_id, payload, self.clock().isoformat(timespec="seconds")):
             logger.info("run finished", run_id=run_id, state=verdict.state.value)
-        self._publish(run, verdict, description)
+        self._publish(item, result, verdict, description)
 
-    def _publish(self, run: RunSpec, verdict: Verdict, description: str) -> None:
+    def _publish(
+        self, item: dict[str, Any], result: RunKpis, verdict: Verdict, description: str
+    ) -> None:
+        """History, kpis.json and the final status, by one holder of the publication lease.
+
+        A publisher that dies leaves its lease to expire; the next delivery redoes all of it
+        (every write here is idempotent).
+        """
+        run = RunSpec.model_validate(item["spec"])
         now = int(self.clock().timestamp())
         if not self.runs.claim_publication(run.run_id, now):
             return
+        finished_at = self.clock().isoformat(timespec="seconds")
+        self.runs.put_history(_history_items(item, result, finished_at))
+        self.store.put_json(f"runs/{run.run_id}/kpis.json", result.to_json())
         if self._post(run, verdict.state, description):
             self.runs.mark_published(run.run_id, now)
         else:

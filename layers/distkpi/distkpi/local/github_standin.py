@@ -1,0 +1,112 @@
+"""A GitHub stand-in on 127.0.0.1: accepts and records commit statuses like the REST API."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+STATUS_PATH = re.compile(
+    r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/statuses/(?P<sha>[0-9a-f]{40})$"
+)
+STATES = {"pending", "success", "failure", "error"}
+
+
+class GitHubStandIn:
+    """Records POST /repos/{owner}/{repo}/statuses/{sha}; 422 like GitHub on bad input.
+
+    ``fail_next(500, 503)`` makes the next requests answer those codes first.
+    """
+
+    def __init__(self, token: str | None = None) -> None:
+        self.token = token
+        self.statuses: list[dict[str, Any]] = []
+        self.requests = 0
+        self._scripted: deque[int] = deque()
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    def fail_next(self, *codes: int) -> None:
+        with self._lock:
+            self._scripted.extend(codes)
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> str:
+        standin = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                del format, args
+
+            def do_POST(self) -> None:
+                code, body = standin._handle(
+                    self.path, self.headers.get("Authorization"), self._body()
+                )
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _body(self) -> bytes:
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self.url
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def _handle(self, path: str, auth: str | None, raw: bytes) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            self.requests += 1
+            if self._scripted:
+                return self._scripted.popleft(), {"message": "scripted failure"}
+        match = STATUS_PATH.match(path)
+        if not match:
+            return 404, {"message": "Not Found"}
+        if self.token is not None and auth != f"Bearer {self.token}":
+            return 401, {"message": "Bad credentials"}
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return 400, {"message": "Problems parsing JSON"}
+        problem = _invalid(body)
+        if problem:
+            return 422, {"message": "Validation Failed", "errors": [problem]}
+        status = {
+            "repo": f"{match['owner']}/{match['repo']}",
+            "sha": match["sha"],
+            "context": body.get("context", "default"),
+            "state": body["state"],
+            "description": body.get("description"),
+            "target_url": body.get("target_url"),
+        }
+        with self._lock:
+            self.statuses.append(status)
+            status_id = len(self.statuses)
+        return 201, {"id": status_id, **status}
+
+
+def _invalid(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return "body must be an object"
+    if body.get("state") not in STATES:
+        return "state is not included in the list"
+    description = body.get("description")
+    if description is not None and len(description) > 140:
+        return "description is too long (maximum is 140 characters)"
+    return None

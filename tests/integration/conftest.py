@@ -1,0 +1,242 @@
+"""AWS (moto, in-process) built from template.yaml, a GitHub stand-in on 127.0.0.1, and the
+three Lambda handlers called with real event shapes."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import importlib.util
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from distkpi.domain.template import load_template, table_definition, ttl_attribute
+from distkpi.domain.webhook import sign
+from distkpi.entry import wiring
+from distkpi.local.github_standin import GitHubStandIn
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = ROOT / "tests" / "events"
+WEBHOOK_SECRET = "it's a secret to everybody"
+GITHUB_TOKEN = "ghs_test_token_never_logged"
+BUCKET = "distkpi-runs-test"
+TABLE = "distkpi-test"
+
+
+def event(name: str) -> dict[str, Any]:
+    return json.loads((EVENTS / f"{name}.json").read_text())  # type: ignore[no-any-return]
+
+
+def load_handler(name: str) -> ModuleType:
+    path = ROOT / "functions" / name / "app.py"
+    spec = importlib.util.spec_from_file_location(f"distkpi_function_{name}", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class LambdaContext:
+    function_name: str = "distkpi-test"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:distkpi-test"
+    aws_request_id: str = "00000000-0000-0000-0000-000000000000"
+
+
+@dataclass
+class Stack:
+    github: GitHubStandIn
+    s3: Any
+    batch: Any
+    table: Any
+    queue: str
+    handlers: dict[str, ModuleType] = field(default_factory=dict)
+
+    def webhook(
+        self,
+        name: str = "pull_request",
+        *,
+        payload: dict[str, Any] | None = None,
+        body: bytes | None = None,
+        signature: str | None = None,
+        delivery: str | None = None,
+        base64_body: bool = False,
+        github_event: str | None = None,
+    ) -> dict[str, Any]:
+        """POST a GitHub delivery, as a Lambda Function URL event, to the real handler."""
+        recorded = event(name)
+        raw = body if body is not None else json.dumps(payload or recorded["payload"]).encode()
+        headers = {k.lower(): v for k, v in recorded["headers"].items()}
+        if delivery:
+            headers["x-github-delivery"] = delivery
+        if github_event:
+            headers["x-github-event"] = github_event
+        headers["x-hub-signature-256"] = (
+            signature if signature is not None else sign(WEBHOOK_SECRET.encode(), raw)
+        )
+        request = {
+            "version": "2.0",
+            "routeKey": "$default",
+            "rawPath": "/",
+            "rawQueryString": "",
+            "headers": headers,
+            "requestContext": {
+                "http": {
+                    "method": "POST",
+                    "path": "/",
+                    "protocol": "HTTP/1.1",
+                    "sourceIp": "192.30.252.1",
+                    "userAgent": "GitHub-Hookshot/044aadd",
+                },
+                "requestId": "id",
+                "routeKey": "$default",
+                "stage": "$default",
+                "domainName": "example.lambda-url.us-east-1.on.aws",
+            },
+            "body": base64.b64encode(raw).decode() if base64_body else raw.decode("latin-1"),
+            "isBase64Encoded": base64_body,
+        }
+        response = self.handlers["webhook"].lambda_handler(request, LambdaContext())
+        return {**response, "json": json.loads(response.get("body") or "null")}
+
+    def s3_event(self, key: str) -> dict[str, Any]:
+        record = copy.deepcopy(event("s3_object_created"))
+        s3 = record["Records"][0]["s3"]
+        s3["bucket"]["name"] = BUCKET
+        s3["bucket"]["arn"] = f"arn:aws:s3:::{BUCKET}"
+        s3["object"]["key"] = key.replace(" ", "+")
+        return record
+
+    def collect(self, key: str) -> dict[str, Any]:
+        return self.handlers["collector"].lambda_handler(self.s3_event(key), LambdaContext())  # type: ignore[no-any-return]
+
+    def job_failed(self, job_id: str, reason: str) -> dict[str, Any]:
+        detail_event = copy.deepcopy(event("batch_job_failed"))
+        detail_event["detail"]["jobId"] = job_id
+        detail_event["detail"]["statusReason"] = reason
+        return self.handlers["job_events"].lambda_handler(detail_event, LambdaContext())  # type: ignore[no-any-return]
+
+    def jobs(self) -> list[dict[str, Any]]:
+        ids = []
+        for status in (
+            "SUBMITTED",
+            "PENDING",
+            "RUNNABLE",
+            "STARTING",
+            "RUNNING",
+            "SUCCEEDED",
+            "FAILED",
+        ):
+            for page in self.batch.get_paginator("list_jobs").paginate(
+                jobQueue=self.queue, jobStatus=status
+            ):
+                ids.extend(j["jobId"] for j in page["jobSummaryList"])
+        if not ids:
+            return []
+        return self.batch.describe_jobs(jobs=sorted(set(ids)))["jobs"]  # type: ignore[no-any-return]
+
+
+def create_batch(batch: Any, iam: Any) -> dict[str, str]:
+    role = iam.create_role(RoleName="batch", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    env = batch.create_compute_environment(
+        computeEnvironmentName="distkpi", type="UNMANAGED", state="ENABLED", serviceRole=role
+    )["computeEnvironmentArn"]
+    queue = batch.create_job_queue(
+        jobQueueName="distkpi",
+        state="ENABLED",
+        priority=1,
+        computeEnvironmentOrder=[{"order": 1, "computeEnvironment": env}],
+    )["jobQueueArn"]
+    container = {
+        "image": "distkpi-job:latest",
+        "command": ["python", "-m", "distkpi_job"],
+        "resourceRequirements": [
+            {"type": "VCPU", "value": "1"},
+            {"type": "MEMORY", "value": "512"},
+        ],
+    }
+    single = batch.register_job_definition(
+        jobDefinitionName="distkpi-single", type="container", containerProperties=container
+    )["jobDefinitionArn"]
+    multi = batch.register_job_definition(
+        jobDefinitionName="distkpi-multinode",
+        type="multinode",
+        nodeProperties={
+            "numNodes": 2,
+            "mainNode": 0,
+            "nodeRangeProperties": [{"targetNodes": "0:", "container": container}],
+        },
+    )["jobDefinitionArn"]
+    return {"queue": queue, "single": single, "multi": multi}
+
+
+@pytest.fixture
+def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+    for key, value in {
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_NAMESPACE": "distkpi",
+        "POWERTOOLS_SERVICE_NAME": "distkpi",
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    github = GitHubStandIn(token=GITHUB_TOKEN)
+    github.start()
+    with mock_aws(config={"batch": {"use_docker": False}}):
+        template = load_template((ROOT / "template.yaml").read_text())
+        dynamodb = boto3.client("dynamodb")
+        dynamodb.create_table(**table_definition(template, "RunsTable", TABLE))
+        dynamodb.update_time_to_live(
+            TableName=TABLE,
+            TimeToLiveSpecification={
+                "Enabled": True,
+                "AttributeName": ttl_attribute(template, "RunsTable"),
+            },
+        )
+        s3 = boto3.client("s3")
+        s3.create_bucket(Bucket=BUCKET)
+        suite = ROOT / "infra" / "suites" / "resnet50.yaml"
+        s3.put_object(Bucket=BUCKET, Key=f"suites/{suite.name}", Body=suite.read_bytes())
+        sm = boto3.client("secretsmanager")
+        sm.create_secret(Name="webhook", SecretString=WEBHOOK_SECRET)
+        sm.create_secret(Name="github-token", SecretString=GITHUB_TOKEN)
+        batch = boto3.client("batch")
+        batch_ids = create_batch(batch, boto3.client("iam"))
+        for key, value in {
+            "TABLE_NAME": TABLE,
+            "BUCKET_NAME": BUCKET,
+            "WEBHOOK_SECRET_ID": "webhook",
+            "GITHUB_TOKEN_SECRET_ID": "github-token",
+            "GITHUB_API_URL": github.url,
+            "GITHUB_BACKOFF_S": "0",
+            "JOB_QUEUE": batch_ids["queue"],
+            "SINGLE_NODE_JOB_DEFINITION": batch_ids["single"],
+            "MULTI_NODE_JOB_DEFINITION": batch_ids["multi"],
+            "BRANCHES": "develop",
+            "REPORT_BASE_URL": "https://distkpi.example.com",
+        }.items():
+            monkeypatch.setenv(key, value)
+        wiring.reset()
+        stack = Stack(
+            github=github,
+            s3=s3,
+            batch=batch,
+            table=boto3.resource("dynamodb").Table(TABLE),
+            queue=batch_ids["queue"],
+        )
+        stack.handlers = {
+            name: load_handler(name) for name in ("webhook", "collector", "job_events")
+        }
+        yield stack
+        wiring.reset()
+    github.stop()

@@ -1,0 +1,258 @@
+"""One merge request through the whole pipeline: webhook -> Batch -> S3 -> collector -> status."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from tests.conftest import mllog
+from tests.integration.conftest import BUCKET, Stack
+
+SHA = "9f4e1c2b7a6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f"
+THROUGHPUT = {"1x1": 120.0, "1x8": 720.0, "2x8-4ps": 1300.0, "4x8-8ps": 2400.0}
+
+
+def trainer_log(per_trainer: float, accuracy: float = 0.7) -> str:
+    lines = [mllog("run_start", None, 1_000_000)]
+    for epoch in range(5):
+        lines.append(
+            mllog("tracked_stats", {"throughput": per_trainer}, 1_000_000 + 60_000 * (epoch + 1))
+        )
+        acc = accuracy - 0.1 * (4 - epoch)
+        lines.append(mllog("eval_accuracy", acc, 1_000_000 + 60_000 * (epoch + 1), epoch_num=epoch))
+    lines.append(mllog("run_stop", None, 1_400_000, status="success"))
+    return "\n".join(lines) + "\n"
+
+
+def upload_node(
+    stack: Stack,
+    run_id: str,
+    config: str,
+    node: int,
+    role: str,
+    rank: int,
+    log: str | bytes,
+    *,
+    exit_code: int = 0,
+) -> str:
+    """What the job entrypoint does: the node's files first, its manifest last."""
+    prefix = f"runs/{run_id}/{config}/"
+    log_path, gpu_path = f"logs/{role}-{rank}.log", f"logs/{role}-{rank}.gpu.csv"
+    stack.s3.put_object(Bucket=BUCKET, Key=prefix + log_path, Body=log)
+    gpu = "timestamp, index, memory.used [MiB]\n2026/11/30 00:00:00.000, 0, 12000 MiB\n"
+    stack.s3.put_object(Bucket=BUCKET, Key=prefix + gpu_path, Body=gpu)
+    manifest = {
+        "schema": 1,
+        "node": node,
+        "exit_code": exit_code,
+        "started_at": "2026-11-30T03:00:00Z",
+        "finished_at": "2026-11-30T03:10:00Z",
+        "files": [
+            {"path": log_path, "role": role, "rank": rank, "kind": "log"},
+            {"path": gpu_path, "role": role, "rank": rank, "kind": "gpu_memory"},
+        ],
+    }
+    key = f"{prefix}node-{node}.json"
+    stack.s3.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(manifest))
+    return key
+
+
+def run_all_nodes(
+    stack: Stack, run_id: str, broken: dict[tuple[str, int], Any] | None = None
+) -> list[str]:
+    broken = broken or {}
+    spec = json.loads(
+        stack.s3.get_object(Bucket=BUCKET, Key=f"runs/{run_id}/run.json")["Body"].read()
+    )
+    keys = []
+    for cfg in spec["configs"]:
+        for node in range(cfg["nodes"]):
+            role = "trainer" if node < cfg["trainers"] else "pserver"
+            rank = node if role == "trainer" else node - cfg["trainers"]
+            log = (
+                trainer_log(THROUGHPUT[cfg["name"]] / cfg["trainers"])
+                if role == "trainer"
+                else "serving\n"
+            )
+            log, exit_code = broken.get((cfg["name"], node), (log, 0))
+            keys.append(
+                upload_node(stack, run_id, cfg["name"], node, role, rank, log, exit_code=exit_code)
+            )
+    return keys
+
+
+def deliver_all(stack: Stack, keys: list[str], copies: int = 2, threads: int = 8) -> None:
+    """Every S3 event delivered ``copies`` times, from several threads at once."""
+    with ThreadPoolExecutor(threads) as pool:
+        for result in pool.map(stack.collect, keys * copies):
+            assert "handled" in result
+
+
+def submitted(stack: Stack, job_id: str) -> dict[str, Any]:
+    return stack.table.get_item(Key={"PK": f"JOB#{job_id}", "SK": "JOB"})["Item"]["request"]  # type: ignore[no-any-return]
+
+
+def final_statuses(stack: Stack) -> list[dict[str, Any]]:
+    return [s for s in stack.github.statuses if s["state"] != "pending"]
+
+
+def test_a_pull_request_from_webhook_to_commit_status(stack: Stack) -> None:
+    # Given a signed pull_request delivery
+    response = stack.webhook("pull_request")
+    # Then one run starts, with one Batch job per config and a pending status
+    assert response["statusCode"] == 201, response
+    (run_id,) = response["json"]["runs"]
+    jobs = {j["jobName"]: j for j in stack.jobs()}
+    assert set(jobs) == {f"distkpi-{run_id}-{c}".replace(".", "_") for c in THROUGHPUT}
+    assert jobs[f"distkpi-{run_id}-1x8"]["tags"] == {"distkpi:run": run_id, "distkpi:config": "1x8"}
+    # moto keeps no overrides, so the submitted requests are read from the JOB items
+    single = submitted(stack, jobs[f"distkpi-{run_id}-1x8"]["jobId"])
+    assert single["jobDefinition"].endswith("distkpi-single:1") and "nodeOverrides" not in single
+    big = submitted(stack, jobs[f"distkpi-{run_id}-4x8-8ps"]["jobId"])
+    assert big["jobDefinition"].endswith("distkpi-multinode:1")
+    assert big["nodeOverrides"]["numNodes"] == 12
+    ranges = {r["targetNodes"]: r for r in big["nodeOverrides"]["nodePropertyOverrides"]}
+    assert set(ranges) == {"0:3", "4:11"}
+    env = {e["name"]: e["value"] for e in ranges["4:11"]["containerOverrides"]["environment"]}
+    assert {e["name"]: e["value"] for e in ranges["0:3"]["containerOverrides"]["environment"]}[
+        "DISTKPI_ROLE"
+    ] == "trainer"
+    assert env["DISTKPI_ROLE"] == "pserver"
+    assert env["DISTKPI_RUN_ID"] == run_id and env["DISTKPI_CONFIG"] == "4x8-8ps"
+    assert env["DISTKPI_S3_PREFIX"] == f"s3://{BUCKET}/runs/{run_id}/4x8-8ps/"
+    assert env["DISTKPI_SHA"] == SHA and env["DISTKPI_REPO"] == "PaddlePaddle/Paddle"
+    assert [s["state"] for s in stack.github.statuses] == ["pending"]
+    assert stack.github.statuses[0]["context"] == "distkpi/resnet50"
+
+    # When every node uploads and each S3 event arrives twice, concurrently
+    deliver_all(stack, run_all_nodes(stack, run_id))
+
+    # Then exactly one final status, success, with the headline numbers
+    (final,) = final_statuses(stack)
+    assert final["state"] == "success"
+    assert final["sha"] == SHA and final["repo"] == "PaddlePaddle/Paddle"
+    assert final["description"].startswith("32 GPUs 20.0x, eff 0.62, TTA 240s, acc Δ0.0000: ok")
+    assert final["target_url"] == f"https://distkpi.example.com/reports/{run_id}/"
+    # and the KPIs are in DynamoDB
+    run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]
+    assert run["status"] == "done" and run["result"]["state"] == "success"
+    kpis = run["result"]["kpis"]["configs"]
+    assert float(kpis["4x8-8ps"]["speedup"]) == pytest.approx(20.0)
+    assert float(kpis["2x8-4ps"]["pserver_gpu_memory_mib"]) == 12000
+    assert "published_at" in run
+
+
+def test_a_redelivered_webhook_starts_nothing_new(stack: Stack) -> None:
+    first = stack.webhook("pull_request")
+    jobs = len(stack.jobs())
+    again = stack.webhook("pull_request")
+    assert first["statusCode"] == 201 and again["statusCode"] == 200
+    assert again["json"] == {"message": "duplicate delivery", "runs": []}
+    assert len(stack.jobs()) == jobs
+    assert len(stack.github.statuses) == 1
+
+
+def test_a_push_to_develop_starts_a_run(stack: Stack) -> None:
+    response = stack.webhook("push")
+    assert response["statusCode"] == 201 and len(response["json"]["runs"]) == 1
+
+
+def test_a_push_elsewhere_is_ignored(stack: Stack) -> None:
+    payload = {
+        **json.loads(
+            json.dumps(
+                __import__("tests.integration.conftest", fromlist=["event"]).event("push")[
+                    "payload"
+                ]
+            )
+        ),
+        "ref": "refs/heads/feature",
+    }
+    response = stack.webhook("push", payload=payload)
+    assert response["statusCode"] == 202
+    assert stack.jobs() == []
+
+
+def test_a_failed_batch_job_settles_the_run_as_error_once(stack: Stack) -> None:
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    keys = run_all_nodes(stack, run_id)
+    failing = next(j for j in stack.jobs() if j["jobName"].endswith("2x8-4ps"))
+    # the other configs finish; 2x8-4ps never uploads, its job fails, the event comes twice
+    deliver_all(stack, [k for k in keys if "/2x8-4ps/" not in k])
+    assert final_statuses(stack) == []
+    with ThreadPoolExecutor(2) as pool:
+        results = list(
+            pool.map(lambda _: stack.job_failed(failing["jobId"], "Host EC2 terminated"), range(2))
+        )
+    assert all(r == {"failed_config": True} for r in results)
+    (final,) = final_statuses(stack)
+    assert final["state"] == "error"
+    assert "2x8-4ps failed" in final["description"]
+    config = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "CONFIG#2x8-4ps"})["Item"]
+    assert config["state"] == "failed"
+    assert "job failed: Host EC2 terminated" in config["kpis"]["problems"]
+    # late manifests of the failed config change nothing
+    deliver_all(stack, [k for k in keys if "/2x8-4ps/" in k], copies=1)
+    assert len(final_statuses(stack)) == 1
+
+
+def test_a_job_event_for_someone_elses_job_is_ignored(stack: Stack) -> None:
+    assert stack.job_failed("not-ours", "whatever") == {"failed_config": False}
+
+
+def test_a_node_exiting_1_and_a_garbage_log_give_error(stack: Stack) -> None:
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    garbage = b"\x00\xff\xfe:::MLLOG {not json\n" * 50
+    keys = run_all_nodes(
+        stack,
+        run_id,
+        broken={("1x8", 0): (trainer_log(720.0), 1), ("2x8-4ps", 1): (garbage, 0)},
+    )
+    deliver_all(stack, keys, copies=1)
+    (final,) = final_statuses(stack)
+    assert final["state"] == "error"
+    assert final["description"].startswith("1x8 failed; 2x8-4ps failed: node 0 exited with code 1")
+    configs = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]["result"][
+        "kpis"
+    ]["configs"]
+    assert configs["1x8"]["status"] == "failed" and configs["1x8"]["throughput"] is None
+    assert configs["2x8-4ps"]["status"] == "failed"
+    assert any("NUL byte" in p for p in configs["2x8-4ps"]["problems"])
+    assert configs["4x8-8ps"]["status"] == "ok"
+
+
+def test_misaligned_accuracy_is_a_failure(stack: Stack) -> None:
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    keys = run_all_nodes(
+        stack, run_id, broken={("4x8-8ps", 0): (trainer_log(600.0, accuracy=0.69), 0)}
+    )
+    deliver_all(stack, keys, copies=1)
+    (final,) = final_statuses(stack)
+    assert final["state"] == "failure"
+    assert "4x8-8ps acc Δ-0.0100 > 0.001" in final["description"]
+
+
+def test_github_answering_500_then_201_posts_once(stack: Stack) -> None:
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    stack.github.fail_next(500)
+    deliver_all(stack, run_all_nodes(stack, run_id), copies=1)
+    assert len(final_statuses(stack)) == 1
+    assert stack.github.requests == 3  # pending, then 500 and its retry
+
+
+def test_github_down_still_stores_the_kpis(
+    stack: Stack, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    stack.github.stop()
+    capsys.readouterr()
+    deliver_all(stack, run_all_nodes(stack, run_id), copies=1)
+    assert [r.getMessage() for r in caplog.records].count("status not posted") == 1
+    assert '"StatusPostFailures":[1.0]' in capsys.readouterr().out
+    assert "ghs_test_token" not in caplog.text
+    run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]
+    assert run["status"] == "done" and run["result"]["state"] == "success"
+    assert "published_at" not in run and "publish_lease" not in run

@@ -1,0 +1,103 @@
+"""Suites, run ids, run.json and Batch job plans."""
+
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from distkpi.adapters.batch import BatchLauncher
+from distkpi.domain.planning import plan_jobs, run_id_for, run_spec_for
+from distkpi.domain.suites import load_suite, load_suites, parse_suite
+from distkpi.domain.webhook import Ignored, Trigger, decide, sign, signature_matches
+from distkpi.exceptions import ContractError
+from tests.unit.test_cli_kpis import schema
+
+ROOT = Path(__file__).resolve().parents[2]
+TRIGGER = Trigger(
+    repo="o/r",
+    sha="b" * 40,
+    ref="refs/pull/7/head",
+    branch="f",
+    event="pull_request",
+    base_branch="develop",
+)
+
+
+def test_every_bundled_suite_loads() -> None:
+    names = [s.name for s in load_suites(ROOT / "infra" / "suites")]
+    assert "resnet50" in names
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name: x\n", "target_accuracy: Field required"),
+        ("{", "not valid YAML"),
+        (
+            "name: x\ntarget_accuracy: 2\naccuracy_pass: 1\naccuracy_tolerance: 0\n"
+            "configs: [{name: a, trainers: 1, gpus_per_trainer: 1, batch_size: 1}]\n",
+            "target_accuracy: Input should be less than or equal to 1",
+        ),
+        (
+            "name: x\ntarget_accuracy: 0.5\naccuracy_pass: 1\naccuracy_tolerance: 0\n"
+            "configs: [{name: a, trainers: 0, gpus_per_trainer: 1, batch_size: 1}]\n",
+            "configs.0.trainers",
+        ),
+        (
+            "name: x\ntarget_accuracy: 0.5\naccuracy_pass: 1\naccuracy_tolerance: 0\n"
+            "configs: [{name: a, trainers: 1, gpus_per_trainer: 1, batch_size: 1, gpu: 3}]\n",
+            "configs.0.gpu: Extra inputs are not permitted",
+        ),
+    ],
+)
+def test_a_bad_suite_names_file_and_field(text: str, message: str) -> None:
+    with pytest.raises(ContractError) as err:
+        parse_suite(text, "infra/suites/x.yaml")
+    assert str(err.value).startswith("infra/suites/x.yaml: ")
+    assert message in str(err.value)
+
+
+def test_missing_suite_file(tmp_path: Path) -> None:
+    with pytest.raises(ContractError, match="cannot be read"):
+        load_suite(tmp_path / "nope.yaml")
+
+
+def test_run_spec_follows_the_contract_and_run_ids_are_stable() -> None:
+    suite = load_suite(ROOT / "infra" / "suites" / "resnet50.yaml")
+    run_id = run_id_for(suite.name, TRIGGER.sha, "delivery-1")
+    assert run_id == run_id_for(suite.name, TRIGGER.sha, "delivery-1")
+    assert run_id != run_id_for(suite.name, TRIGGER.sha, "delivery-2")
+    spec = run_spec_for(run_id, TRIGGER, suite)
+    jsonschema.validate(spec.to_json(), schema("run.schema.json"))
+    assert [c.nodes for c in spec.configs] == [1, 1, 6, 12]
+
+
+def test_job_requests_single_and_multi_node() -> None:
+    suite = load_suite(ROOT / "infra" / "suites" / "resnet50.yaml")
+    spec = run_spec_for("run-1", TRIGGER, suite)
+    plans = {p.config: p for p in plan_jobs(spec, suite, "bucket")}
+    launcher = BatchLauncher("queue", "single", "multi")
+    single = launcher.request(plans["1x8"])
+    assert single["jobDefinition"] == "single" and "nodeOverrides" not in single
+    env = {e["name"]: e["value"] for e in single["containerOverrides"]["environment"]}
+    assert env["DISTKPI_GPUS_PER_TRAINER"] == "8" and env["DISTKPI_ROLE"] == "trainer"
+    multi = launcher.request(plans["2x8-4ps"])
+    groups = multi["nodeOverrides"]["nodePropertyOverrides"]
+    assert multi["nodeOverrides"]["numNodes"] == 6
+    assert [g["targetNodes"] for g in groups] == ["0:1", "2:5"]
+
+
+def test_signatures() -> None:
+    body = b'{"a": 1}'
+    assert signature_matches(b"s", body, sign(b"s", body))
+    assert not signature_matches(b"s", body, sign(b"t", body))
+    assert not signature_matches(b"s", body, None)
+    assert not signature_matches(b"s", body, "sha1=abc")
+
+
+def test_push_decisions() -> None:
+    payload = {"ref": "refs/heads/develop", "after": "c" * 40, "repository": {"full_name": "o/r"}}
+    assert isinstance(decide("push", payload, ["develop"]), Trigger)
+    assert isinstance(decide("push", {**payload, "ref": "refs/tags/v1"}, ["develop"]), Ignored)
+    assert isinstance(decide("push", {**payload, "after": "0" * 40}, ["develop"]), Ignored)
+    assert isinstance(decide("push", {"ref": 3}, ["develop"]), Ignored)

@@ -1,0 +1,64 @@
+"""The verdict and the 140-character headline GitHub shows."""
+
+from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis
+from distkpi.domain.verdict import State, decide, describe
+
+
+def config(name: str, gpus: int, **kw: object) -> ConfigKpis:
+    values: dict[str, object] = {
+        "status": ConfigStatus.OK,
+        "throughput": 100.0 * gpus,
+        "time_to_accuracy_s": 600.0,
+        "test_accuracy": 0.7,
+        "trainer_gpu_memory_mib": 12000.0,
+        "pserver_gpu_memory_mib": None,
+        "problems": (),
+        "speedup": 0.62 * gpus,
+        "efficiency": 0.62,
+        "accuracy_delta": 0.0004,
+    }
+    values.update(kw)
+    return ConfigKpis(name=name, gpus=gpus, **values)  # type: ignore[arg-type]
+
+
+def run(*configs: ConfigKpis) -> RunKpis:
+    return RunKpis("r", "resnet50", configs[0].name, configs)
+
+
+def test_golden_success_description() -> None:
+    result = run(
+        config("1x1", 1, speedup=1.0, efficiency=1.0, accuracy_delta=0.0),
+        config("4x8", 32, speedup=19.8),
+    )
+    verdict = decide(result, 0.001)
+    assert verdict.state is State.SUCCESS
+    assert describe(result, verdict) == "32 GPUs 19.8x, eff 0.62, TTA 600s, acc Δ0.0004: ok"
+
+
+def test_misaligned_accuracy_is_a_failure() -> None:
+    result = run(config("1x1", 1), config("4x8", 32, accuracy_delta=-0.002))
+    verdict = decide(result, 0.001)
+    assert verdict.state is State.FAILURE
+    assert describe(result, verdict).endswith("4x8 acc Δ-0.0020 > 0.001")
+
+
+def test_a_failed_config_is_an_error_that_says_why() -> None:
+    broken = config(
+        "2x8",
+        16,
+        status=ConfigStatus.FAILED,
+        throughput=None,
+        problems=("node 1 exited with code 137",),
+    )
+    verdict = decide(run(config("1x1", 1), broken), 0.001)
+    assert verdict.state is State.ERROR
+    assert (
+        describe(run(config("1x1", 1), broken), verdict)
+        == "2x8 failed: node 1 exited with code 137"
+    )
+
+
+def test_descriptions_never_pass_140_characters() -> None:
+    broken = config("2x8", 16, status=ConfigStatus.INCOMPLETE, problems=("x" * 500,))
+    text = describe(run(config("1x1", 1), broken), decide(run(config("1x1", 1), broken), 0.001))
+    assert len(text) == 140 and text.endswith("…")
