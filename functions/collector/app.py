@@ -6,7 +6,8 @@ from aws_lambda_powertools.utilities.data_classes import S3Event, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from distkpi.entry.collector import handle_keys
-from distkpi.entry.observability import logger, metrics, tracer
+from distkpi.entry.observability import logger, metrics
+from distkpi.entry.tracing import tracer
 
 
 @logger.inject_lambda_context

@@ -5,7 +5,8 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from distkpi.entry.job_events import handle_event
-from distkpi.entry.observability import logger, metrics, tracer
+from distkpi.entry.observability import logger, metrics
+from distkpi.entry.tracing import tracer
 
 
 @logger.inject_lambda_context

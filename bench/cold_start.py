@@ -1,0 +1,75 @@
+"""Cold import time of each Lambda handler against a bare `import boto3, aws_lambda_powertools`.
+
+    python bench/cold_start.py [--repeat 15]
+
+Each measurement is a fresh interpreter (as a Lambda cold start is), timing only the
+imports; the median of --repeat runs is printed with its ratio to the baseline measured in
+the same run, interleaved so that machine noise hits both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = "import boto3, aws_lambda_powertools"
+TIMER = (
+    "import time, importlib.util, sys\n"
+    "t = time.perf_counter()\n"
+    "{body}\n"
+    "print(time.perf_counter() - t)\n"
+    "print(','.join(m for m in ('pandas', 'matplotlib', 'numpy') if m in sys.modules))\n"
+)
+
+
+def handler_import(name: str) -> str:
+    path = ROOT / "functions" / name / "app.py"
+    return (
+        f"spec = importlib.util.spec_from_file_location('app', {str(path)!r})\n"
+        "module = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(module)"
+    )
+
+
+def once(body: str) -> tuple[float, str]:
+    env = {"POWERTOOLS_TRACE_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1", "PATH": ""}
+    out = subprocess.run(
+        [sys.executable, "-c", TIMER.format(body=body)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout.splitlines()
+    return float(out[0]), out[1] if len(out) > 1 else ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    subjects = {"baseline": BASELINE} | {
+        name: handler_import(name) for name in ("webhook", "collector", "job_events")
+    }
+    times: dict[str, list[float]] = {name: [] for name in subjects}
+    heavy: dict[str, str] = {}
+    for _ in range(args.repeat):
+        for name, body in subjects.items():
+            seconds, loaded = once(body)
+            times[name].append(seconds)
+            heavy[name] = loaded
+    base = statistics.median(times["baseline"])
+    print(f"command: python bench/cold_start.py --repeat {args.repeat}")
+    for name, samples in times.items():
+        median = statistics.median(samples)
+        print(
+            f"{name:10s} {median * 1000:7.1f} ms  {median / base:5.2f}x baseline  "
+            f"heavy modules: {heavy[name] or 'none'}"
+        )
+
+
+if __name__ == "__main__":
+    main()
