@@ -7,6 +7,7 @@ import base64
 import copy
 import importlib.util
 import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,8 +179,26 @@ def create_batch(batch: Any, iam: Any) -> dict[str, str]:
     return {"queue": queue, "single": single, "multi": multi}
 
 
+def make_dynamodb_writes_atomic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DynamoDB applies a conditional write atomically; moto's in-process backend checks the
+    condition and writes without a lock, so concurrent test threads could both pass a
+    condition that real DynamoDB lets only one pass. One lock restores that guarantee."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    lock = threading.RLock()
+    for name in ("put_item", "update_item", "delete_item", "get_item", "query"):
+        original = getattr(DynamoDBBackend, name)
+
+        def locked(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            with lock:
+                return _original(*args, **kwargs)
+
+        monkeypatch.setattr(DynamoDBBackend, name, locked)
+
+
 @pytest.fixture
 def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+    make_dynamodb_writes_atomic(monkeypatch)
     for key, value in {
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": "testing",
