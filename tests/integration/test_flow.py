@@ -256,3 +256,10 @@ def test_github_down_still_stores_the_kpis(
     run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]
     assert run["status"] == "done" and run["result"]["state"] == "success"
     assert "published_at" not in run and "publish_lease" not in run
+
+
+def test_a_manifest_of_an_unknown_run_or_other_objects_are_skipped(stack: Stack) -> None:
+    key = upload_node(stack, "no-such-run", "1x1", 0, "trainer", 0, trainer_log(1.0))
+    assert stack.collect(key) == {"handled": 0}
+    assert stack.collect("runs/no-such-run/run.json") == {"handled": 0}
+    assert stack.github.statuses == []

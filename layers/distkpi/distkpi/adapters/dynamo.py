@@ -23,7 +23,7 @@ from boto3.dynamodb.conditions import Key
 from botocore.exceptions import ClientError
 
 from distkpi.adapters.aws import error_code
-from distkpi.exceptions import StorageError
+from distkpi.exceptions import NotFoundError, StorageError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
@@ -152,7 +152,7 @@ class RunRepository:
             ReturnValues="ALL_NEW",
         )
         if response is None:
-            raise StorageError(f"run {run_id} has no config {config}")
+            raise NotFoundError(f"run {run_id} has no config {config}")
         item = response["Attributes"]
         return len(item.get("nodes_reported", ())), int(item["nodes_expected"]), str(item["state"])
 
@@ -180,7 +180,7 @@ class RunRepository:
             ReturnValues="ALL_NEW",
         )
         if response is None:
-            raise StorageError(f"no run {run_id}")
+            raise NotFoundError(f"no run {run_id}")
         item = response["Attributes"]
         return len(item.get("configs_done", ())), int(item["configs_total"])
 
