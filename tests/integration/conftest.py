@@ -18,7 +18,12 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from distkpi.domain.template import load_template, table_definition, ttl_attribute
+from distkpi.domain.template import (
+    bucket_settings,
+    load_template,
+    table_definition,
+    ttl_attribute,
+)
 from distkpi.domain.webhook import sign
 from distkpi.entry import wiring
 from distkpi.local.github_standin import GitHubStandIn
@@ -224,6 +229,13 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         )
         s3 = boto3.client("s3")
         s3.create_bucket(Bucket=BUCKET)
+        bucket = bucket_settings(template, "RunsBucket")
+        s3.put_bucket_encryption(
+            Bucket=BUCKET, ServerSideEncryptionConfiguration=bucket["encryption"]
+        )
+        s3.put_public_access_block(
+            Bucket=BUCKET, PublicAccessBlockConfiguration=bucket["public_access_block"]
+        )
         suite = ROOT / "infra" / "suites" / "resnet50.yaml"
         s3.put_object(Bucket=BUCKET, Key=f"suites/{suite.name}", Body=suite.read_bytes())
         sm = boto3.client("secretsmanager")

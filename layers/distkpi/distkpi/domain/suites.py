@@ -38,7 +38,6 @@ class Suite(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=40)]
-    image: str | None = None
     command: tuple[str, ...] = ()
     target_accuracy: Annotated[float, Field(ge=0, le=1)]
     accuracy_pass: Annotated[int, Field(ge=0)]

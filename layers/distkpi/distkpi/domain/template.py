@@ -67,3 +67,18 @@ def environment_of(template: dict[str, Any], function: str) -> dict[str, Any]:
     props = resources_of_type(template, "AWS::Serverless::Function")[function]
     own = props.get("Environment", {}).get("Variables", {})
     return {**globals_env, **own}
+
+
+def bucket_settings(template: dict[str, Any], logical_id: str) -> dict[str, Any]:
+    """The template's encryption and public access block of a bucket, as S3 API requests."""
+    props = resources_of_type(template, "AWS::S3::Bucket")[logical_id]
+    rules = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    return {
+        "encryption": {
+            "Rules": [
+                {"ApplyServerSideEncryptionByDefault": r["ServerSideEncryptionByDefault"]}
+                for r in rules
+            ]
+        },
+        "public_access_block": props["PublicAccessBlockConfiguration"],
+    }
