@@ -15,6 +15,7 @@ is exactly-once through conditions on ``state``, never through locks in memory.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
@@ -60,17 +61,24 @@ class RunRepository:
     def __init__(self, table_name: str, table: Table | None = None) -> None:
         self.table_name = table_name
         self._table = table
+        self._per_thread = threading.local()
 
     @property
     def table(self) -> Table:
-        if self._table is None:
+        """The injected table, else one per thread: boto3 resources are not thread-safe (their
+        expression builder numbers placeholders in shared state), clients are."""
+        if self._table is not None:
+            return self._table
+        table: Table | None = getattr(self._per_thread, "table", None)
+        if table is None:
             import boto3
 
             from distkpi.adapters.aws import CLIENT_CONFIG
 
             resource = boto3.resource("dynamodb", config=CLIENT_CONFIG)
-            self._table = resource.Table(self.table_name)
-        return self._table
+            table = resource.Table(self.table_name)
+            self._per_thread.table = table
+        return table
 
     # -- writes guarded by conditions -------------------------------------------------
 

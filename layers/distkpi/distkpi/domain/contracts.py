@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -11,6 +12,14 @@ from distkpi.exceptions import ContractError
 
 SCHEMA_VERSION = 1
 CONFIG_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+def require_unique_names(names: Iterable[str]) -> None:
+    """For pydantic validators: a ValueError naming every config name that repeats."""
+    seen = list(names)
+    repeated = sorted({n for n in seen if seen.count(n) > 1})
+    if repeated:
+        raise ValueError(f"config names repeat: {', '.join(repeated)}")
 
 
 class _Frozen(BaseModel):
@@ -45,9 +54,7 @@ class RunSpec(_Frozen):
     @field_validator("configs")
     @classmethod
     def _unique_names(cls, configs: tuple[ConfigSpec, ...]) -> tuple[ConfigSpec, ...]:
-        names = [c.name for c in configs]
-        if len(set(names)) != len(names):
-            raise ValueError("config names must be unique")
+        require_unique_names(c.name for c in configs)
         return configs
 
     def config(self, name: str) -> ConfigSpec:

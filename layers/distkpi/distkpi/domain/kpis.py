@@ -278,9 +278,9 @@ def run_kpis(run: RunSpec, configs: Mapping[str, ConfigKpis]) -> RunKpis:
 def _against_base(kpis: ConfigKpis, base: ConfigKpis | None, base_spec: ConfigSpec) -> ConfigKpis:
     problems = list(kpis.problems)
     speedup = efficiency = None
-    base_ok = base is not None and base.status is ConfigStatus.OK and base.throughput
-    if kpis.throughput is not None and base_ok and base is not None and base.throughput:
-        speedup = kpis.throughput / base.throughput
+    base_throughput = base.throughput if base is not None else None
+    if kpis.throughput is not None and base is not None and base_throughput:
+        speedup = kpis.throughput / base_throughput
         efficiency = speedup / (kpis.gpus / base.gpus)
     elif kpis.throughput is not None:
         why = base.status.value if base is not None else "missing"

@@ -57,12 +57,9 @@ class _Scanner:
         self.problems = ScanProblems()
 
     def _check(self, chunk: bytes, offset: int) -> None:
-        if chunk.isascii():
-            nul = chunk.count(b"\0") if b"\0" in chunk else 0
-            self.problems.nul_bytes += nul
-            return
-        self.problems.nul_bytes += chunk.count(b"\0")
-        if self.problems.first_invalid_utf8 is None:
+        if b"\0" in chunk:
+            self.problems.nul_bytes += chunk.count(b"\0")
+        if self.problems.first_invalid_utf8 is None and not chunk.isascii():
             try:
                 chunk.decode("utf-8")
             except UnicodeDecodeError as exc:

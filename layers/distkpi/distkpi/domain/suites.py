@@ -8,7 +8,7 @@ from typing import Annotated
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from distkpi.domain.contracts import CONFIG_NAME_PATTERN, ConfigSpec
+from distkpi.domain.contracts import CONFIG_NAME_PATTERN, ConfigSpec, require_unique_names
 from distkpi.exceptions import ContractError
 
 
@@ -47,10 +47,7 @@ class Suite(BaseModel):
     @field_validator("configs")
     @classmethod
     def _unique_names(cls, configs: tuple[SuiteConfig, ...]) -> tuple[SuiteConfig, ...]:
-        names = [c.name for c in configs]
-        duplicated = sorted({n for n in names if names.count(n) > 1})
-        if duplicated:
-            raise ValueError(f"config names repeat: {', '.join(duplicated)}")
+        require_unique_names(c.name for c in configs)
         return configs
 
     def specs(self) -> tuple[ConfigSpec, ...]:
