@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/distkpi kpis examples/seed-run
+	$(BIN)/distkpi local
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -31,4 +31,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/parse_throughput.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache out

@@ -1,5 +1,7 @@
 """Each KPI rule of ARCHITECTURE.md, on run folders written like real jobs write them."""
 
+import json
+
 import pytest
 
 from distkpi.adapters.localfs import LocalRunSource
@@ -154,8 +156,25 @@ def test_no_gpu_files_means_null_memory_with_a_reason(run_builder: RunBuilder) -
     cfg = kpis(b).config("1x1-1ps")
     assert cfg.status == "ok"
     assert cfg.trainer_gpu_memory_mib is None and cfg.pserver_gpu_memory_mib is None
-    assert "no GPU memory samples for the trainers" in cfg.problems
-    assert "no GPU memory samples for the pservers" in cfg.problems
+    assert "no GPU memory samples for the trainers (no GPU?)" in cfg.problems
+    assert "no GPU memory samples for the pservers (no GPU?)" in cfg.problems
+
+
+def test_without_gpu_the_host_rss_is_named_but_not_taken_as_gpu_memory(
+    run_builder: RunBuilder,
+) -> None:
+    b = run_builder.config("1x1")
+    b.trainer("1x1", 0, pass_log(1, 1))
+    manifest = json.loads((b.root / "1x1" / "node-0.json").read_text())
+    (b.root / "1x1" / "node-0.json").write_text(
+        json.dumps({**manifest, "peak_host_rss_mib": 812.4})
+    )
+    cfg = kpis(b).config("1x1")
+    assert cfg.trainer_gpu_memory_mib is None
+    assert (
+        "no GPU memory samples for the trainers (no GPU?); peak host RSS 812 MiB, not GPU memory"
+        in cfg.problems
+    )
 
 
 def test_pserver_memory_is_the_peak_over_its_files(run_builder: RunBuilder) -> None:

@@ -41,12 +41,57 @@ def _add_kpis(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=_cmd_kpis)
 
 
+def _fault(text: str) -> tuple[str, int, int]:
+    config, node, epoch = text.rsplit(":", 2)
+    return config, int(node), int(epoch)
+
+
+def _cmd_local(args: argparse.Namespace) -> int:
+    import hashlib
+    import time
+
+    from distkpi.domain.table import render_table
+    from distkpi.local.run import run_local
+
+    sha = args.sha or hashlib.sha1(f"distkpi-local-{time.time()}".encode()).hexdigest()
+    faults = {(c, n): e for c, n, e in args.fail or []}
+    result = run_local(Path(args.suite), Path(args.out), sha, faults=faults)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+        return 0 if result.ok else 1
+    for run in result.runs:
+        print(render_table(run.kpis, run.target_accuracy))
+        print(f"\nverdict: {run.state} - {run.description}")
+        print(f"logs and KPIs: {run.folder}  (distkpi kpis {run.folder})\n")
+    print("statuses GitHub received:")
+    for status in result.statuses:
+        print(f"  {status['context']:20s} {status['state']:8s} {status['description']}")
+    return 0 if result.ok else 1
+
+
+def _add_local(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("local", help="the whole pipeline on this machine, with real training")
+    p.add_argument("--suite", default="infra/suites/local.yaml", help="suite file to run")
+    p.add_argument("--sha", help="commit sha to report on (default: a fresh one)")
+    p.add_argument("--json", action="store_true", help="print statuses and runs as JSON")
+    p.add_argument("--out", default="out/local", help="where run folders and job logs go")
+    p.add_argument(
+        "--fail",
+        type=_fault,
+        action="append",
+        metavar="CONFIG:NODE:EPOCH",
+        help="make that node's training crash after that epoch (to see an error verdict)",
+    )
+    p.set_defaults(func=_cmd_local)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="distkpi", description="KPIs of distributed training runs"
     )
     sub = parser.add_subparsers(dest="command", required=True)
     _add_kpis(sub)
+    _add_local(sub)
     return parser
 
 

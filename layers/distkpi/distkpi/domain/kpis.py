@@ -229,7 +229,13 @@ def _peak_memory(
     if peaks:
         return max(peaks)
     if expected:
-        problems.append(f"no GPU memory samples for the {role}s")
+        rss = [
+            m.peak_host_rss_mib
+            for m in evidence.manifests.values()
+            if m.peak_host_rss_mib is not None and any(f.role == role for f in m.files)
+        ]
+        host = f"; peak host RSS {max(rss):.0f} MiB, not GPU memory" if rss else ""
+        problems.append(f"no GPU memory samples for the {role}s (no GPU?){host}")
     return None
 
 

@@ -1,0 +1,168 @@
+"""Runs the jobs the webhook submitted as local processes of the reference job.
+
+moto's Batch accepts jobs but runs nothing and keeps no node overrides, so the job list
+comes from Batch and each job's exact request (nodes, roles, environment, command) from
+the JOB# item the launcher wrote next to it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+NODE_TIMEOUT_S = 900
+
+
+@dataclass(frozen=True)
+class LocalJob:
+    job_id: str
+    name: str
+    config: str
+    nodes: int
+    node_env: tuple[dict[str, str], ...]
+    command: tuple[str, ...]
+
+
+@dataclass
+class JobOutcome:
+    job: LocalJob
+    exit_codes: list[int | None] = field(default_factory=list)
+    seconds: float = 0.0
+    reason: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.reason is not None
+
+
+def _env_list(items: list[dict[str, str]]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in items}
+
+
+def job_from_request(
+    job_id: str, config: str, request: Mapping[str, Any], default_command: list[str]
+) -> LocalJob:
+    overrides = request.get("nodeOverrides")
+    if not overrides:
+        container = request.get("containerOverrides", {})
+        env = _env_list(container.get("environment", []))
+        return LocalJob(
+            job_id,
+            request["jobName"],
+            config,
+            1,
+            (env,),
+            tuple(container.get("command") or default_command),
+        )
+    nodes = int(overrides["numNodes"])
+    per_node: list[dict[str, str]] = [{} for _ in range(nodes)]
+    command: list[str] = default_command
+    for group in overrides["nodePropertyOverrides"]:
+        first, _, last = group["targetNodes"].partition(":")
+        stop = int(last) if last else nodes - 1
+        container = group.get("containerOverrides", {})
+        command = container.get("command") or command
+        for node in range(int(first or 0), stop + 1):
+            per_node[node] = _env_list(container.get("environment", []))
+    return LocalJob(job_id, request["jobName"], config, nodes, tuple(per_node), tuple(command))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Executor:
+    job_root: Path
+    workdir: Path
+    base_env: dict[str, str]
+    faults: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def _command(self, job: LocalJob) -> list[str]:
+        command = list(job.command)
+        if command and command[0] in ("python", "python3"):
+            command[0] = sys.executable
+        return command
+
+    def _node_dir(self, job: LocalJob, node: int) -> Path:
+        run_id = job.node_env[node].get("DISTKPI_RUN_ID", "run")
+        return self.workdir / run_id / job.config / f"node-{node}"
+
+    def _node_env(self, job: LocalJob, node: int, port: int) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DISTKPI_")}
+        env.update(self.base_env)
+        env.update(job.node_env[node])
+        env.update(
+            {
+                "AWS_BATCH_JOB_ID": job.job_id,
+                "AWS_BATCH_JOB_NODE_INDEX": str(node),
+                "AWS_BATCH_JOB_NUM_NODES": str(job.nodes),
+                "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0",
+                "DISTKPI_MASTER_PORT": str(port),
+                "DISTKPI_WORKDIR": str(self._node_dir(job, node)),
+                "PYTHONPATH": str(self.job_root),
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        if node:
+            env["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"] = "127.0.0.1"
+        if (job.config, node) in self.faults:
+            env["DISTKPI_FAIL_AT_EPOCH"] = str(self.faults[(job.config, node)])
+        return env
+
+    def run(self, job: LocalJob, tick: Callable[[], object]) -> JobOutcome:
+        """All nodes of the job at once; if one fails, the others are stopped, as Batch does."""
+        port = free_port()
+        started = time.monotonic()
+        procs = []
+        for node in range(job.nodes):
+            log = self.workdir / job.config / f"node-{node}.stdout"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with log.open("wb") as out:
+                procs.append(
+                    subprocess.Popen(
+                        self._command(job),
+                        env=self._node_env(job, node, port),
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        cwd=self.job_root,
+                    )
+                )
+        outcome = JobOutcome(job)
+        while any(p.poll() is None for p in procs):
+            tick()
+            codes = [p.poll() for p in procs]
+            failed = [i for i, c in enumerate(codes) if c not in (None, 0)]
+            if failed and outcome.reason is None:
+                outcome.reason = f"node {failed[0]} exited with code {codes[failed[0]]}"
+                self._stop(procs)
+            elif time.monotonic() - started > NODE_TIMEOUT_S:
+                outcome.reason = f"timed out after {NODE_TIMEOUT_S}s"
+                self._stop(procs)
+            time.sleep(0.2)
+        outcome.exit_codes = [p.returncode for p in procs]
+        if outcome.reason is None and any(outcome.exit_codes):
+            bad = next(i for i, c in enumerate(outcome.exit_codes) if c)
+            outcome.reason = f"node {bad} exited with code {outcome.exit_codes[bad]}"
+        outcome.seconds = time.monotonic() - started
+        return outcome
+
+    @staticmethod
+    def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()

@@ -1,0 +1,286 @@
+"""`distkpi local`: the whole pipeline on this machine, with real training processes.
+
+moto's server on 127.0.0.1 stands in for AWS, an HTTP server on 127.0.0.1 for GitHub;
+the real handlers take a real signed webhook, the jobs they submit run as local
+processes of the reference job, S3 notifications reach the collector through SQS, and
+failed jobs become Batch Job State Change events for job_events.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TextIO
+
+from distkpi.domain.kpis import ConfigKpis, RunKpis
+from distkpi.local.aws_stack import (
+    BUCKET,
+    TABLE,
+    LocalAws,
+    aws_environment,
+    create_local_aws,
+    function_environment,
+)
+from distkpi.local.executor import Executor, JobOutcome, job_from_request
+from distkpi.local.github_standin import GitHubStandIn
+from distkpi.local.handlers import (
+    LambdaContext,
+    batch_job_failed_event,
+    load_handlers,
+    project_root,
+    pull_request_delivery,
+    signed_function_url_event,
+)
+
+SETTLE_TIMEOUT_S = 20
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    kpis: RunKpis
+    target_accuracy: float
+    state: str
+    description: str
+    folder: Path
+
+
+@dataclass
+class LocalResult:
+    statuses: list[dict[str, Any]]
+    runs: list[RunResult]
+    jobs: list[JobOutcome]
+    events_delivered: int
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.runs) and all(r.state in ("success", "failure") for r in self.runs)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "statuses": [
+                {k: s[k] for k in ("context", "state", "description", "target_url")}
+                for s in self.statuses
+            ],
+            "runs": [r.kpis.to_json() for r in self.runs],
+        }
+
+
+@dataclass
+class LocalStack:
+    """A running local stack; use `local_stack()` to get one that cleans up after itself."""
+
+    root: Path
+    aws: LocalAws
+    github: GitHubStandIn
+    handlers: dict[str, ModuleType]
+    out: Path
+    progress: TextIO
+    events_delivered: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def say(self, message: str) -> None:
+        print(
+            f"[{time.monotonic() - self.started:6.1f}s] {message}", file=self.progress, flush=True
+        )
+
+    # -- the three entry points, with real event shapes --------------------------------
+
+    def send_webhook(self, repo: str, sha: str) -> list[str]:
+        delivery = str(uuid.uuid4())
+        base_sha = hashlib.sha1(f"{sha}-base".encode()).hexdigest()
+        headers, body = pull_request_delivery(repo, sha, base_sha, delivery)
+        event = signed_function_url_event(self.aws.webhook_secret, headers, body)
+        response = self.handlers["webhook"].lambda_handler(event, LambdaContext())
+        answer = json.loads(response.get("body") or "{}")
+        if response["statusCode"] != 201:
+            raise RuntimeError(f"webhook answered {response['statusCode']}: {answer}")
+        self.say(f"webhook: pull_request {sha[:10]} -> runs {', '.join(answer['runs'])}")
+        return list(answer["runs"])
+
+    def drain_s3_events(self) -> int:
+        """Deliver every queued S3 notification to the collector; how many were delivered."""
+        sqs = self.aws.client("sqs")
+        delivered = 0
+        while True:
+            messages = sqs.receive_message(QueueUrl=self.aws.queue_url, MaxNumberOfMessages=10).get(
+                "Messages", []
+            )
+            if not messages:
+                return delivered
+            for message in messages:
+                body = json.loads(message["Body"])
+                if body.get("Event") != "s3:TestEvent" and body.get("Records"):
+                    self.handlers["collector"].lambda_handler(body, LambdaContext())
+                    delivered += 1
+                sqs.delete_message(
+                    QueueUrl=self.aws.queue_url, ReceiptHandle=message["ReceiptHandle"]
+                )
+            self.events_delivered += delivered
+
+    def job_failed(self, job_id: str, job_name: str, reason: str) -> None:
+        event = batch_job_failed_event(job_id, job_name, self.aws.job_queue, reason)
+        self.handlers["job_events"].lambda_handler(event, LambdaContext())
+        self.say(f"job_events: {job_name} FAILED ({reason})")
+
+    # -- the jobs ------------------------------------------------------------------------
+
+    def submitted_jobs(self, run_ids: list[str]) -> list[Any]:
+        from distkpi.adapters.dynamo import RunRepository
+
+        batch = self.aws.client("batch")
+        records = RunRepository(TABLE)
+        default = batch.describe_job_definitions(jobDefinitions=[self.aws.single_node_definition])[
+            "jobDefinitions"
+        ][0]["containerProperties"]["command"]
+        jobs = []
+        for page in batch.get_paginator("list_jobs").paginate(
+            jobQueue=self.aws.job_queue, jobStatus="SUCCEEDED"
+        ):
+            for summary in page["jobSummaryList"]:
+                record = records.job(summary["jobId"])
+                if record is not None and record["run_id"] in run_ids:
+                    jobs.append(
+                        job_from_request(
+                            summary["jobId"], record["config"], record["request"], default
+                        )
+                    )
+        return sorted(jobs, key=lambda j: j.name)
+
+    def run_jobs(self, run_ids: list[str], faults: dict[tuple[str, int], int]) -> list[JobOutcome]:
+        executor = Executor(
+            self.root / "infra" / "job",
+            self.out / "work",
+            aws_environment(self.aws.endpoint),
+            faults,
+        )
+        outcomes = []
+        jobs = self.submitted_jobs(run_ids)
+        for number, job in enumerate(jobs, 1):
+            self.say(f"job {number}/{len(jobs)} {job.config}: {job.nodes} node(s) running")
+            outcome = executor.run(job, tick=self.drain_s3_events)
+            state = f"failed: {outcome.reason}" if outcome.failed else "done"
+            self.say(
+                f"job {number}/{len(jobs)} {job.config}: {state} in {outcome.seconds:.1f}s; "
+                f"events delivered {self.events_delivered}"
+            )
+            self.drain_s3_events()
+            if outcome.failed:
+                self.job_failed(job.job_id, job.name, outcome.reason or "failed")
+            outcomes.append(outcome)
+        return outcomes
+
+    # -- results -------------------------------------------------------------------------
+
+    def run_item(self, run_id: str) -> dict[str, Any]:
+        from distkpi.adapters.dynamo import RunRepository
+
+        item = RunRepository(TABLE).get_run(run_id)
+        assert item is not None
+        return item
+
+    def wait_settled(self, run_ids: list[str]) -> None:
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        while time.monotonic() < deadline:
+            self.drain_s3_events()
+            if all(self.run_item(r).get("status") == "done" for r in run_ids):
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"runs did not settle within {SETTLE_TIMEOUT_S}s")
+
+    def download(self, run_id: str) -> Path:
+        s3 = self.aws.client("s3")
+        target = self.out / "runs" / run_id
+        for page in s3.get_paginator("list_objects_v2").paginate(
+            Bucket=BUCKET, Prefix=f"runs/{run_id}/"
+        ):
+            for obj in page.get("Contents", []):
+                path = target / obj["Key"][len(f"runs/{run_id}/") :]
+                path.parent.mkdir(parents=True, exist_ok=True)
+                s3.download_file(BUCKET, obj["Key"], str(path))
+        return target
+
+    def result(self, run_id: str) -> RunResult:
+        item = self.run_item(run_id)
+        result = item["result"]
+        return RunResult(
+            run_id,
+            run_kpis_from_json(result["kpis"]),
+            float(item["spec"]["target_accuracy"]),
+            result["state"],
+            result["description"],
+            self.download(run_id),
+        )
+
+
+def run_kpis_from_json(data: dict[str, Any]) -> RunKpis:
+    configs = tuple(ConfigKpis.from_record({**v, "name": k}) for k, v in data["configs"].items())
+    return RunKpis(data["run_id"], data["model"], data["base_config"], configs)
+
+
+@contextmanager
+def local_stack(suite: Path, out: Path, progress: TextIO = sys.stderr) -> Iterator[LocalStack]:
+    from moto.server import ThreadedMotoServer
+
+    root = project_root()
+    saved = dict(os.environ)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    github = GitHubStandIn()
+    try:
+        host, port = server.get_host_and_port()
+        aws = create_local_aws(f"http://{host}:{port}", root / "template.yaml", suite)
+        github.token = aws.github_token
+        github_url = github.start()
+        os.environ.update(function_environment(aws, github_url))
+        from distkpi.entry import wiring
+
+        wiring.reset()
+        yield LocalStack(root, aws, github, load_handlers(root), out, progress)
+    finally:
+        github.stop()
+        server.stop()
+        os.environ.clear()
+        os.environ.update(saved)
+        from distkpi.entry import wiring
+
+        wiring.reset()
+
+
+def run_local(
+    suite: Path,
+    out: Path,
+    sha: str,
+    *,
+    repo: str = "local/demo",
+    faults: dict[tuple[str, int], int] | None = None,
+    progress: TextIO = sys.stderr,
+) -> LocalResult:
+    with local_stack(suite, out, progress) as stack:
+        stack.say(
+            f"local stack up: AWS (moto) at {stack.aws.endpoint}, GitHub at {stack.github.url}"
+        )
+        run_ids = stack.send_webhook(repo, sha)
+        jobs = stack.run_jobs(run_ids, faults or {})
+        stack.wait_settled(run_ids)
+        runs = [stack.result(r) for r in run_ids]
+        stack.say(f"done: {len(jobs)} job(s), {stack.events_delivered} S3 event(s) delivered")
+        return LocalResult(
+            list(stack.github.statuses),
+            runs,
+            jobs,
+            stack.events_delivered,
+            time.monotonic() - stack.started,
+        )

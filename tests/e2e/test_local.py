@@ -1,0 +1,90 @@
+"""`distkpi local` end to end: real training processes, moto's server, a GitHub stand-in."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from distkpi.adapters.localfs import LocalRunSource
+from distkpi.domain.runfolder import compute_run_kpis
+from distkpi.local.run import run_local
+from tests.unit.test_cli_kpis import schema
+
+pytestmark = pytest.mark.e2e
+
+TINY = """
+name: tiny
+command: ["python", "-m", "distkpi_job", "--features", "128", "--hidden", "256", "--repeat", "1"]
+target_accuracy: 0.8
+accuracy_pass: 1
+accuracy_tolerance: 0.2
+configs:
+{configs}
+"""
+CONFIGS = {
+    "1x1": "  - {name: 1x1, trainers: 1, gpus_per_trainer: 1, pservers: 0, batch_size: 64}",
+    "1x2": "  - {name: 1x2, trainers: 1, gpus_per_trainer: 2, pservers: 0, batch_size: 128}",
+    "1x1-1ps": "  - {name: 1x1-1ps, trainers: 1, gpus_per_trainer: 1, pservers: 1, batch_size: 64}",
+}
+
+
+def suite(tmp_path: Path, *names: str) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(TINY.format(configs="\n".join(CONFIGS[n] for n in names)))
+    return path
+
+
+def sha(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def test_a_tiny_suite_from_webhook_to_verdict(tmp_path: Path) -> None:
+    progress = io.StringIO()
+    result = run_local(suite(tmp_path, "1x1", "1x2", "1x1-1ps"), tmp_path / "out", sha("ok"),
+                       progress=progress)
+    out = result.to_json()
+    # a pending, then one final status for the suite
+    assert [(s["context"], s["state"]) for s in out["statuses"]] == [
+        ("distkpi/tiny", "pending"), ("distkpi/tiny", result.runs[0].state)
+    ]
+    assert result.runs[0].state in ("success", "failure")
+    assert result.ok
+    (run,) = out["runs"]
+    jsonschema.validate(run, schema("kpis.schema.json"))
+    configs = run["configs"]
+    assert set(configs) == {"1x1", "1x2", "1x1-1ps"}
+    for name, cfg in configs.items():
+        assert cfg["status"] == "ok", (name, cfg["problems"])
+        assert cfg["throughput"] > 0
+        assert 0 <= cfg["test_accuracy"] <= 1
+        if cfg["time_to_accuracy_s"] is None:
+            assert any("never reached" in p for p in cfg["problems"])
+        assert cfg["trainer_gpu_memory_mib"] is None  # no GPU here, and nothing pretends
+        assert any("peak host RSS" in p for p in cfg["problems"])
+    assert configs["1x1"]["speedup"] == 1.0
+    assert any(cfg["time_to_accuracy_s"] is not None for cfg in configs.values())
+    # the KPIs the collector stored in the table are what the CLI computes from the folder
+    again = compute_run_kpis(LocalRunSource(result.runs[0].folder)).to_json()
+    assert again == run
+    assert "events delivered" in progress.getvalue()
+
+
+def test_a_crashing_node_gives_an_error_and_a_failed_config(tmp_path: Path) -> None:
+    result = run_local(suite(tmp_path, "1x1", "1x2"), tmp_path / "out", sha("crash"),
+                       faults={("1x2", 0): 0}, progress=io.StringIO())
+    final = result.statuses[-1]
+    assert final["state"] == "error"
+    assert final["description"].startswith("1x2 failed")
+    assert not result.ok
+    configs = result.to_json()["runs"][0]["configs"]
+    assert configs["1x2"]["status"] == "failed" and configs["1x2"]["throughput"] is None
+    assert any("exited with code 1" in p for p in configs["1x2"]["problems"])
+    assert configs["1x1"]["status"] == "ok"
+    log = (result.runs[0].folder / "1x2" / "logs" / "trainer-0.log").read_text()
+    assert "injected failure after epoch 0" in log
+    # the job never writes its environment into a log
+    assert "AWS_SECRET_ACCESS_KEY" not in log and "DISTKPI_S3_PREFIX" not in log
