@@ -44,12 +44,14 @@ def sha(text: str) -> str:
 
 def test_a_tiny_suite_from_webhook_to_verdict(tmp_path: Path) -> None:
     progress = io.StringIO()
-    result = run_local(suite(tmp_path, "1x1", "1x2", "1x1-1ps"), tmp_path / "out", sha("ok"),
-                       progress=progress)
+    result = run_local(
+        suite(tmp_path, "1x1", "1x2", "1x1-1ps"), tmp_path / "out", sha("ok"), progress=progress
+    )
     out = result.to_json()
     # a pending, then one final status for the suite
     assert [(s["context"], s["state"]) for s in out["statuses"]] == [
-        ("distkpi/tiny", "pending"), ("distkpi/tiny", result.runs[0].state)
+        ("distkpi/tiny", "pending"),
+        ("distkpi/tiny", result.runs[0].state),
     ]
     assert result.runs[0].state in ("success", "failure")
     assert result.ok
@@ -74,8 +76,13 @@ def test_a_tiny_suite_from_webhook_to_verdict(tmp_path: Path) -> None:
 
 
 def test_a_crashing_node_gives_an_error_and_a_failed_config(tmp_path: Path) -> None:
-    result = run_local(suite(tmp_path, "1x1", "1x2"), tmp_path / "out", sha("crash"),
-                       faults={("1x2", 0): 0}, progress=io.StringIO())
+    result = run_local(
+        suite(tmp_path, "1x1", "1x2"),
+        tmp_path / "out",
+        sha("crash"),
+        faults={("1x2", 0): 0},
+        progress=io.StringIO(),
+    )
     final = result.statuses[-1]
     assert final["state"] == "error"
     assert final["description"].startswith("1x2 failed")
