@@ -1,0 +1,219 @@
+"""Each KPI of a run against its history, without crying wolf on noisy numbers.
+
+The allowed range of a KPI is a one-sided Student-t prediction interval over the last
+baseline values (mean -/+ t * s * sqrt(1 + 1/n)), widened by the run's own within-run
+spread when it reports samples; with fewer than ``min_history`` values it falls back to the
+suite's relative tolerance around their mean. Only the harmful direction can regress:
+throughput, speedup, efficiency and test accuracy must not fall; time to accuracy and GPU
+memory must not rise. After a real step change in the history (E-Divisive means, Matteson
+and James 2014, with a permutation test) the baseline starts after it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+
+HIGHER_IS_BETTER = {
+    "throughput": True,
+    "speedup": True,
+    "efficiency": True,
+    "test_accuracy": True,
+    "time_to_accuracy_s": False,
+    "trainer_gpu_memory_mib": False,
+    "pserver_gpu_memory_mib": False,
+}
+KPIS = tuple(HIGHER_IS_BETTER)
+
+
+class KpiVerdict(StrEnum):
+    PASS = "pass"
+    REGRESSED = "regressed"
+    IMPROVED = "improved"
+    NO_BASELINE = "no-baseline"
+    NOT_ENFORCED = "not-enforced"
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """Per suite: which KPIs fail a merge request, and how sure a regression must be."""
+
+    enforced: frozenset[str] = frozenset(KPIS)
+    tolerance: Mapping[str, float] = field(default_factory=dict)
+    default_tolerance: float = 0.05
+    confidence: float = 0.995
+    window: int = 30
+    min_history: int = 5
+    change_point_p: float = 0.01
+
+    def tolerance_of(self, kpi: str) -> float:
+        return self.tolerance.get(kpi, self.default_tolerance)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    config: str
+    kpi: str
+    value: float | None
+    baseline: float | None
+    low: float | None
+    high: float | None
+    verdict: KpiVerdict
+    why: str = ""
+
+    @property
+    def delta(self) -> float | None:
+        if self.value is None or not self.baseline:
+            return None
+        return (self.value - self.baseline) / self.baseline
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "config": self.config,
+            "kpi": self.kpi,
+            "value": self.value,
+            "baseline": self.baseline,
+            "low": self.low,
+            "high": self.high,
+            "verdict": self.verdict.value,
+        }
+
+
+def normal_quantile(p: float) -> float:
+    return statistics.NormalDist().inv_cdf(p)
+
+
+def t_quantile(p: float, df: int) -> float:
+    """Student-t quantile by the Cornish-Fisher expansion (off by < 0.3% for df >= 4)."""
+    z = normal_quantile(p)
+    v = float(df)
+    return (
+        z
+        + (z**3 + z) / (4 * v)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
+        + (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / (92160 * v**4)
+    )
+
+
+# -- change points -------------------------------------------------------------------------
+
+
+def _split_scores(distances: np.ndarray, min_size: int) -> np.ndarray:
+    """E-Divisive's scaled energy distance for every split tau (alpha = 1), from the
+    2-D prefix sums of the pairwise distance matrix: O(n^2) for all splits at once."""
+    n = len(distances)
+    prefix = np.zeros((n + 1, n + 1))
+    prefix[1:, 1:] = distances.cumsum(0).cumsum(1)
+    taus = np.arange(min_size, n - min_size + 1)
+    total = prefix[n, n]
+    head = prefix[taus, taus]  # sum over the block [:tau, :tau]
+    tail = total - 2 * prefix[taus, n] + head  # block [tau:, tau:]
+    between = prefix[taus, n] - head  # block [:tau, tau:]
+    a, b = taus.astype(float), (n - taus).astype(float)
+    energy = 2 * between / (a * b) - head / (a * (a - 1)) - tail / (b * (b - 1))
+    return np.asarray(a * b / n * energy)
+
+
+def last_change_point(
+    values: Sequence[float],
+    p_value: float = 0.01,
+    min_size: int = 3,
+    permutations: int = 199,
+    seed: int = 0,
+) -> int | None:
+    """Index where the last significant step change starts, or None.
+
+    Bisects like E-Divisive: the best split of the series is tested against the best splits
+    of random permutations of it; when significant, the later segment is searched again.
+    """
+    rng = np.random.default_rng(seed)
+    start, found = 0, None
+    while len(values) - start >= 2 * min_size:
+        x = np.asarray(values[start:], dtype=float)
+        distances = np.abs(x[:, None] - x[None, :])
+        scores = _split_scores(distances, min_size)
+        best = int(scores.argmax())
+        beaten = 0
+        for _ in range(permutations):
+            order = rng.permutation(len(x))
+            if _split_scores(distances[order][:, order], min_size).max() >= scores[best]:
+                beaten += 1
+        if (beaten + 1) / (permutations + 1) > p_value:
+            break
+        found = start + min_size + best
+        start = found
+    return found
+
+
+# -- one KPI ---------------------------------------------------------------------------------
+
+
+def allowed_range(
+    kpi: str, history: Sequence[float], samples: Sequence[float], settings: JudgeSettings
+) -> tuple[float, float, float, str]:
+    """(baseline, low, high, how): the range inside which a value is not a regression."""
+    recent = list(history)[-settings.window :]
+    mean = statistics.fmean(recent)
+    if len(recent) < settings.min_history:
+        slack = abs(mean) * settings.tolerance_of(kpi)
+        how = f"{len(recent)} baseline value(s): ±{settings.tolerance_of(kpi):.0%} tolerance"
+        return mean, mean - slack, mean + slack, how
+    n = len(recent)
+    spread = statistics.stdev(recent) ** 2 * (1 + 1 / n)
+    if len(samples) >= 2:
+        spread += statistics.variance(samples) / len(samples)
+    slack = t_quantile(settings.confidence, n - 1) * math.sqrt(spread)
+    how = f"{settings.confidence:.1%} t-interval over {n} values"
+    return mean, mean - slack, mean + slack, how
+
+
+def judge_kpi(
+    config: str,
+    kpi: str,
+    value: float | None,
+    history: Sequence[float],
+    settings: JudgeSettings,
+    samples: Sequence[float] = (),
+    never_converged: bool = False,
+) -> Judgement:
+    enforced = kpi in settings.enforced
+    if never_converged and kpi == "time_to_accuracy_s":
+        verdict = KpiVerdict.REGRESSED if enforced else KpiVerdict.NOT_ENFORCED
+        base = statistics.fmean(history) if history else None
+        return Judgement(config, kpi, None, base, None, None, verdict, "never reached the target")
+    if value is None or not history:
+        why = "no value" if value is None else "no baseline"
+        return Judgement(
+            config,
+            kpi,
+            value,
+            None,
+            None,
+            None,
+            KpiVerdict.NO_BASELINE if enforced else KpiVerdict.NOT_ENFORCED,
+            why,
+        )
+    baseline, low, high, how = allowed_range(kpi, history, samples, settings)
+    higher_better = HIGHER_IS_BETTER[kpi]
+    if (value < low) if higher_better else (value > high):
+        verdict = KpiVerdict.REGRESSED
+    elif (value > high) if higher_better else (value < low):
+        verdict = KpiVerdict.IMPROVED
+    else:
+        verdict = KpiVerdict.PASS
+    if not enforced:
+        verdict = KpiVerdict.NOT_ENFORCED
+    return Judgement(config, kpi, value, baseline, low, high, verdict, how)
+
+
+def baseline_after_change(history: Sequence[float], settings: JudgeSettings) -> list[float]:
+    """The part of the history after its last real step change."""
+    recent = list(history)[-2 * settings.window :]
+    cut = last_change_point(recent, settings.change_point_p) if len(recent) >= 8 else None
+    return recent[cut:] if cut is not None else recent
