@@ -179,6 +179,7 @@ def judge_kpi(
     value: float | None,
     history: Sequence[float],
     settings: JudgeSettings,
+    *,
     samples: Sequence[float] = (),
     never_converged: bool = False,
 ) -> Judgement:
