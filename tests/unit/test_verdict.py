@@ -62,3 +62,40 @@ def test_descriptions_never_pass_140_characters() -> None:
     broken = config("2x8", 16, status=ConfigStatus.INCOMPLETE, problems=("x" * 500,))
     text = describe(run(config("1x1", 1), broken), decide(run(config("1x1", 1), broken), 0.001))
     assert len(text) == 140 and text.endswith("…")
+
+
+def test_golden_description_with_the_delta_to_the_baseline() -> None:
+    from distkpi.domain.judging import Judgement, KpiVerdict
+
+    result = run(
+        config("1x1", 1, speedup=1.0, efficiency=1.0, accuracy_delta=0.0),
+        config("4x8", 32, speedup=19.8),
+    )
+    speedup = Judgement("4x8", "speedup", 19.8, 20.41, 19.0, 21.8, KpiVerdict.PASS)
+    verdict = decide(result, 0.001, [speedup])
+    assert (
+        describe(result, verdict, [speedup])
+        == "32 GPUs 19.8x (-3%), eff 0.62, TTA 600s, acc Δ0.0004: ok"
+    )
+
+
+def test_an_enforced_regression_is_a_failure_that_names_it() -> None:
+    from distkpi.domain.judging import Judgement, KpiVerdict
+
+    result = run(config("1x1", 1, accuracy_delta=0.0), config("4x8", 32))
+    slower = Judgement("4x8", "throughput", 2400.0, 3200.0, 3000.0, 3400.0, KpiVerdict.REGRESSED)
+    never = Judgement(
+        "4x8",
+        "time_to_accuracy_s",
+        None,
+        600.0,
+        None,
+        None,
+        KpiVerdict.REGRESSED,
+        "never reached the target",
+    )
+    verdict = decide(result, 0.001, [slower, never])
+    assert verdict.state is State.FAILURE
+    assert describe(result, verdict, [slower, never]).endswith(
+        ": 4x8 tput -25%; 4x8 TTA never reached the target"
+    )

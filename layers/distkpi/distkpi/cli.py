@@ -85,6 +85,43 @@ def _add_local(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=_cmd_local)
 
 
+def _cmd_judge(args: argparse.Namespace) -> int:
+    from distkpi.adapters.history_files import read_history_csv
+    from distkpi.adapters.localfs import LocalRunSource
+    from distkpi.domain.history import judge_run
+    from distkpi.domain.judging import JudgeSettings
+    from distkpi.domain.runfolder import compute_run_kpis, read_run_spec
+    from distkpi.domain.suites import load_suite
+    from distkpi.domain.table import render_judgements
+    from distkpi.domain.verdict import decide, describe
+
+    source = LocalRunSource(Path(args.run_dir))
+    run = compute_run_kpis(source)
+    history = read_history_csv(Path(args.history))
+    settings = (
+        load_suite(Path(args.suite)).verdict.judge_settings() if args.suite else JudgeSettings()
+    )
+    judgements = judge_run(run, history, settings)
+    if args.json:
+        print(json.dumps([j.to_json() for j in judgements], indent=2))
+        return 0
+    print(render_judgements(judgements))
+    verdict = decide(run, read_run_spec(source).accuracy_tolerance, judgements)
+    print(f"\n{verdict.state.value}: {describe(run, verdict, judgements)}")
+    return 0
+
+
+def _add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "judge", help="judge a run folder against a history file, as the collector does"
+    )
+    p.add_argument("run_dir")
+    p.add_argument("--history", required=True, help="CSV as `distkpi history --format csv` writes")
+    p.add_argument("--suite", help="suite whose `verdict:` settings apply (default: all enforced)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_judge)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="distkpi", description="KPIs of distributed training runs"
@@ -92,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_kpis(sub)
     _add_local(sub)
+    _add_judge(sub)
     return parser
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from distkpi.domain.judging import Judgement
 from distkpi.domain.kpis import ConfigKpis, RunKpis
 
 _Row = tuple[str, Callable[[ConfigKpis], str]]
@@ -52,3 +53,31 @@ def render_table(run: RunKpis, target_accuracy: float | None = None) -> str:
         out.append("problems:")
         out.extend(f"  {name}: {p}" for name, p in problems)
     return "\n".join(out)
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def render_judgements(judgements: Sequence[Judgement]) -> str:
+    """Each KPI against its baseline: value, allowed range, delta, verdict and why."""
+    header = ["config", "kpi", "value", "baseline", "low", "high", "delta", "verdict", "why"]
+    rows = [
+        [
+            j.config,
+            j.kpi,
+            _cell(j.value),
+            _cell(j.baseline),
+            _cell(j.low),
+            _cell(j.high),
+            "-" if j.delta is None else f"{j.delta:+.1%}",
+            j.verdict.value,
+            j.why,
+        ]
+        for j in judgements
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+        for r in [header, *rows]
+    )

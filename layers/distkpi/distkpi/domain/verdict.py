@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from distkpi.domain.judging import Judgement, KpiVerdict
 from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis
 
 MAX_DESCRIPTION = 140
@@ -23,8 +25,11 @@ class Verdict:
     reasons: tuple[str, ...]
 
 
-def decide(run: RunKpis, accuracy_tolerance: float) -> Verdict:
-    """error: a config failed or is incomplete; failure: accuracy misaligned; else success."""
+def decide(
+    run: RunKpis, accuracy_tolerance: float, judgements: Sequence[Judgement] = ()
+) -> Verdict:
+    """error: a config failed or is incomplete; failure: accuracy misaligned across configs
+    or an enforced KPI regressed against its baseline; else success."""
     broken = [c for c in run.configs if c.status is not ConfigStatus.OK]
     if broken:
         return Verdict(State.ERROR, tuple(f"{c.name} {c.status.value}" for c in broken))
@@ -33,25 +38,48 @@ def decide(run: RunKpis, accuracy_tolerance: float) -> Verdict:
         for c in run.configs
         if c.accuracy_delta is not None and abs(c.accuracy_delta) > accuracy_tolerance
     ]
-    if misaligned:
-        return Verdict(
-            State.FAILURE,
-            tuple(
-                f"{c.name} acc Δ{c.accuracy_delta:+.4f} > {accuracy_tolerance:g}"
-                for c in misaligned
-            ),
-        )
+    reasons = [
+        f"{c.name} acc Δ{c.accuracy_delta:+.4f} > {accuracy_tolerance:g}" for c in misaligned
+    ]
+    reasons += [_regression(j) for j in judgements if j.verdict is KpiVerdict.REGRESSED]
+    if reasons:
+        return Verdict(State.FAILURE, tuple(reasons))
     return Verdict(State.SUCCESS, ())
+
+
+SHORT = {
+    "throughput": "tput",
+    "speedup": "speedup",
+    "efficiency": "eff",
+    "test_accuracy": "acc",
+    "time_to_accuracy_s": "TTA",
+    "trainer_gpu_memory_mib": "trainer mem",
+    "pserver_gpu_memory_mib": "ps mem",
+}
+
+
+def _regression(j: Judgement) -> str:
+    if j.value is None:
+        return f"{j.config} {SHORT[j.kpi]} {j.why}"
+    delta = f" {j.delta:+.0%}" if j.delta is not None else ""
+    return f"{j.config} {SHORT[j.kpi]}{delta}"
 
 
 def clip(text: str, limit: int = MAX_DESCRIPTION) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _headline(largest: ConfigKpis) -> str:
+def _delta(judgements: Sequence[Judgement], config: str, kpi: str) -> str:
+    for j in judgements:
+        if j.config == config and j.kpi == kpi and j.delta is not None:
+            return f" ({j.delta:+.0%})"
+    return ""
+
+
+def _headline(largest: ConfigKpis, judgements: Sequence[Judgement]) -> str:
     parts = [f"{largest.gpus} GPUs"]
     if largest.speedup is not None:
-        parts[0] += f" {largest.speedup:.1f}x"
+        parts[0] += f" {largest.speedup:.1f}x{_delta(judgements, largest.name, 'speedup')}"
     if largest.efficiency is not None:
         parts.append(f"eff {largest.efficiency:.2f}")
     if largest.time_to_accuracy_s is not None:
@@ -61,7 +89,7 @@ def _headline(largest: ConfigKpis) -> str:
     return ", ".join(parts)
 
 
-def describe(run: RunKpis, verdict: Verdict) -> str:
+def describe(run: RunKpis, verdict: Verdict, judgements: Sequence[Judgement] = ()) -> str:
     """At most 140 characters: the largest config's headline numbers, then why."""
     if verdict.state is State.ERROR:
         first = next(c for c in run.configs if c.status is not ConfigStatus.OK)
@@ -69,7 +97,7 @@ def describe(run: RunKpis, verdict: Verdict) -> str:
         return clip(f"{'; '.join(verdict.reasons)}: {detail}")
     largest = max(run.configs, key=lambda c: c.gpus)
     tail = "ok" if verdict.state is State.SUCCESS else "; ".join(verdict.reasons)
-    return clip(f"{_headline(largest)}: {tail}")
+    return clip(f"{_headline(largest, judgements)}: {tail}")
 
 
 def pending_description(configs: int, gpus: int) -> str:

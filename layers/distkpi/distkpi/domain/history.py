@@ -1,0 +1,122 @@
+"""KPI history as rows, the baseline a run is judged against, and the judging of a run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from distkpi.domain.judging import KPIS, Judgement, JudgeSettings, baseline_after_change, judge_kpi
+from distkpi.domain.kpis import ConfigStatus, RunKpis
+
+HISTORY_COLUMNS = (
+    "finished_at",
+    "repo",
+    "branch",
+    "model",
+    "config",
+    "sha",
+    "run_id",
+    "kpi",
+    "value",
+    "status",
+)
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One KPI of one config of one finished run: a row of `distkpi history --format csv`."""
+
+    finished_at: str
+    repo: str
+    branch: str
+    model: str
+    config: str
+    sha: str
+    run_id: str
+    kpi: str
+    value: float | None
+    status: str = "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        return {c: getattr(self, c) for c in HISTORY_COLUMNS}
+
+
+def rows_from_records(records: Iterable[Mapping[str, Any]]) -> list[HistoryRow]:
+    """History items (one per run and config, with its KPI record) as rows, oldest first."""
+    rows = [
+        HistoryRow(
+            finished_at=str(r["finished_at"]),
+            repo=r["repo"],
+            branch=r["branch"],
+            model=r["model"],
+            config=r["config"],
+            sha=r["sha"],
+            run_id=r["run_id"],
+            kpi=kpi,
+            value=None if r["kpis"].get(kpi) is None else float(r["kpis"][kpi]),
+            status=str(r["kpis"].get("status", "ok")),
+        )
+        for r in records
+        for kpi in KPIS
+    ]
+    return sorted(rows, key=lambda row: row.finished_at)
+
+
+def until_commit(rows: Sequence[HistoryRow], sha: str | None) -> list[HistoryRow]:
+    """Rows up to and including the runs of ``sha`` (a merge base); all rows when it has none."""
+    if sha is None:
+        return list(rows)
+    last = max((i for i, row in enumerate(rows) if row.sha == sha), default=None)
+    return list(rows) if last is None else list(rows[: last + 1])
+
+
+def series(
+    rows: Iterable[HistoryRow], config: str, kpi: str, reset_after: str | None = None
+) -> list[float]:
+    """Values of one KPI of one config in time order; only ok runs, only after a reset."""
+    return [
+        row.value
+        for row in rows
+        if row.config == config
+        and row.kpi == kpi
+        and row.value is not None
+        and row.status == ConfigStatus.OK.value
+        and (reset_after is None or row.finished_at > reset_after)
+    ]
+
+
+def judge_run(
+    run: RunKpis,
+    history: Sequence[HistoryRow],
+    settings: JudgeSettings,
+    resets: Mapping[str, str] | None = None,
+) -> list[Judgement]:
+    """Every KPI of every ok config against its baseline (resets: config -> time, '*' all)."""
+    resets = resets or {}
+    out = []
+    for config in run.configs:
+        if config.status is not ConfigStatus.OK:
+            continue
+        reset = max((resets[k] for k in (config.name, "*") if k in resets), default=None)
+        values = config.to_json()
+        for kpi in KPIS:
+            baseline = baseline_after_change(series(history, config.name, kpi, reset), settings)
+            never = (
+                kpi == "time_to_accuracy_s"
+                and values[kpi] is None
+                and any("never reached" in p for p in config.problems)
+            )
+            samples = config.throughput_samples if kpi == "throughput" else ()
+            out.append(
+                judge_kpi(
+                    config.name,
+                    kpi,
+                    values[kpi],
+                    baseline,
+                    settings,
+                    samples=samples,
+                    never_converged=never,
+                )
+            )
+    return out
