@@ -61,9 +61,13 @@ def upload_node(
 
 
 def run_all_nodes(
-    stack: Stack, run_id: str, broken: dict[tuple[str, int], Any] | None = None
+    stack: Stack,
+    run_id: str,
+    broken: dict[tuple[str, int], Any] | None = None,
+    scale: dict[str, float] | None = None,
 ) -> list[str]:
-    broken = broken or {}
+    """Every node of the run uploads; ``scale`` makes a config faster or slower."""
+    broken, scale = broken or {}, scale or {}
     spec = json.loads(
         stack.s3.get_object(Bucket=BUCKET, Key=f"runs/{run_id}/run.json")["Body"].read()
     )
@@ -73,7 +77,7 @@ def run_all_nodes(
             role = "trainer" if node < cfg["trainers"] else "pserver"
             rank = node if role == "trainer" else node - cfg["trainers"]
             log = (
-                trainer_log(THROUGHPUT[cfg["name"]] / cfg["trainers"])
+                trainer_log(THROUGHPUT[cfg["name"]] * scale.get(cfg["name"], 1.0) / cfg["trainers"])
                 if role == "trainer"
                 else "serving\n"
             )

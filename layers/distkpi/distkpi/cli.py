@@ -7,8 +7,12 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from distkpi.exceptions import DistkpiError
+
+if TYPE_CHECKING:
+    from distkpi.adapters.dynamo import RunRepository
 
 USAGE_ERROR = 2
 
@@ -122,6 +126,82 @@ def _add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=_cmd_judge)
 
 
+def _repository(args: argparse.Namespace) -> RunRepository:
+    import os
+
+    from distkpi.adapters.dynamo import RunRepository
+
+    if args.endpoint_url:
+        os.environ["AWS_ENDPOINT_URL"] = args.endpoint_url
+    table = args.table or os.environ.get("TABLE_NAME")
+    if not table:
+        raise DistkpiError("no table: give --table or set TABLE_NAME (the stack's RunsTableName)")
+    return RunRepository(table)
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    from distkpi.adapters.history_files import write_history
+    from distkpi.domain.history import rows_from_records
+
+    records = _repository(args).history(args.repo, args.branch, args.model, since=args.since)
+    rows = [
+        r
+        for r in rows_from_records(records)
+        if (args.config is None or r.config == args.config)
+        and (args.kpi is None or r.kpi == args.kpi)
+    ]
+    if args.limit is not None:
+        runs = sorted({r.run_id: r.finished_at for r in rows}.items(), key=lambda x: x[1])
+        keep = {run for run, _ in runs[-args.limit :]}
+        rows = [r for r in rows if r.run_id in keep]
+    write_history(rows, args.format, path=Path(args.out) if args.out else None)
+    return 0
+
+
+def _cmd_reset(args: argparse.Namespace) -> int:
+    import getpass
+    from datetime import UTC, datetime
+
+    at = datetime.now(UTC).isoformat(timespec="seconds")
+    who = args.who or getpass.getuser()
+    _repository(args).record_reset(
+        args.repo, args.branch, args.model, config=args.config, reason=args.reason, who=who, at=at
+    )
+    print(
+        f"baseline of {args.repo} {args.branch} {args.model} {args.config} reset at {at} by {who}"
+    )
+    return 0
+
+
+def _table_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repo", required=True, help="owner/name")
+    p.add_argument("--model", required=True, help="suite name")
+    p.add_argument("--branch", default="develop")
+    p.add_argument("--table", help="DynamoDB table (default: $TABLE_NAME)")
+    p.add_argument("--endpoint-url", help="AWS endpoint, e.g. a local moto server")
+
+
+def _add_history(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("history", help="KPI history of a (repo, branch, model)")
+    _table_options(p)
+    p.add_argument("--config")
+    p.add_argument("--kpi")
+    p.add_argument("--since", help="ISO date or time: only runs created since then")
+    p.add_argument("--limit", type=int, help="only the newest N runs")
+    p.add_argument("--format", choices=("table", "csv", "json", "parquet"), default="table")
+    p.add_argument("--out", help="file to write (needed for parquet)")
+    p.set_defaults(func=_cmd_history)
+    b = sub.add_parser("baseline", help="manage baselines").add_subparsers(
+        dest="action", required=True
+    )
+    r = b.add_parser("reset", help="start a config's baseline afresh after an intended change")
+    _table_options(r)
+    r.add_argument("--config", required=True, help="config name, or * for all")
+    r.add_argument("--reason", required=True, help="why: kept with the reset for audit")
+    r.add_argument("--who", help="who resets (default: the current user)")
+    r.set_defaults(func=_cmd_reset)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="distkpi", description="KPIs of distributed training runs"
@@ -130,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_kpis(sub)
     _add_local(sub)
     _add_judge(sub)
+    _add_history(sub)
     return parser
 
 

@@ -6,7 +6,8 @@ Keys (PK / SK):
   RUN#<run_id>                 / CONFIG#<name>     a config: nodes reported, state, KPIs
   JOB#<job_id>                 / JOB               which run and config a Batch job serves
   DELIVERY#<id>                / DELIVERY          a webhook delivery seen (expires via TTL)
-  HIST#<repo>#<branch>#<model> / <finished>#<run>#<config>   one config's KPIs of a finished run
+  HIST#<repo>#<branch>#<model> / <created>#<run>#<config>   one config's KPIs of a finished run
+  RESET#<repo>#<branch>#<model> / <at>#<config>            an audited baseline reset
 
 Every access is a GetItem, a conditional write or a Query with key conditions. Fan-in
 is exactly-once through conditions on ``state``, never through locks in memory.
@@ -57,10 +58,17 @@ def history_key(repo: str, branch: str, model: str) -> str:
     return f"HIST#{repo}#{branch}#{model}"
 
 
+def reset_key(repo: str, branch: str, model: str) -> str:
+    return f"RESET#{repo}#{branch}#{model}"
+
+
 class RunRepository:
-    def __init__(self, table_name: str, table: Table | None = None) -> None:
+    def __init__(
+        self, table_name: str, table: Table | None = None, page_size: int | None = None
+    ) -> None:
         self.table_name = table_name
         self._table = table
+        self.page_size = page_size
         self._per_thread = threading.local()
 
     @property
@@ -243,6 +251,25 @@ class RunRepository:
         except ClientError as exc:
             raise StorageError(f"cannot write history: {exc}") from exc
 
+    def record_reset(
+        self, repo: str, branch: str, model: str, *, config: str, reason: str, who: str, at: str
+    ) -> None:
+        item = {
+            "PK": reset_key(repo, branch, model),
+            "SK": f"{at}#{config}",
+            "config": config,
+            "reason": reason,
+            "who": who,
+            "at": at,
+        }
+        self._write(self.table.put_item, Item=item)
+
+    def resets(self, repo: str, branch: str, model: str) -> list[dict[str, Any]]:
+        """Audited baseline resets of (repo, branch, model), oldest first."""
+        return list(
+            self._query(KeyConditionExpression=Key("PK").eq(reset_key(repo, branch, model)))
+        )
+
     def _write(self, method: Any, **request: Any) -> None:
         try:
             method(**request)
@@ -252,6 +279,8 @@ class RunRepository:
     # -- reads --------------------------------------------------------------------
 
     def _query(self, **request: Any) -> Iterator[dict[str, Any]]:
+        if self.page_size:
+            request["Limit"] = self.page_size
         try:
             while True:
                 page = self.table.query(**request)

@@ -16,10 +16,12 @@ from distkpi.adapters.dynamo import RunRepository, history_key
 from distkpi.adapters.github import CommitStatus, GitHubStatusClient
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.contracts import RunSpec
+from distkpi.domain.history import judge_run, rows_from_records, until_commit
+from distkpi.domain.judging import Judgement
 from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis, config_kpis, run_kpis
 from distkpi.domain.planning import plan_jobs, run_id_for, run_spec_for
 from distkpi.domain.runfolder import gather_config
-from distkpi.domain.suites import Suite
+from distkpi.domain.suites import Suite, VerdictSettings
 from distkpi.domain.verdict import State, Verdict, decide, describe, pending_description
 from distkpi.domain.webhook import Trigger
 from distkpi.exceptions import GitHubError, LaunchError, NotFoundError
@@ -62,6 +64,7 @@ class Pipeline:
                 "model": suite.name,
                 "spec": run.to_json(),
                 "delivery": delivery,
+                "verdict_settings": suite.verdict.model_dump(mode="json"),
             }
             created_at = self.clock().isoformat(timespec="milliseconds")
             if not self.runs.create_run(record, {c.name: c.nodes for c in run.configs}, created_at):
@@ -167,10 +170,12 @@ class Pipeline:
             if "kpis" in c
         }
         result = run_kpis(run, configs)
-        verdict = decide(result, run.accuracy_tolerance)
-        description = describe(result, verdict)
+        judgements = self._judge(item, result)
+        verdict = decide(result, run.accuracy_tolerance, judgements)
+        description = describe(result, verdict, judgements)
         payload = {
             "kpis": result.to_json(),
+            "judgements": [{**j.to_json(), "why": j.why} for j in judgements],
             "state": verdict.state.value,
             "reasons": list(verdict.reasons),
             "description": description,
@@ -178,6 +183,21 @@ class Pipeline:
         if self.runs.finish_run(run_id, payload, self.clock().isoformat(timespec="seconds")):
             logger.info("run finished", run_id=run_id, state=verdict.state.value)
         self._publish(item, result, verdict, description)
+
+    def _judge(self, item: dict[str, Any], result: RunKpis) -> list[Judgement]:
+        """Every KPI against its baseline: for a pull request the base branch's history up
+        to the merge base (else its latest runs), for a push the branch's earlier runs."""
+        settings = VerdictSettings.model_validate(item.get("verdict_settings") or {})
+        branch = item["base_branch"] if item["event"] == "pull_request" else item["branch"]
+        limit = len(result.configs) * 4 * settings.window
+        records = self.runs.history(item["repo"], branch, item["model"], limit=limit)
+        rows = [r for r in rows_from_records(records) if r.run_id != item["run_id"]]
+        if item["event"] == "pull_request":
+            rows = until_commit(rows, item.get("base_sha"))
+        resets: dict[str, str] = {}
+        for reset in self.runs.resets(item["repo"], branch, item["model"]):
+            resets[reset["config"]] = max(resets.get(reset["config"], ""), reset["at"])
+        return judge_run(result, rows, settings.judge_settings(), resets)
 
     def _publish(
         self, item: dict[str, Any], result: RunKpis, verdict: Verdict, description: str

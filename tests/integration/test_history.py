@@ -1,0 +1,164 @@
+"""History in DynamoDB: pagination, `distkpi history`, baselines in the collector, resets."""
+
+from __future__ import annotations
+
+import csv
+import io
+import random
+from typing import Any
+
+import pytest
+
+from distkpi.adapters.dynamo import RunRepository, history_key
+from distkpi.cli import main
+from tests.integration.conftest import TABLE, Stack
+from tests.integration.test_flow import THROUGHPUT, deliver_all, final_statuses, run_all_nodes
+
+REPO, MODEL = "PaddlePaddle/Paddle", "resnet50"
+
+
+def seed_history(stack: Stack, runs: int, scale: float = 1.0) -> None:
+    """``runs`` earlier pushes to develop, as the collector records them."""
+    rng = random.Random(5)
+    items: list[dict[str, Any]] = []
+    for i in range(runs):
+        created = f"2026-10-{1 + i // 24:02d}T{i % 24:02d}:00:00.000+00:00"
+        for config, total in THROUGHPUT.items():
+            tput = total * scale * (1 + 0.01 * rng.gauss(0, 1))
+            kpis = {
+                "name": config,
+                "status": "ok",
+                "throughput": tput,
+                "speedup": tput / THROUGHPUT["1x1"],
+                "efficiency": None,
+                "time_to_accuracy_s": 240.0,
+                "test_accuracy": 0.7,
+                "accuracy_delta": 0.0,
+                "trainer_gpu_memory_mib": 12000.0,
+                "pserver_gpu_memory_mib": None,
+                "gpus": 1,
+                "problems": [],
+            }
+            items.append(
+                {
+                    "PK": history_key(REPO, "develop", MODEL),
+                    "SK": f"{created}#push-{i}#{config}",
+                    "repo": REPO,
+                    "branch": "develop",
+                    "model": MODEL,
+                    "config": config,
+                    "sha": f"{i:040x}",
+                    "run_id": f"push-{i}",
+                    "created_at": created,
+                    "finished_at": created,
+                    "kpis": kpis,
+                }
+            )
+    RunRepository(TABLE).put_history(items)
+
+
+def test_history_queries_page_through_hundreds_of_runs(stack: Stack) -> None:
+    seed_history(stack, 300)
+    records = list(RunRepository(TABLE, page_size=50).history(REPO, "develop", MODEL))
+    assert len(records) == 1200
+    assert records[0]["run_id"] == "push-299"  # newest first
+    assert len(list(RunRepository(TABLE).history(REPO, "develop", MODEL, limit=10))) == 10
+
+
+def test_history_cli_filters_and_writes_the_columns_judge_reads(
+    stack: Stack, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed_history(stack, 20)
+    assert (
+        main(
+            [
+                "history",
+                "--repo",
+                REPO,
+                "--model",
+                MODEL,
+                "--table",
+                TABLE,
+                "--config",
+                "4x8-8ps",
+                "--kpi",
+                "throughput",
+                "--format",
+                "csv",
+                "--limit",
+                "5",
+            ]
+        )
+        == 0
+    )
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert len(rows) == 5
+    assert {r["config"] for r in rows} == {"4x8-8ps"} and {r["kpi"] for r in rows} == {"throughput"}
+    assert {
+        "finished_at",
+        "repo",
+        "branch",
+        "model",
+        "config",
+        "sha",
+        "run_id",
+        "kpi",
+        "value",
+    } <= set(rows[0])
+    monkeypatch.delenv("TABLE_NAME")
+    assert main(["history", "--repo", REPO, "--model", MODEL]) == 2
+    assert "no table" in capsys.readouterr().err
+
+
+def test_a_pull_request_slower_than_develop_fails(stack: Stack) -> None:
+    # Given 12 develop runs at the usual throughput
+    seed_history(stack, 12)
+    # When a pull request runs 25% slower on the largest config
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    keys = run_all_nodes(stack, run_id, scale={"4x8-8ps": 0.75})
+    deliver_all(stack, keys, copies=1)
+    # Then the verdict is failure and names the KPI, and the judgements are stored
+    (final,) = final_statuses(stack)
+    assert final["state"] == "failure"
+    assert "4x8-8ps tput -25%" in final["description"]
+    run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]
+    judged = {(j["config"], j["kpi"]): j for j in run["result"]["judgements"]}
+    assert judged[("4x8-8ps", "throughput")]["verdict"] == "regressed"
+    assert judged[("1x1", "throughput")]["verdict"] == "pass"
+
+
+def test_an_audited_reset_starts_the_baseline_afresh(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed_history(stack, 12)
+    assert (
+        main(
+            [
+                "baseline",
+                "reset",
+                "--repo",
+                REPO,
+                "--model",
+                MODEL,
+                "--table",
+                TABLE,
+                "--config",
+                "4x8-8ps",
+                "--reason",
+                "new NCCL, slower on purpose",
+                "--who",
+                "tester",
+            ]
+        )
+        == 0
+    )
+    (reset,) = RunRepository(TABLE).resets(REPO, "develop", MODEL)
+    assert reset["reason"] == "new NCCL, slower on purpose" and reset["who"] == "tester"
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    deliver_all(stack, run_all_nodes(stack, run_id, scale={"4x8-8ps": 0.75}), copies=1)
+    (final,) = final_statuses(stack)
+    assert final["state"] == "success"
+    run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]
+    judged = {(j["config"], j["kpi"]): j for j in run["result"]["judgements"]}
+    assert judged[("4x8-8ps", "throughput")]["verdict"] == "no-baseline"
+    capsys.readouterr()
