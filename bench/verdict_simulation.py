@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 import random
 
-from distkpi.domain.judging import JudgeSettings, KpiVerdict, baseline_after_change, judge_kpi
+from distkpi.domain.changepoints import baseline_after_change
+from distkpi.domain.judging import JudgeSettings, KpiVerdict, judge_kpi
 
 SETTINGS = JudgeSettings()
 START = 40

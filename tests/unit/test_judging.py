@@ -4,14 +4,8 @@ import random
 
 import pytest
 
-from distkpi.domain.judging import (
-    JudgeSettings,
-    KpiVerdict,
-    baseline_after_change,
-    judge_kpi,
-    last_change_point,
-    t_quantile,
-)
+from distkpi.domain.changepoints import baseline_after_change, last_change_point
+from distkpi.domain.judging import JudgeSettings, KpiVerdict, judge_kpi, t_quantile
 
 SETTINGS = JudgeSettings()
 

@@ -47,10 +47,12 @@ def read_history_csv(path: Path) -> list[HistoryRow]:
 
 
 def write_history(
-    rows: Sequence[HistoryRow], fmt: str, out: TextIO = sys.stdout, path: Path | None = None
+    rows: Sequence[HistoryRow], fmt: str, out: TextIO | None = None, path: Path | None = None
 ) -> None:
     import pandas as pd
 
+    out = out or sys.stdout
+    out = out or sys.stdout
     frame = pd.DataFrame([r.to_json() for r in rows], columns=list(HISTORY_COLUMNS))
     if fmt == "csv":
         frame.to_csv(out, index=False)

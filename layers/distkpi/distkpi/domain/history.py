@@ -6,7 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from distkpi.domain.judging import KPIS, Judgement, JudgeSettings, baseline_after_change, judge_kpi
+from distkpi.domain.changepoints import baseline_after_change
+from distkpi.domain.judging import KPIS, Judgement, JudgeSettings, judge_kpi
 from distkpi.domain.kpis import ConfigStatus, RunKpis
 
 HISTORY_COLUMNS = (

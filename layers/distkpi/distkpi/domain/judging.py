@@ -5,8 +5,7 @@ baseline values (mean -/+ t * s * sqrt(1 + 1/n)), widened by the run's own withi
 spread when it reports samples; with fewer than ``min_history`` values it falls back to the
 suite's relative tolerance around their mean. Only the harmful direction can regress:
 throughput, speedup, efficiency and test accuracy must not fall; time to accuracy and GPU
-memory must not rise. After a real step change in the history (E-Divisive means, Matteson
-and James 2014, with a permutation test) the baseline starts after it.
+memory must not rise. Where the baseline starts is changepoints.py's business.
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-
-import numpy as np
 
 HIGHER_IS_BETTER = {
     "throughput": True,
@@ -101,59 +98,6 @@ def t_quantile(p: float, df: int) -> float:
     )
 
 
-# -- change points -------------------------------------------------------------------------
-
-
-def _split_scores(distances: np.ndarray, min_size: int) -> np.ndarray:
-    """E-Divisive's scaled energy distance for every split tau (alpha = 1), from the
-    2-D prefix sums of the pairwise distance matrix: O(n^2) for all splits at once."""
-    n = len(distances)
-    prefix = np.zeros((n + 1, n + 1))
-    prefix[1:, 1:] = distances.cumsum(0).cumsum(1)
-    taus = np.arange(min_size, n - min_size + 1)
-    total = prefix[n, n]
-    head = prefix[taus, taus]  # sum over the block [:tau, :tau]
-    tail = total - 2 * prefix[taus, n] + head  # block [tau:, tau:]
-    between = prefix[taus, n] - head  # block [:tau, tau:]
-    a, b = taus.astype(float), (n - taus).astype(float)
-    energy = 2 * between / (a * b) - head / (a * (a - 1)) - tail / (b * (b - 1))
-    return np.asarray(a * b / n * energy)
-
-
-def last_change_point(
-    values: Sequence[float],
-    p_value: float = 0.01,
-    min_size: int = 3,
-    permutations: int = 199,
-    seed: int = 0,
-) -> int | None:
-    """Index where the last significant step change starts, or None.
-
-    Bisects like E-Divisive: the best split of the series is tested against the best splits
-    of random permutations of it; when significant, the later segment is searched again.
-    """
-    rng = np.random.default_rng(seed)
-    start, found = 0, None
-    while len(values) - start >= 2 * min_size:
-        x = np.asarray(values[start:], dtype=float)
-        distances = np.abs(x[:, None] - x[None, :])
-        scores = _split_scores(distances, min_size)
-        best = int(scores.argmax())
-        beaten = 0
-        for _ in range(permutations):
-            order = rng.permutation(len(x))
-            if _split_scores(distances[order][:, order], min_size).max() >= scores[best]:
-                beaten += 1
-        if (beaten + 1) / (permutations + 1) > p_value:
-            break
-        found = start + min_size + best
-        start = found
-    return found
-
-
-# -- one KPI ---------------------------------------------------------------------------------
-
-
 def allowed_range(
     kpi: str, history: Sequence[float], samples: Sequence[float], settings: JudgeSettings
 ) -> tuple[float, float, float, str]:
@@ -211,10 +155,3 @@ def judge_kpi(
     if not enforced:
         verdict = KpiVerdict.NOT_ENFORCED
     return Judgement(config, kpi, value, baseline, low, high, verdict, how)
-
-
-def baseline_after_change(history: Sequence[float], settings: JudgeSettings) -> list[float]:
-    """The part of the history after its last real step change."""
-    recent = list(history)[-2 * settings.window :]
-    cut = last_change_point(recent, settings.change_point_p) if len(recent) >= 8 else None
-    return recent[cut:] if cut is not None else recent

@@ -15,7 +15,7 @@ NODE_KEY = re.compile(r"^runs/(?P<run>[^/]+)/(?P<config>[^/]+)/node-(?P<node>\d+
 
 def handle_keys(keys: Iterable[str]) -> int:
     """Feed each node manifest key to the pipeline; returns how many were ours."""
-    pipeline = wiring().pipeline
+    pipeline = wiring().fanin
     handled = 0
     for raw in keys:
         key = unquote_plus(raw)

@@ -15,4 +15,4 @@ def handle_event(event: dict[str, Any]) -> bool:
         return False
     reason = detail.get("statusReason") or "no reason given by Batch"
     logger.append_keys(job_id=detail["jobId"])
-    return wiring().pipeline.on_job_failed(str(detail["jobId"]), str(reason))
+    return wiring().fanin.on_job_failed(str(detail["jobId"]), str(reason))

@@ -73,12 +73,12 @@ def _dispatch(event: str, delivery: str, payload: dict[str, Any]) -> Response[st
     if not delivery:
         return _reply(HTTPStatus.BAD_REQUEST, message="X-GitHub-Delivery header missing")
     logger.append_keys(sha=trigger.sha)
-    runs = wiring().pipeline.runs
+    runs = wiring().runs
     if not runs.claim_delivery(delivery, int(time.time())):
         logger.info("delivery seen before; nothing started")
         return _reply(HTTPStatus.OK, message="duplicate delivery", runs=[])
     try:
-        started = wiring().pipeline.start_runs(trigger, delivery, wiring().suites())
+        started = wiring().starter.start_runs(trigger, delivery, wiring().suites())
     except Exception:
         runs.release_delivery(delivery)  # let GitHub's redelivery try again
         raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from distkpi.adapters.batch import BatchLauncher
 from distkpi.adapters.dynamo import RunRepository
@@ -13,8 +14,12 @@ from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.adapters.secrets import SecretReader
 from distkpi.domain.suites import Suite, parse_suite
 from distkpi.entry.observability import count
-from distkpi.services.pipeline import Pipeline
+from distkpi.services.launch import RunStarter
+from distkpi.services.statuses import StatusPublisher
 from distkpi.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from distkpi.services.fanin import FanIn
 
 
 class Wiring:
@@ -48,8 +53,12 @@ class Wiring:
             return None
         return BatchLauncher(s.job_queue, s.single_node_job_definition, s.multi_node_job_definition)
 
+    def report_url(self, run_id: str) -> str | None:
+        base = self.settings.report_base_url
+        return f"{base.rstrip('/')}/reports/{run_id}/" if base else None
+
     @cached_property
-    def pipeline(self) -> Pipeline:
+    def statuses(self) -> StatusPublisher:
         s = self.settings
         github = GitHubStatusClient(
             s.github_api_url,
@@ -57,14 +66,21 @@ class Wiring:
             retries=s.github_retries,
             backoff_s=s.github_backoff_s,
         )
-        return Pipeline(
-            runs=RunRepository(s.table_name),
-            store=self.store,
-            github=github,
-            launcher=self.launcher(),
-            report_base_url=s.report_base_url,
-            count=count,
-        )
+        return StatusPublisher(github, self.report_url, count)
+
+    @cached_property
+    def runs(self) -> RunRepository:
+        return RunRepository(self.settings.table_name)
+
+    @cached_property
+    def starter(self) -> RunStarter:
+        return RunStarter(self.runs, self.store, self.statuses, self.launcher(), count)
+
+    @cached_property
+    def fanin(self) -> FanIn:
+        from distkpi.services.fanin import FanIn
+
+        return FanIn(self.runs, self.store, self.statuses, count)
 
     def suites(self) -> list[Suite]:
         """The suites deployed under SUITES_PREFIX in the bucket, read on every delivery."""

@@ -1,98 +1,35 @@
-"""The pipeline's steps, wiring adapters to the pure domain: start runs, fan nodes in to
-configs and configs in to runs, publish the verdict. Handlers call these and nothing else.
-"""
+"""The collector's and job_events' side: nodes fan in to configs, configs to runs, and each
+run's verdict against its history is published once."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from distkpi.adapters.batch import BatchLauncher
 from distkpi.adapters.dynamo import RunRepository, history_key
-from distkpi.adapters.github import CommitStatus, GitHubStatusClient
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.history import judge_run, rows_from_records, until_commit
 from distkpi.domain.judging import Judgement
 from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis, config_kpis, run_kpis
-from distkpi.domain.planning import plan_jobs, run_id_for, run_spec_for
 from distkpi.domain.runfolder import gather_config
-from distkpi.domain.suites import Suite, VerdictSettings
-from distkpi.domain.verdict import State, Verdict, decide, describe, pending_description
-from distkpi.domain.webhook import Trigger
-from distkpi.exceptions import GitHubError, LaunchError, NotFoundError
+from distkpi.domain.suites import VerdictSettings
+from distkpi.domain.verdict import Verdict, decide, describe
+from distkpi.exceptions import NotFoundError
+from distkpi.services.statuses import Clock, Counter, StatusPublisher, no_metrics, utcnow
 
 logger = Logger(child=True)
 
 
-class Counter(Protocol):
-    def __call__(self, name: str, value: int = 1) -> None: ...
-
-
-def _no_metrics(name: str, value: int = 1) -> None:
-    del name, value
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 @dataclass
-class Pipeline:
+class FanIn:
     runs: RunRepository
     store: S3RunStore
-    github: GitHubStatusClient
-    launcher: BatchLauncher | None = None
-    report_base_url: str | None = None
-    count: Counter = _no_metrics
-    clock: Callable[[], datetime] = _utcnow
-
-    # -- webhook: start runs -----------------------------------------------------------
-
-    def start_runs(self, trigger: Trigger, delivery: str, suites: Iterable[Suite]) -> list[str]:
-        started = []
-        for suite in suites:
-            run_id = run_id_for(suite.name, trigger.sha, delivery)
-            run = run_spec_for(run_id, trigger, suite)
-            record = {
-                **_trigger_fields(trigger),
-                "run_id": run_id,
-                "model": suite.name,
-                "spec": run.to_json(),
-                "delivery": delivery,
-                "verdict_settings": suite.verdict.model_dump(mode="json"),
-            }
-            created_at = self.clock().isoformat(timespec="milliseconds")
-            if not self.runs.create_run(record, {c.name: c.nodes for c in run.configs}, created_at):
-                logger.info("run exists already", run_id=run_id)
-                continue
-            self.store.put_json(f"runs/{run_id}/run.json", run.to_json())
-            self._submit(run, suite)
-            self.count("RunsStarted")
-            started.append(run_id)
-            gpus = max(c.gpus for c in run.configs)
-            self._post(run, State.PENDING, pending_description(len(run.configs), gpus))
-            logger.info("run started", run_id=run_id, sha=trigger.sha, model=suite.name)
-        return started
-
-    def _submit(self, run: RunSpec, suite: Suite) -> None:
-        if self.launcher is None:
-            raise LaunchError("no Batch launcher configured")
-        for plan in plan_jobs(run, suite, self.store.bucket):
-            try:
-                job_id, request = self.launcher.submit(plan)
-            except LaunchError as exc:
-                logger.exception("job not submitted", run_id=run.run_id, config=plan.config)
-                self.fail_config(run.run_id, plan.config, str(exc))
-                continue
-            self.runs.record_job(job_id, run.run_id, plan.config, request)
-            logger.info("job submitted", run_id=run.run_id, config=plan.config, job_id=job_id)
-
-    # -- collector: nodes -> config -> run ---------------------------------------------
+    statuses: StatusPublisher
+    count: Counter = no_metrics
+    clock: Clock = field(default=utcnow)
 
     def on_node_manifest(self, run_id: str, config: str, node: int) -> None:
         reported, expected, state = self.runs.add_node(run_id, config, node)
@@ -214,47 +151,10 @@ class Pipeline:
         finished_at = self.clock().isoformat(timespec="seconds")
         self.runs.put_history(_history_items(item, result, finished_at))
         self.store.put_json(f"runs/{run.run_id}/kpis.json", result.to_json())
-        if self._post(run, verdict.state, description):
+        if self.statuses.post(run, verdict.state, description):
             self.runs.mark_published(run.run_id, now)
         else:
             self.runs.release_publication(run.run_id)
-
-    def _post(self, run: RunSpec, state: State, description: str) -> bool:
-        status = CommitStatus(
-            repo=run.repo,
-            sha=run.sha,
-            state=state.value,
-            context=f"distkpi/{run.model}",
-            description=description,
-            target_url=self.report_url(run.run_id),
-        )
-        try:
-            self.github.post(status)
-        except GitHubError:
-            logger.exception("status not posted", run_id=run.run_id, state=state.value)
-            self.count("StatusPostFailures")
-            return False
-        self.count("StatusesPosted")
-        logger.info("status posted", run_id=run.run_id, state=state.value)
-        return True
-
-    def report_url(self, run_id: str) -> str | None:
-        if self.report_base_url:
-            return f"{self.report_base_url.rstrip('/')}/reports/{run_id}/"
-        return None
-
-
-def _trigger_fields(trigger: Trigger) -> dict[str, Any]:
-    return {
-        "repo": trigger.repo,
-        "sha": trigger.sha,
-        "ref": trigger.ref,
-        "branch": trigger.branch,
-        "event": trigger.event,
-        "base_branch": trigger.base_branch,
-        "base_sha": trigger.base_sha,
-        "pull_request": trigger.pull_request,
-    }
 
 
 def _history_items(

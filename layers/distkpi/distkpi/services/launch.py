@@ -1,0 +1,93 @@
+"""The webhook's side: a run per suite, its records, one Batch job per config, `pending`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from distkpi.adapters.batch import BatchLauncher
+from distkpi.adapters.dynamo import RunRepository
+from distkpi.adapters.s3_runs import S3RunStore
+from distkpi.domain.contracts import RunSpec
+from distkpi.domain.planning import plan_jobs, run_id_for, run_spec_for
+from distkpi.domain.suites import Suite
+from distkpi.domain.verdict import State, pending_description
+from distkpi.domain.webhook import Trigger
+from distkpi.exceptions import LaunchError
+from distkpi.services.statuses import Clock, Counter, StatusPublisher, no_metrics, utcnow
+
+logger = Logger(child=True)
+
+
+@dataclass
+class RunStarter:
+    runs: RunRepository
+    store: S3RunStore
+    statuses: StatusPublisher
+    launcher: BatchLauncher | None
+    count: Counter = no_metrics
+    clock: Clock = field(default=utcnow)
+
+    def start_runs(self, trigger: Trigger, delivery: str, suites: Iterable[Suite]) -> list[str]:
+        started = []
+        for suite in suites:
+            run_id = run_id_for(suite.name, trigger.sha, delivery)
+            run = run_spec_for(run_id, trigger, suite)
+            record = {
+                **_trigger_fields(trigger),
+                "run_id": run_id,
+                "model": suite.name,
+                "spec": run.to_json(),
+                "delivery": delivery,
+                "verdict_settings": suite.verdict.model_dump(mode="json"),
+            }
+            created_at = self.clock().isoformat(timespec="milliseconds")
+            if not self.runs.create_run(record, {c.name: c.nodes for c in run.configs}, created_at):
+                logger.info("run exists already", run_id=run_id)
+                continue
+            self.store.put_json(f"runs/{run_id}/run.json", run.to_json())
+            self._submit(run, suite)
+            self.count("RunsStarted")
+            started.append(run_id)
+            gpus = max(c.gpus for c in run.configs)
+            self.statuses.post(run, State.PENDING, pending_description(len(run.configs), gpus))
+            logger.info("run started", run_id=run_id, sha=trigger.sha, model=suite.name)
+        return started
+
+    def _submit(self, run: RunSpec, suite: Suite) -> None:
+        if self.launcher is None:
+            raise LaunchError("no Batch launcher configured")
+        for plan in plan_jobs(run, suite, self.store.bucket):
+            try:
+                job_id, request = self.launcher.submit(plan)
+            except LaunchError as exc:
+                logger.exception("job not submitted", run_id=run.run_id, config=plan.config)
+                self._fail(run.run_id, plan.config, str(exc))
+                continue
+            self.runs.record_job(job_id, run.run_id, plan.config, request)
+            logger.info("job submitted", run_id=run.run_id, config=plan.config, job_id=job_id)
+
+    def _fail(self, run_id: str, config: str, reason: str) -> None:
+        # The fan-in, and the KPI engine with it, is imported only on this rare path, to keep
+        # it off the webhook's cold start.
+        from distkpi.services.fanin import FanIn
+
+        FanIn(self.runs, self.store, self.statuses, self.count, self.clock).fail_config(
+            run_id, config, reason
+        )
+
+
+def _trigger_fields(trigger: Trigger) -> dict[str, Any]:
+    return {
+        "repo": trigger.repo,
+        "sha": trigger.sha,
+        "ref": trigger.ref,
+        "branch": trigger.branch,
+        "event": trigger.event,
+        "base_branch": trigger.base_branch,
+        "base_sha": trigger.base_sha,
+        "pull_request": trigger.pull_request,
+    }
