@@ -6,13 +6,13 @@ from aws_lambda_powertools.utilities.data_classes import S3Event, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from distkpi.entry.collector import handle_keys
-from distkpi.entry.observability import logger, metrics
+from distkpi.entry.observability import log_metrics, logger
 from distkpi.entry.tracing import tracer
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
-@metrics.log_metrics
+@log_metrics
 @event_source(data_class=S3Event)
 def lambda_handler(event: S3Event, context: LambdaContext) -> dict[str, Any]:
     return {"handled": handle_keys(record.s3.get_object.key for record in event.records)}

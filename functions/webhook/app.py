@@ -5,11 +5,11 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from distkpi.entry.observability import logger, metrics
+from distkpi.entry.observability import log_metrics, logger
 from distkpi.entry.webhook import app
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.LAMBDA_FUNCTION_URL)
-@metrics.log_metrics
+@log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

@@ -139,7 +139,11 @@ def test_a_pull_request_from_webhook_to_commit_status(stack: Stack) -> None:
     assert final["state"] == "success"
     assert final["sha"] == SHA and final["repo"] == "PaddlePaddle/Paddle"
     assert final["description"].startswith("32 GPUs 20.0x, eff 0.62, TTA 240s, acc Δ0.0000: ok")
-    assert final["target_url"] == f"https://distkpi.example.com/reports/{run_id}/"
+    assert final["target_url"] == f"https://distkpi.example.com/reports/{run_id}/index.html"
+    page = stack.s3.get_object(Bucket=BUCKET, Key=f"reports/{run_id}/index.html")["Body"].read()
+    assert b"speedup vs GPUs" in page and b"4x8-8ps" in page
+    png = stack.s3.get_object(Bucket=BUCKET, Key=f"reports/{run_id}/speedup.png")["Body"].read()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
     # and the KPIs are in DynamoDB
     run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]
     assert run["status"] == "done" and run["result"]["state"] == "success"

@@ -5,13 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from distkpi.adapters.dynamo import RunRepository, history_key
 from distkpi.cli import main
-from tests.integration.conftest import TABLE, Stack
+from tests.integration.conftest import BUCKET, TABLE, Stack
 from tests.integration.test_flow import THROUGHPUT, deliver_all, final_statuses, run_all_nodes
 
 REPO, MODEL = "PaddlePaddle/Paddle", "resnet50"
@@ -162,3 +163,28 @@ def test_an_audited_reset_starts_the_baseline_afresh(
     judged = {(j["config"], j["kpi"]): j for j in run["result"]["judgements"]}
     assert judged[("4x8-8ps", "throughput")]["verdict"] == "no-baseline"
     capsys.readouterr()
+
+
+def test_the_report_renders_and_the_cli_writes_it(
+    stack: Stack, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    seed_history(stack, 8)
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    deliver_all(stack, run_all_nodes(stack, run_id), copies=1)
+    capsys.readouterr()
+    assert main(["report", run_id, "--out", str(tmp_path), "--table", TABLE]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "index.html")
+    page = (tmp_path / "index.html").read_text()
+    for name in ("speedup.png", "throughput_history.png"):
+        png = (tmp_path / name).read_bytes()
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000
+        assert "data:image/png;base64," in page
+    # the seed's table holds the numbers, and each KPI stands against its baseline
+    run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]
+    speedup = float(run["result"]["kpis"]["configs"]["4x8-8ps"]["speedup"])
+    assert f"<td>{speedup:.2f}</td>" in page
+    assert "<td>throughput</td>" in page and "allowed range" in page
+    # the same page is in S3 beside the run
+    stored = stack.s3.get_object(Bucket=BUCKET, Key=f"reports/{run_id}/index.html")["Body"].read()
+    assert b"Against the baseline" in stored
+    assert main(["report", "no-such-run", "--out", str(tmp_path), "--table", TABLE]) == 2

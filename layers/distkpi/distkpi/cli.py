@@ -173,10 +173,34 @@ def _cmd_reset(args: argparse.Namespace) -> int:
     return 0
 
 
-def _table_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--repo", required=True, help="owner/name")
-    p.add_argument("--model", required=True, help="suite name")
-    p.add_argument("--branch", default="develop")
+def _cmd_report(args: argparse.Namespace) -> int:
+    from distkpi.domain.judging import Judgement
+    from distkpi.domain.kpis import RunKpis
+    from distkpi.domain.suites import VerdictSettings
+    from distkpi.reporting.page import build_report
+    from distkpi.services.fanin import baseline_rows
+
+    runs = _repository(args)
+    item = runs.get_run(args.run_id)
+    if item is None or "result" not in item:
+        raise DistkpiError(f"no finished run {args.run_id} in {runs.table_name}")
+    result = RunKpis.from_json(item["result"]["kpis"])
+    judgements = [Judgement.from_json(j) for j in item["result"].get("judgements", [])]
+    window = VerdictSettings.model_validate(item.get("verdict_settings") or {}).window
+    rows, _ = baseline_rows(runs, item, len(result.configs) * 4 * window)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in build_report(item, result, judgements, rows).items():
+        (out / name).write_bytes(data)
+    print(out / "index.html")
+    return 0
+
+
+def _table_options(p: argparse.ArgumentParser, *, suite: bool = True) -> None:
+    if suite:
+        p.add_argument("--repo", required=True, help="owner/name")
+        p.add_argument("--model", required=True, help="suite name")
+        p.add_argument("--branch", default="develop")
     p.add_argument("--table", help="DynamoDB table (default: $TABLE_NAME)")
     p.add_argument("--endpoint-url", help="AWS endpoint, e.g. a local moto server")
 
@@ -200,6 +224,11 @@ def _add_history(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     r.add_argument("--reason", required=True, help="why: kept with the reset for audit")
     r.add_argument("--who", help="who resets (default: the current user)")
     r.set_defaults(func=_cmd_reset)
+    rep = sub.add_parser("report", help="write a finished run's report (HTML and PNGs) locally")
+    rep.add_argument("run_id")
+    rep.add_argument("--out", required=True, help="folder to write index.html and the charts to")
+    _table_options(rep, suite=False)
+    rep.set_defaults(func=_cmd_report)
 
 
 def build_parser() -> argparse.ArgumentParser:

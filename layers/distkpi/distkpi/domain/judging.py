@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 HIGHER_IS_BETTER = {
     "throughput": True,
@@ -79,6 +80,22 @@ class Judgement:
             "high": self.high,
             "verdict": self.verdict.value,
         }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Judgement:
+        def number(key: str) -> float | None:
+            return None if data.get(key) is None else float(data[key])
+
+        return cls(
+            str(data["config"]),
+            str(data["kpi"]),
+            number("value"),
+            number("baseline"),
+            number("low"),
+            number("high"),
+            KpiVerdict(data["verdict"]),
+            str(data.get("why", "")),
+        )
 
 
 def normal_quantile(p: float) -> float:

@@ -118,6 +118,14 @@ class RunKpis:
     def config(self, name: str) -> ConfigKpis:
         return next(c for c in self.configs if c.name == name)
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunKpis:
+        """The object to_json made (as `distkpi kpis --json` prints it)."""
+        configs = tuple(
+            ConfigKpis.from_record({**v, "name": k}) for k, v in data["configs"].items()
+        )
+        return cls(data["run_id"], data["model"], data["base_config"], configs)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,

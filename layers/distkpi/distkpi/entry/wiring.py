@@ -53,9 +53,12 @@ class Wiring:
             return None
         return BatchLauncher(s.job_queue, s.single_node_job_definition, s.multi_node_job_definition)
 
-    def report_url(self, run_id: str) -> str | None:
+    def report_url(self, run_id: str) -> str:
+        """REPORT_BASE_URL/reports/<run>/index.html, else a presigned link to the object
+        (valid while the function's credentials are, hours: set a base URL for good links)."""
+        key = f"reports/{run_id}/index.html"
         base = self.settings.report_base_url
-        return f"{base.rstrip('/')}/reports/{run_id}/" if base else None
+        return f"{base.rstrip('/')}/{key}" if base else self.store.presigned_url(key)
 
     @cached_property
     def statuses(self) -> StatusPublisher:

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
-from distkpi.domain.kpis import ConfigKpis, RunKpis
+from distkpi.domain.kpis import RunKpis
 from distkpi.local.aws_stack import (
     BUCKET,
     TABLE,
@@ -216,17 +216,12 @@ class LocalStack:
         result = item["result"]
         return RunResult(
             run_id,
-            run_kpis_from_json(result["kpis"]),
+            RunKpis.from_json(result["kpis"]),
             float(item["spec"]["target_accuracy"]),
             result["state"],
             result["description"],
             self.download(run_id),
         )
-
-
-def run_kpis_from_json(data: dict[str, Any]) -> RunKpis:
-    configs = tuple(ConfigKpis.from_record({**v, "name": k}) for k, v in data["configs"].items())
-    return RunKpis(data["run_id"], data["model"], data["base_config"], configs)
 
 
 @contextmanager

@@ -3,6 +3,7 @@ run's verdict against its history is published once."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -11,7 +12,7 @@ from aws_lambda_powertools import Logger
 from distkpi.adapters.dynamo import RunRepository, history_key
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.history import judge_run, rows_from_records, until_commit
+from distkpi.domain.history import HistoryRow, judge_run, rows_from_records, until_commit
 from distkpi.domain.judging import Judgement
 from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis, config_kpis, run_kpis
 from distkpi.domain.runfolder import gather_config
@@ -107,7 +108,7 @@ class FanIn:
             if "kpis" in c
         }
         result = run_kpis(run, configs)
-        judgements = self._judge(item, result)
+        judgements, rows = self._judge(item, result)
         verdict = decide(result, run.accuracy_tolerance, judgements)
         description = describe(result, verdict, judgements)
         payload = {
@@ -117,29 +118,46 @@ class FanIn:
             "reasons": list(verdict.reasons),
             "description": description,
         }
-        if self.runs.finish_run(run_id, payload, self.clock().isoformat(timespec="seconds")):
+        finished_at = self.clock().isoformat(timespec="seconds")
+        if self.runs.finish_run(run_id, payload, finished_at):
             logger.info("run finished", run_id=run_id, state=verdict.state.value)
-        self._publish(item, result, verdict, description)
+        report = Report(
+            {**item, "result": payload, "finished_at": finished_at}, result, judgements, rows
+        )
+        self._publish(item, result, verdict, description, report)
 
-    def _judge(self, item: dict[str, Any], result: RunKpis) -> list[Judgement]:
-        """Every KPI against its baseline: for a pull request the base branch's history up
-        to the merge base (else its latest runs), for a push the branch's earlier runs."""
+    def _judge(
+        self, item: dict[str, Any], result: RunKpis
+    ) -> tuple[list[Judgement], list[HistoryRow]]:
         settings = VerdictSettings.model_validate(item.get("verdict_settings") or {})
-        branch = item["base_branch"] if item["event"] == "pull_request" else item["branch"]
-        limit = len(result.configs) * 4 * settings.window
-        records = self.runs.history(item["repo"], branch, item["model"], limit=limit)
-        rows = [r for r in rows_from_records(records) if r.run_id != item["run_id"]]
-        if item["event"] == "pull_request":
-            rows = until_commit(rows, item.get("base_sha"))
-        resets: dict[str, str] = {}
-        for reset in self.runs.resets(item["repo"], branch, item["model"]):
-            resets[reset["config"]] = max(resets.get(reset["config"], ""), reset["at"])
-        return judge_run(result, rows, settings.judge_settings(), resets)
+        rows, resets = baseline_rows(self.runs, item, len(result.configs) * 4 * settings.window)
+        return judge_run(result, rows, settings.judge_settings(), resets), rows
+
+    def _write_report(self, report: Report) -> None:
+        """reports/<run_id>/: a report that cannot be drawn is logged and counted, and the
+        status still goes out."""
+        from distkpi.reporting.page import build_report  # matplotlib: only when a run ends
+
+        try:
+            files = build_report(report.item, report.result, report.judgements, report.history)
+        except Exception:
+            logger.exception("report not written", run_id=report.result.run_id)
+            self.count("ReportFailures")
+            return
+        for name, data in files.items():
+            kind = "text/html; charset=utf-8" if name.endswith(".html") else "image/png"
+            self.store.put_bytes(f"reports/{report.result.run_id}/{name}", data, kind)
 
     def _publish(
-        self, item: dict[str, Any], result: RunKpis, verdict: Verdict, description: str
+        self,
+        item: dict[str, Any],
+        result: RunKpis,
+        verdict: Verdict,
+        description: str,
+        report: Report,
     ) -> None:
-        """History, kpis.json and the final status, by one holder of the publication lease.
+        """History, kpis.json, the report and the final status, by one holder of the
+        publication lease.
 
         A publisher that dies leaves its lease to expire; the next delivery redoes all of it
         (every write here is idempotent).
@@ -151,10 +169,36 @@ class FanIn:
         finished_at = self.clock().isoformat(timespec="seconds")
         self.runs.put_history(_history_items(item, result, finished_at))
         self.store.put_json(f"runs/{run.run_id}/kpis.json", result.to_json())
+        self._write_report(report)
         if self.statuses.post(run, verdict.state, description):
             self.runs.mark_published(run.run_id, now)
         else:
             self.runs.release_publication(run.run_id)
+
+
+@dataclass(frozen=True)
+class Report:
+    item: dict[str, Any]
+    result: RunKpis
+    judgements: list[Judgement]
+    history: list[HistoryRow]
+
+
+def baseline_rows(
+    runs: RunRepository, item: Mapping[str, Any], limit: int
+) -> tuple[list[HistoryRow], dict[str, str]]:
+    """The history a run is judged against, and the latest audited reset per config: for a
+    pull request the base branch's runs up to the merge base (else its latest runs), for a
+    push the branch's own earlier runs."""
+    branch = item["base_branch"] if item["event"] == "pull_request" else item["branch"]
+    records = runs.history(item["repo"], branch, item["model"], limit=limit)
+    rows = [r for r in rows_from_records(records) if r.run_id != item["run_id"]]
+    if item["event"] == "pull_request":
+        rows = until_commit(rows, item.get("base_sha"))
+    resets: dict[str, str] = {}
+    for reset in runs.resets(item["repo"], branch, item["model"]):
+        resets[reset["config"]] = max(resets.get(reset["config"], ""), reset["at"])
+    return rows, resets
 
 
 def _history_items(

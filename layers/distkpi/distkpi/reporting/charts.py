@@ -1,0 +1,85 @@
+"""The report's charts as PNG bytes, drawn with matplotlib's Agg backend (no display)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+from distkpi.domain.history import HistoryRow
+from distkpi.domain.kpis import RunKpis
+
+
+def _png(figure: object) -> bytes:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")  # type: ignore[attr-defined]
+    plt.close(figure)  # type: ignore[arg-type]
+    return buffer.getvalue()
+
+
+def _pyplot():  # type: ignore[no-untyped-def]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def speedup_chart(run: RunKpis) -> bytes:
+    """Speedup against GPUs, beside ideal linear scaling from the base config."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(5.5, 3.6))
+    points = sorted((c.gpus, c.speedup, c.name) for c in run.configs if c.speedup is not None)
+    base_gpus = min((c.gpus for c in run.configs), default=1)
+    top = max((c.gpus for c in run.configs), default=1)
+    axes.plot([base_gpus, top], [1, top / base_gpus], "--", color="grey", label="ideal (linear)")
+    if points:
+        axes.plot(
+            [p[0] for p in points], [p[1] for p in points], "o-", color="tab:blue", label="this run"
+        )
+        for gpus, speedup, name in points:
+            axes.annotate(
+                f"{name}\n{speedup:.2f}x",
+                (gpus, speedup),
+                textcoords="offset points",
+                xytext=(4, -14),
+                fontsize=7,
+            )
+    axes.set_xlabel("GPUs")
+    axes.set_ylabel("speedup")
+    axes.set_title(f"{run.model}: speedup vs GPUs")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    return _png(figure)
+
+
+def throughput_history_chart(
+    run: RunKpis, history: Sequence[HistoryRow], configs: Sequence[str]
+) -> bytes:
+    """Throughput of each given config over the baseline's runs (one panel each, as their
+    scales differ by the number of GPUs), with this run as a star at the end."""
+    plt = _pyplot()
+    figure, panels = plt.subplots(len(configs), 1, figsize=(6.5, 2.4 * len(configs)), squeeze=False)
+    for axes, config in zip(panels[:, 0], configs, strict=True):
+        values = [
+            r.value
+            for r in history
+            if r.config == config
+            and r.kpi == "throughput"
+            and r.value is not None
+            and r.status == "ok"
+        ]
+        axes.plot(range(len(values)), values, ".-", color="tab:blue", label="history")
+        current = next((c.throughput for c in run.configs if c.name == config), None)
+        if current is not None:
+            axes.plot(
+                [len(values)], [current], "*", markersize=12, color="tab:orange", label="this run"
+            )
+        axes.set_title(f"{config}: throughput (samples/s)", fontsize=9)
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize=7, loc="best")
+    panels[-1, 0].set_xlabel("run (oldest to newest)")
+    figure.tight_layout()
+    return _png(figure)

@@ -1,0 +1,111 @@
+"""A run's report: one HTML page a person can read, with its charts beside it and inside it."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+from distkpi.domain.history import HistoryRow
+from distkpi.domain.judging import Judgement, KpiVerdict
+from distkpi.domain.kpis import ConfigKpis, RunKpis
+from distkpi.domain.table import ROWS
+from distkpi.reporting.charts import speedup_chart, throughput_history_chart
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 14px; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
+th:first-child, td:first-child, .judged td:nth-child(2), .judged td:last-child { text-align: left; }
+.success, .pass { background: #e6f4ea; } .failure, .regressed { background: #fce8e6; }
+.error { background: #fef7e0; } .improved { background: #e8f0fe; }
+.state { display: inline-block; padding: 4px 10px; border-radius: 4px; font-weight: bold; }
+"""
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.6g}" if isinstance(value, float) else escape(str(value))
+
+
+def _kpi_table(run: RunKpis) -> str:
+    head = "".join(f"<th>{escape(c.name)}</th>" for c in run.configs)
+    body = "".join(
+        f"<tr><td>{escape(label)}</td>"
+        + "".join(f"<td>{escape(cell(c))}</td>" for c in run.configs)
+        + "</tr>"
+        for label, cell in ROWS
+    )
+    return f"<table><tr><th>KPI</th>{head}</tr>{body}</table>"
+
+
+def _judgement_table(judgements: Sequence[Judgement]) -> str:
+    if not judgements:
+        return "<p>No baseline yet: this run starts the history.</p>"
+    rows = "".join(
+        f'<tr class="{j.verdict.value}"><td>{escape(j.config)}</td><td>{escape(j.kpi)}</td>'
+        f"<td>{_cell(j.value)}</td><td>{_cell(j.baseline)}</td>"
+        f"<td>{_cell(j.low)} … {_cell(j.high)}</td>"
+        f"<td>{'-' if j.delta is None else f'{j.delta:+.1%}'}</td>"
+        f"<td>{escape(j.verdict.value)}</td><td>{escape(j.why)}</td></tr>"
+        for j in judgements
+        if j.verdict is not KpiVerdict.NO_BASELINE or j.value is not None
+    )
+    return (
+        "<table><tr><th>config</th><th>KPI</th><th>value</th><th>baseline</th>"
+        f"<th>allowed range</th><th>delta</th><th>verdict</th><th>why</th></tr>{rows}</table>"
+    )
+
+
+def _problems(configs: Sequence[ConfigKpis]) -> str:
+    items = "".join(f"<li>{escape(c.name)}: {escape(p)}</li>" for c in configs for p in c.problems)
+    return f"<h2>Problems</h2><ul>{items}</ul>" if items else ""
+
+
+def _img(name: str, png: bytes, alt: str) -> str:
+    data = base64.b64encode(png).decode()
+    return f'<p><img src="data:image/png;base64,{data}" alt="{escape(alt)}" title="{name}"></p>'
+
+
+def build_report(
+    item: Mapping[str, Any],
+    run: RunKpis,
+    judgements: Sequence[Judgement],
+    history: Sequence[HistoryRow],
+) -> dict[str, bytes]:
+    """index.html (charts inlined, so a presigned link shows them) and the charts as PNGs."""
+    result = item.get("result") or {}
+    state = str(result.get("state", "pending"))
+    base = min(run.configs, key=lambda c: c.gpus).name if run.configs else None
+    largest = max(run.configs, key=lambda c: c.gpus).name if run.configs else None
+    charts = {
+        "speedup.png": speedup_chart(run),
+        "throughput_history.png": throughput_history_chart(
+            run, history, [c for c in dict.fromkeys([base, largest]) if c]
+        ),
+    }
+
+    def field(key: str) -> str:
+        return escape(str(item.get(key, "")))
+
+    title = f"distkpi {escape(run.model)} {escape(run.run_id)}"
+    description = escape(str(result.get("description", "")))
+    speedup = _img("speedup.png", charts["speedup.png"], "speedup vs GPUs")
+    history_img = _img("throughput_history.png", charts["throughput_history.png"], "history")
+    page = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>{STYLE}</style></head><body>
+<h1>distkpi/{escape(run.model)} on {field("repo")}@{escape(str(item["sha"])[:10])}</h1>
+<p><span class="state {escape(state)}">{escape(state)}</span> {description}</p>
+<p>run {escape(run.run_id)} &middot; {field("event")} on {field("branch")}
+&middot; judged against {field("base_branch")} &middot; finished {field("finished_at")}</p>
+<h2>KPIs</h2>{_kpi_table(run)}
+<h2>Against the baseline</h2>{_judgement_table(judgements)}
+<h2>Scaling</h2>{speedup}
+<h2>History</h2>{history_img}
+{_problems(run.configs)}
+</body></html>
+"""
+    return {"index.html": page.encode(), **charts}
