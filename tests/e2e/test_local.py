@@ -95,3 +95,21 @@ def test_a_crashing_node_gives_an_error_and_a_failed_config(tmp_path: Path) -> N
     assert "injected failure after epoch 0" in log
     # the job never writes its environment into a log
     assert "AWS_SECRET_ACCESS_KEY" not in log and "DISTKPI_S3_PREFIX" not in log
+
+
+def test_pushes_build_a_history_the_pull_request_is_judged_against(tmp_path: Path) -> None:
+    result = run_local(
+        suite(tmp_path, "1x1", "1x2"),
+        tmp_path / "out",
+        sha("history"),
+        commits=2,
+        progress=io.StringIO(),
+    )
+    push, pull = result.runs
+    assert (push.event, pull.event) == ("push", "pull_request")
+    assert [s["state"] for s in result.statuses] == ["pending", push.state, "pending", pull.state]
+    judged = {(j.config, j.kpi): j for j in pull.judgements}
+    throughput = judged[("1x2", "throughput")]
+    assert throughput.baseline == pytest.approx(push.kpis.config("1x2").throughput)
+    assert throughput.verdict.value in ("pass", "regressed", "improved")
+    assert pull.report.read_text().count("<img") == 2

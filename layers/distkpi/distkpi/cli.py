@@ -54,22 +54,33 @@ def _cmd_local(args: argparse.Namespace) -> int:
     import hashlib
     import time
 
-    from distkpi.domain.table import render_table
+    from distkpi.domain.table import render_judgements, render_table
     from distkpi.local.run import run_local
 
     sha = args.sha or hashlib.sha1(f"distkpi-local-{time.time()}".encode()).hexdigest()
     faults = {(c, n): e for c, n, e in args.fail or []}
-    result = run_local(Path(args.suite), Path(args.out), sha, faults=faults)
+    result = run_local(Path(args.suite), Path(args.out), sha, commits=args.commits, faults=faults)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
         return 0 if result.ok else 1
-    for run in result.runs:
-        print(render_table(run.kpis, run.target_accuracy))
-        print(f"\nverdict: {run.state} - {run.description}")
-        print(f"logs and KPIs: {run.folder}  (distkpi kpis {run.folder})\n")
+    for run in result.runs[:-1]:
+        print(f"{run.event:12s} {run.run_id}: {run.state} - {run.description}")
+    last = result.runs[-1]
+    print(render_table(last.kpis, last.target_accuracy))
+    if any(j.baseline is not None for j in last.judgements):
+        print("\nagainst the baseline (develop):")
+        print(render_judgements(last.judgements))
+    else:
+        print("\nno baseline yet: develop has no history (--commits 3 builds one first)")
+    print(f"\nverdict: {last.state} - {last.description}")
+    print(f"logs and KPIs: {last.folder}  (distkpi kpis {last.folder})")
+    print(f"report: {last.report}\n")
     print("statuses GitHub received:")
     for status in result.statuses:
-        print(f"  {status['context']:20s} {status['state']:8s} {status['description']}")
+        print(
+            f"  {status['sha'][:10]}  {status['context']:16s} {status['state']:8s} "
+            f"{status['description']}"
+        )
     return 0 if result.ok else 1
 
 
@@ -79,6 +90,12 @@ def _add_local(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--sha", help="commit sha to report on (default: a fresh one)")
     p.add_argument("--json", action="store_true", help="print statuses and runs as JSON")
     p.add_argument("--out", default="out/local", help="where run folders and job logs go")
+    p.add_argument(
+        "--commits",
+        type=int,
+        default=1,
+        help="N merge requests: N-1 pushes to develop build a history, then the pull request",
+    )
     p.add_argument(
         "--fail",
         type=_fault,

@@ -97,13 +97,33 @@ def pull_request_delivery(
         "repository": repository,
         "sender": {"login": owner},
     }
-    headers = {
-        "X-GitHub-Event": "pull_request",
+    return _headers("pull_request", delivery), json.dumps(payload).encode()
+
+
+def push_delivery(repo: str, sha: str, before: str, delivery: str) -> tuple[dict[str, str], bytes]:
+    owner, name = repo.split("/")
+    payload = {
+        "ref": "refs/heads/develop",
+        "before": before,
+        "after": sha,
+        "created": False,
+        "deleted": False,
+        "forced": False,
+        "repository": {"name": name, "full_name": repo, "owner": {"login": owner}},
+        "pusher": {"name": owner},
+        "sender": {"login": owner},
+        "head_commit": {"id": sha, "message": "distkpi local push"},
+    }
+    return _headers("push", delivery), json.dumps(payload).encode()
+
+
+def _headers(event: str, delivery: str) -> dict[str, str]:
+    return {
+        "X-GitHub-Event": event,
         "X-GitHub-Delivery": delivery,
         "Content-Type": "application/json",
         "User-Agent": "GitHub-Hookshot/local",
     }
-    return headers, json.dumps(payload).encode()
 
 
 def batch_job_failed_event(job_id: str, job_name: str, queue: str, reason: str) -> dict[str, Any]:

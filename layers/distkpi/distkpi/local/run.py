@@ -22,6 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
+from distkpi.domain.judging import Judgement
 from distkpi.domain.kpis import RunKpis
 from distkpi.local.aws_stack import (
     BUCKET,
@@ -39,20 +40,24 @@ from distkpi.local.handlers import (
     load_handlers,
     project_root,
     pull_request_delivery,
+    push_delivery,
     signed_function_url_event,
 )
 
-SETTLE_TIMEOUT_S = 20
+SETTLE_TIMEOUT_S = 60
 
 
 @dataclass
 class RunResult:
     run_id: str
+    event: str
     kpis: RunKpis
     target_accuracy: float
     state: str
     description: str
     folder: Path
+    report: Path
+    judgements: list[Judgement] = field(default_factory=list)
 
 
 @dataclass
@@ -97,16 +102,19 @@ class LocalStack:
 
     # -- the three entry points, with real event shapes --------------------------------
 
-    def send_webhook(self, repo: str, sha: str) -> list[str]:
+    def send_webhook(self, repo: str, sha: str, base_sha: str, *, push: bool = False) -> list[str]:
+        """A signed delivery to the real webhook handler: a pull request onto develop at
+        ``base_sha``, or a push of ``sha`` to develop on top of it."""
         delivery = str(uuid.uuid4())
-        base_sha = hashlib.sha1(f"{sha}-base".encode()).hexdigest()
-        headers, body = pull_request_delivery(repo, sha, base_sha, delivery)
+        build = push_delivery if push else pull_request_delivery
+        headers, body = build(repo, sha, base_sha, delivery)
         event = signed_function_url_event(self.aws.webhook_secret, headers, body)
         response = self.handlers["webhook"].lambda_handler(event, LambdaContext())
         answer = json.loads(response.get("body") or "{}")
         if response["statusCode"] != 201:
             raise RuntimeError(f"webhook answered {response['statusCode']}: {answer}")
-        self.say(f"webhook: pull_request {sha[:10]} -> runs {', '.join(answer['runs'])}")
+        kind = "push to develop" if push else "pull_request"
+        self.say(f"webhook: {kind} {sha[:10]} -> runs {', '.join(answer['runs'])}")
         return list(answer["runs"])
 
     def drain_s3_events(self) -> int:
@@ -199,14 +207,14 @@ class LocalStack:
             time.sleep(0.5)
         raise RuntimeError(f"runs did not settle within {SETTLE_TIMEOUT_S}s")
 
-    def download(self, run_id: str) -> Path:
+    def download(self, prefix: str) -> Path:
+        """Copy s3://bucket/<prefix>/ out of the stack (it is gone when the stack stops)."""
         s3 = self.aws.client("s3")
-        target = self.out / "runs" / run_id
-        for page in s3.get_paginator("list_objects_v2").paginate(
-            Bucket=BUCKET, Prefix=f"runs/{run_id}/"
-        ):
+        target = self.out / prefix
+        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=f"{prefix}/")
+        for page in pages:
             for obj in page.get("Contents", []):
-                path = target / obj["Key"][len(f"runs/{run_id}/") :]
+                path = target / obj["Key"][len(prefix) + 1 :]
                 path.parent.mkdir(parents=True, exist_ok=True)
                 s3.download_file(BUCKET, obj["Key"], str(path))
         return target
@@ -216,11 +224,14 @@ class LocalStack:
         result = item["result"]
         return RunResult(
             run_id,
+            str(item["event"]),
             RunKpis.from_json(result["kpis"]),
             float(item["spec"]["target_accuracy"]),
             result["state"],
             result["description"],
-            self.download(run_id),
+            self.download(f"runs/{run_id}"),
+            self.download(f"reports/{run_id}") / "index.html",
+            [Judgement.from_json(j) for j in result.get("judgements", [])],
         )
 
 
@@ -254,22 +265,36 @@ def local_stack(suite: Path, out: Path, progress: TextIO = sys.stderr) -> Iterat
         wiring.reset()
 
 
+def _sha(seed: str, n: int) -> str:
+    return hashlib.sha1(f"{seed}-{n}".encode()).hexdigest()
+
+
 def run_local(
     suite: Path,
     out: Path,
     sha: str,
     *,
+    commits: int = 1,
     repo: str = "local/demo",
     faults: dict[tuple[str, int], int] | None = None,
     progress: TextIO = sys.stderr,
 ) -> LocalResult:
+    """``commits`` merge requests on one stack: commits - 1 pushes to develop build a
+    history, then the pull request ``sha`` is judged against it."""
     with local_stack(suite, out, progress) as stack:
         stack.say(
             f"local stack up: AWS (moto) at {stack.aws.endpoint}, GitHub at {stack.github.url}"
         )
-        run_ids = stack.send_webhook(repo, sha)
-        jobs = stack.run_jobs(run_ids, faults or {})
-        stack.wait_settled(run_ids)
+        base = _sha(sha, 0)
+        run_ids: list[str] = []
+        jobs: list[JobOutcome] = []
+        for n in range(1, commits):
+            pushed = _sha(sha, n)
+            run_ids += _run_commit(
+                stack, repo, pushed, base, push=True, faults=faults or {}, jobs=jobs
+            )
+            base = pushed
+        run_ids += _run_commit(stack, repo, sha, base, push=False, faults=faults or {}, jobs=jobs)
         runs = [stack.result(r) for r in run_ids]
         stack.say(f"done: {len(jobs)} job(s), {stack.events_delivered} S3 event(s) delivered")
         return LocalResult(
@@ -279,3 +304,22 @@ def run_local(
             stack.events_delivered,
             time.monotonic() - stack.started,
         )
+
+
+def _run_commit(
+    stack: LocalStack,
+    repo: str,
+    sha: str,
+    base: str,
+    *,
+    push: bool,
+    faults: dict[tuple[str, int], int],
+    jobs: list[JobOutcome],
+) -> list[str]:
+    run_ids = stack.send_webhook(repo, sha, base, push=push)
+    jobs += stack.run_jobs(run_ids, faults if not push else {})
+    stack.wait_settled(run_ids)
+    for run_id in run_ids:
+        result = stack.run_item(run_id)["result"]
+        stack.say(f"run {run_id}: {result['state']} - {result['description']}")
+    return run_ids
