@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import importlib.util
 import json
 import threading
 from collections.abc import Iterator
@@ -18,43 +17,21 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from distkpi.domain.template import (
-    bucket_settings,
-    load_template,
-    table_definition,
-    ttl_attribute,
-)
+from distkpi.domain.template import load_template
 from distkpi.domain.webhook import sign
 from distkpi.entry import wiring
+from distkpi.local.aws_stack import BUCKET, TABLE, function_environment, provision
 from distkpi.local.github_standin import GitHubStandIn
+from distkpi.local.handlers import LambdaContext, load_handlers
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "tests" / "events"
 WEBHOOK_SECRET = "it's a secret to everybody"
 GITHUB_TOKEN = "ghs_test_token_never_logged"
-BUCKET = "distkpi-runs-test"
-TABLE = "distkpi-test"
 
 
 def event(name: str) -> dict[str, Any]:
     return json.loads((EVENTS / f"{name}.json").read_text())  # type: ignore[no-any-return]
-
-
-def load_handler(name: str) -> ModuleType:
-    path = ROOT / "functions" / name / "app.py"
-    spec = importlib.util.spec_from_file_location(f"distkpi_function_{name}", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@dataclass
-class LambdaContext:
-    function_name: str = "distkpi-test"
-    memory_limit_in_mb: int = 512
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:distkpi-test"
-    aws_request_id: str = "00000000-0000-0000-0000-000000000000"
 
 
 @dataclass
@@ -150,40 +127,6 @@ class Stack:
         return self.batch.describe_jobs(jobs=sorted(set(ids)))["jobs"]  # type: ignore[no-any-return]
 
 
-def create_batch(batch: Any, iam: Any) -> dict[str, str]:
-    role = iam.create_role(RoleName="batch", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-    env = batch.create_compute_environment(
-        computeEnvironmentName="distkpi", type="UNMANAGED", state="ENABLED", serviceRole=role
-    )["computeEnvironmentArn"]
-    queue = batch.create_job_queue(
-        jobQueueName="distkpi",
-        state="ENABLED",
-        priority=1,
-        computeEnvironmentOrder=[{"order": 1, "computeEnvironment": env}],
-    )["jobQueueArn"]
-    container = {
-        "image": "distkpi-job:latest",
-        "command": ["python", "-m", "distkpi_job"],
-        "resourceRequirements": [
-            {"type": "VCPU", "value": "1"},
-            {"type": "MEMORY", "value": "512"},
-        ],
-    }
-    single = batch.register_job_definition(
-        jobDefinitionName="distkpi-single", type="container", containerProperties=container
-    )["jobDefinitionArn"]
-    multi = batch.register_job_definition(
-        jobDefinitionName="distkpi-multinode",
-        type="multinode",
-        nodeProperties={
-            "numNodes": 2,
-            "mainNode": 0,
-            "nodeRangeProperties": [{"targetNodes": "0:", "container": container}],
-        },
-    )["jobDefinitionArn"]
-    return {"queue": queue, "single": single, "multi": multi}
-
-
 def make_dynamodb_writes_atomic(monkeypatch: pytest.MonkeyPatch) -> None:
     """DynamoDB applies a conditional write atomically; moto's in-process backend checks the
     condition and writes without a lock, so concurrent test threads could both pass a
@@ -218,56 +161,28 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
     github.start()
     with mock_aws(config={"batch": {"use_docker": False}}):
         template = load_template((ROOT / "template.yaml").read_text())
-        dynamodb = boto3.client("dynamodb")
-        dynamodb.create_table(**table_definition(template, "RunsTable", TABLE))
-        dynamodb.update_time_to_live(
-            TableName=TABLE,
-            TimeToLiveSpecification={
-                "Enabled": True,
-                "AttributeName": ttl_attribute(template, "RunsTable"),
-            },
+        made = provision(
+            boto3.client,
+            template,
+            [ROOT / "infra" / "suites" / "resnet50.yaml"],
+            webhook_secret=WEBHOOK_SECRET,
+            github_token=GITHUB_TOKEN,
         )
-        s3 = boto3.client("s3")
-        s3.create_bucket(Bucket=BUCKET)
-        bucket = bucket_settings(template, "RunsBucket")
-        s3.put_bucket_encryption(
-            Bucket=BUCKET, ServerSideEncryptionConfiguration=bucket["encryption"]
-        )
-        s3.put_public_access_block(
-            Bucket=BUCKET, PublicAccessBlockConfiguration=bucket["public_access_block"]
-        )
-        suite = ROOT / "infra" / "suites" / "resnet50.yaml"
-        s3.put_object(Bucket=BUCKET, Key=f"suites/{suite.name}", Body=suite.read_bytes())
-        sm = boto3.client("secretsmanager")
-        sm.create_secret(Name="webhook", SecretString=WEBHOOK_SECRET)
-        sm.create_secret(Name="github-token", SecretString=GITHUB_TOKEN)
-        batch = boto3.client("batch")
-        batch_ids = create_batch(batch, boto3.client("iam"))
-        for key, value in {
-            "TABLE_NAME": TABLE,
-            "BUCKET_NAME": BUCKET,
-            "WEBHOOK_SECRET_ID": "webhook",
-            "GITHUB_TOKEN_SECRET_ID": "github-token",
-            "GITHUB_API_URL": github.url,
-            "GITHUB_BACKOFF_S": "0",
-            "JOB_QUEUE": batch_ids["queue"],
-            "SINGLE_NODE_JOB_DEFINITION": batch_ids["single"],
-            "MULTI_NODE_JOB_DEFINITION": batch_ids["multi"],
-            "BRANCHES": "develop",
-            "REPORT_BASE_URL": "https://distkpi.example.com",
-        }.items():
+        environment = function_environment(made, github.url)
+        environment |= {"GITHUB_BACKOFF_S": "0", "REPORT_BASE_URL": "https://distkpi.example.com"}
+        for key, value in environment.items():
             monkeypatch.setenv(key, value)
+        monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED")
+        s3, batch = boto3.client("s3"), boto3.client("batch")
         wiring.reset()
         stack = Stack(
             github=github,
             s3=s3,
             batch=batch,
             table=boto3.resource("dynamodb").Table(TABLE),
-            queue=batch_ids["queue"],
+            queue=made.job_queue,
         )
-        stack.handlers = {
-            name: load_handler(name) for name in ("webhook", "collector", "job_events")
-        }
+        stack.handlers = load_handlers(ROOT)
         yield stack
         wiring.reset()
     github.stop()

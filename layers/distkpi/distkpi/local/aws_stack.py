@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ REGION = "us-east-1"
 TABLE = "distkpi-local"
 BUCKET = "distkpi-local-runs"
 QUEUE = "distkpi-local-node-manifests"
+WEBHOOK_SECRET_ID = "distkpi-local-webhook"
+GITHUB_TOKEN_SECRET_ID = "distkpi-local-github-token"
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,72 @@ def _batch(aws: Any, iam: Any, template: dict[str, Any]) -> tuple[str, str, str]
     return queue, single, multi
 
 
+@dataclass(frozen=True)
+class Provisioned:
+    job_queue: str
+    single_node_definition: str
+    multi_node_definition: str
+
+
+def provision(
+    client: Callable[[str], Any],
+    template: dict[str, Any],
+    suites: list[Path],
+    *,
+    webhook_secret: str,
+    github_token: str,
+) -> Provisioned:
+    """The table, bucket, secrets and Batch resources of template.yaml, in whatever AWS
+    ``client`` reaches (moto in-process for tests, moto's server for the local stack)."""
+    dynamodb = client("dynamodb")
+    dynamodb.create_table(**table_definition(template, "RunsTable", TABLE))
+    dynamodb.update_time_to_live(
+        TableName=TABLE,
+        TimeToLiveSpecification={
+            "Enabled": True,
+            "AttributeName": ttl_attribute(template, "RunsTable"),
+        },
+    )
+    s3 = client("s3")
+    s3.create_bucket(Bucket=BUCKET)
+    settings = bucket_settings(template, "RunsBucket")
+    s3.put_bucket_encryption(
+        Bucket=BUCKET, ServerSideEncryptionConfiguration=settings["encryption"]
+    )
+    s3.put_public_access_block(
+        Bucket=BUCKET, PublicAccessBlockConfiguration=settings["public_access_block"]
+    )
+    for suite in suites:
+        s3.put_object(Bucket=BUCKET, Key=f"suites/{suite.name}", Body=suite.read_bytes())
+    sm = client("secretsmanager")
+    sm.create_secret(Name=WEBHOOK_SECRET_ID, SecretString=webhook_secret)
+    sm.create_secret(Name=GITHUB_TOKEN_SECRET_ID, SecretString=github_token)
+    return Provisioned(*_batch(client("batch"), client("iam"), template))
+
+
+def _notify_queue(client: Callable[[str], Any], template: dict[str, Any]) -> str:
+    """S3 notifications with the collector's filter go to an SQS queue (moto runs no Lambda)."""
+    sqs = client("sqs")
+    queue_url: str = sqs.create_queue(QueueName=QUEUE)["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    rules = _notification_filter(template)["S3Key"]["Rules"]
+    client("s3").put_bucket_notification_configuration(
+        Bucket=BUCKET,
+        NotificationConfiguration={
+            "QueueConfigurations": [
+                {
+                    "QueueArn": queue_arn,
+                    "Events": ["s3:ObjectCreated:*"],
+                    "Filter": {"Key": {"FilterRules": rules}},
+                }
+            ]
+        },
+    )
+    return queue_url
+
+
 def create_local_aws(endpoint: str, template_path: Path, suite: Path) -> LocalAws:
     os.environ.update(aws_environment(endpoint))
     # moto keeps its state per process: start from nothing, as a fresh account would.
@@ -116,59 +185,29 @@ def create_local_aws(endpoint: str, template_path: Path, suite: Path) -> LocalAw
     def client(service: str) -> Any:
         return boto3.client(service, endpoint_url=endpoint, region_name=REGION)  # type: ignore[call-overload]
 
-    dynamodb = client("dynamodb")
-    dynamodb.create_table(**table_definition(template, "RunsTable", TABLE))
-    dynamodb.update_time_to_live(
-        TableName=TABLE,
-        TimeToLiveSpecification={
-            "Enabled": True,
-            "AttributeName": ttl_attribute(template, "RunsTable"),
-        },
-    )
-    sqs = client("sqs")
-    queue_url = sqs.create_queue(QueueName=QUEUE)["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
-        "Attributes"
-    ]["QueueArn"]
-    s3 = client("s3")
-    s3.create_bucket(Bucket=BUCKET)
-    settings = bucket_settings(template, "RunsBucket")
-    s3.put_bucket_encryption(
-        Bucket=BUCKET, ServerSideEncryptionConfiguration=settings["encryption"]
-    )
-    s3.put_public_access_block(
-        Bucket=BUCKET, PublicAccessBlockConfiguration=settings["public_access_block"]
-    )
-    s3.put_bucket_notification_configuration(
-        Bucket=BUCKET,
-        NotificationConfiguration={
-            "QueueConfigurations": [
-                {
-                    "QueueArn": queue_arn,
-                    "Events": ["s3:ObjectCreated:*"],
-                    "Filter": {
-                        "Key": {"FilterRules": _notification_filter(template)["S3Key"]["Rules"]}
-                    },
-                }
-            ]
-        },
-    )
-    s3.put_object(Bucket=BUCKET, Key=f"suites/{suite.name}", Body=suite.read_bytes())
     webhook_secret, github_token = secrets.token_hex(20), "ghs_" + secrets.token_hex(18)
-    sm = client("secretsmanager")
-    sm.create_secret(Name="distkpi-local-webhook", SecretString=webhook_secret)
-    sm.create_secret(Name="distkpi-local-github-token", SecretString=github_token)
-    queue, single, multi = _batch(client("batch"), client("iam"), template)
-    return LocalAws(endpoint, queue_url, webhook_secret, github_token, queue, single, multi)
+    made = provision(
+        client, template, [suite], webhook_secret=webhook_secret, github_token=github_token
+    )
+    queue_url = _notify_queue(client, template)
+    return LocalAws(
+        endpoint,
+        queue_url,
+        webhook_secret,
+        github_token,
+        made.job_queue,
+        made.single_node_definition,
+        made.multi_node_definition,
+    )
 
 
-def function_environment(aws: LocalAws, github_url: str) -> dict[str, str]:
+def function_environment(aws: LocalAws | Provisioned, github_url: str) -> dict[str, str]:
     """The handlers' settings, as template.yaml gives them in AWS."""
     return {
         "TABLE_NAME": TABLE,
         "BUCKET_NAME": BUCKET,
-        "WEBHOOK_SECRET_ID": "distkpi-local-webhook",
-        "GITHUB_TOKEN_SECRET_ID": "distkpi-local-github-token",
+        "WEBHOOK_SECRET_ID": WEBHOOK_SECRET_ID,
+        "GITHUB_TOKEN_SECRET_ID": GITHUB_TOKEN_SECRET_ID,
         "GITHUB_API_URL": github_url,
         "GITHUB_BACKOFF_S": "0.1",
         "JOB_QUEUE": aws.job_queue,
