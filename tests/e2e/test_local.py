@@ -19,9 +19,12 @@ pytestmark = pytest.mark.e2e
 TINY = """
 name: tiny
 command: ["python", "-m", "distkpi_job", "--features", "128", "--hidden", "256", "--repeat", "1"]
-target_accuracy: 0.8
+target_accuracy: 0.6
 accuracy_pass: 1
 accuracy_tolerance: 0.2
+verdict:
+  # seconds-long CPU runs are too noisy to judge speed; these tests check the mechanics
+  default_tolerance: 0.9
 configs:
 {configs}
 """
@@ -107,6 +110,7 @@ def test_pushes_build_a_history_the_pull_request_is_judged_against(tmp_path: Pat
     )
     push, pull = result.runs
     assert (push.event, pull.event) == ("push", "pull_request")
+    assert push.state == "success", (push.description, [c.problems for c in push.kpis.configs])
     assert [s["state"] for s in result.statuses] == ["pending", push.state, "pending", pull.state]
     judged = {(j.config, j.kpi): j for j in pull.judgements}
     throughput = judged[("1x2", "throughput")]
