@@ -23,6 +23,7 @@ from distkpi.entry import wiring
 from distkpi.local.aws_stack import BUCKET, TABLE, function_environment, provision
 from distkpi.local.github_standin import GitHubStandIn
 from distkpi.local.handlers import LambdaContext, load_handlers
+from distkpi.local.run import BATCH_STATES
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "tests" / "events"
@@ -109,15 +110,7 @@ class Stack:
 
     def jobs(self) -> list[dict[str, Any]]:
         ids = []
-        for status in (
-            "SUBMITTED",
-            "PENDING",
-            "RUNNABLE",
-            "STARTING",
-            "RUNNING",
-            "SUCCEEDED",
-            "FAILED",
-        ):
+        for status in BATCH_STATES:
             for page in self.batch.get_paginator("list_jobs").paginate(
                 jobQueue=self.queue, jobStatus=status
             ):

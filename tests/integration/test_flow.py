@@ -114,7 +114,9 @@ def test_a_pull_request_from_webhook_to_commit_status(stack: Stack) -> None:
     assert jobs[f"distkpi-{run_id}-1x8"]["tags"] == {"distkpi:run": run_id, "distkpi:config": "1x8"}
     # moto keeps no overrides, so the submitted requests are read from the JOB items
     single = submitted(stack, jobs[f"distkpi-{run_id}-1x8"]["jobId"])
-    assert single["jobDefinition"].endswith("distkpi-local-single:1") and "nodeOverrides" not in single
+    assert (
+        single["jobDefinition"].endswith("distkpi-local-single:1") and "nodeOverrides" not in single
+    )
     big = submitted(stack, jobs[f"distkpi-{run_id}-4x8-8ps"]["jobId"])
     assert big["jobDefinition"].endswith("distkpi-local-multinode:1")
     assert big["nodeOverrides"]["numNodes"] == 12

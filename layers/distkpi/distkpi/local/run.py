@@ -32,7 +32,7 @@ from distkpi.local.aws_stack import (
     create_local_aws,
     function_environment,
 )
-from distkpi.local.executor import Executor, JobOutcome, job_from_request
+from distkpi.local.executor import Executor, JobOutcome, LocalJob, job_from_request
 from distkpi.local.github_standin import GitHubStandIn
 from distkpi.local.handlers import (
     LambdaContext,
@@ -45,6 +45,7 @@ from distkpi.local.handlers import (
 )
 
 SETTLE_TIMEOUT_S = 60
+BATCH_STATES = ("SUBMITTED", "PENDING", "RUNNABLE", "STARTING", "RUNNING", "SUCCEEDED", "FAILED")
 
 
 @dataclass
@@ -144,7 +145,8 @@ class LocalStack:
 
     # -- the jobs ------------------------------------------------------------------------
 
-    def submitted_jobs(self, run_ids: list[str]) -> list[Any]:
+    def submitted_jobs(self, run_ids: list[str]) -> list[LocalJob]:
+        """The Batch jobs of these runs, whatever state moto has moved them to."""
         from distkpi.adapters.dynamo import RunRepository
 
         batch = self.aws.client("batch")
@@ -152,18 +154,19 @@ class LocalStack:
         default = batch.describe_job_definitions(jobDefinitions=[self.aws.single_node_definition])[
             "jobDefinitions"
         ][0]["containerProperties"]["command"]
+        job_ids = {
+            summary["jobId"]
+            for status in BATCH_STATES
+            for page in batch.get_paginator("list_jobs").paginate(
+                jobQueue=self.aws.job_queue, jobStatus=status
+            )
+            for summary in page["jobSummaryList"]
+        }
         jobs = []
-        for page in batch.get_paginator("list_jobs").paginate(
-            jobQueue=self.aws.job_queue, jobStatus="SUCCEEDED"
-        ):
-            for summary in page["jobSummaryList"]:
-                record = records.job(summary["jobId"])
-                if record is not None and record["run_id"] in run_ids:
-                    jobs.append(
-                        job_from_request(
-                            summary["jobId"], record["config"], record["request"], default
-                        )
-                    )
+        for job_id in job_ids:
+            record = records.job(job_id)
+            if record is not None and record["run_id"] in run_ids:
+                jobs.append(job_from_request(job_id, record["config"], record["request"], default))
         return sorted(jobs, key=lambda j: j.name)
 
     def run_jobs(self, run_ids: list[str], faults: dict[tuple[str, int], int]) -> list[JobOutcome]:
