@@ -101,3 +101,15 @@ def test_push_decisions() -> None:
     assert isinstance(decide("push", {**payload, "ref": "refs/tags/v1"}, ["develop"]), Ignored)
     assert isinstance(decide("push", {**payload, "after": "0" * 40}, ["develop"]), Ignored)
     assert isinstance(decide("push", {"ref": 3}, ["develop"]), Ignored)
+
+
+@pytest.mark.parametrize("suite", sorted((ROOT / "infra" / "suites").glob("*.yaml")), ids=str)
+def test_bundled_suite_commands_are_ones_the_reference_job_accepts(suite: Path) -> None:
+    import subprocess
+    import sys
+
+    command = load_suite(suite).command
+    assert command[:3] == ("python", "-m", "distkpi_job")
+    check = f"from distkpi_job.__main__ import _args; _args({list(command[3:])!r})"
+    env = {"PYTHONPATH": str(ROOT / "infra" / "job")}
+    subprocess.run([sys.executable, "-c", check], check=True, env=env, capture_output=True)
