@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -188,3 +189,19 @@ def test_the_report_renders_and_the_cli_writes_it(
     stored = stack.s3.get_object(Bucket=BUCKET, Key=f"reports/{run_id}/index.html")["Body"].read()
     assert b"Against the baseline" in stored
     assert main(["report", "no-such-run", "--out", str(tmp_path), "--table", TABLE]) == 2
+
+
+def test_the_runs_of_a_commit(stack: Stack, capsys: pytest.CaptureFixture[str]) -> None:
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    sha = "9f4e1c2b7a6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f"
+    capsys.readouterr()
+    assert main(["runs", "--repo", REPO, "--sha", sha, "--table", TABLE, "--json"]) == 0
+    (running,) = json.loads(capsys.readouterr().out)
+    assert (running["run_id"], running["status"], running["state"]) == (run_id, "running", None)
+    deliver_all(stack, run_all_nodes(stack, run_id), copies=1)
+    capsys.readouterr()
+    assert main(["runs", "--repo", REPO, "--sha", sha, "--table", TABLE]) == 0
+    line = capsys.readouterr().out
+    assert run_id in line and "done" in line and "success" in line
+    assert main(["runs", "--repo", REPO, "--sha", "0" * 40, "--table", TABLE]) == 0
+    assert "no runs" in capsys.readouterr().out

@@ -213,6 +213,35 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_runs(args: argparse.Namespace) -> int:
+    runs = _repository(args).runs_of_commit(args.repo, args.sha)
+    if args.json:
+        print(json.dumps([_run_summary(r) for r in runs], indent=2))
+        return 0
+    if not runs:
+        print(f"no runs of {args.repo}@{args.sha[:10]}")
+    for summary in map(_run_summary, runs):
+        print(
+            f"{summary['created_at']}  {summary['run_id']:40s} {summary['status']:8s} "
+            f"{summary['state'] or '-':8s} {summary['description'] or ''}"
+        )
+    return 0
+
+
+def _run_summary(item: dict[str, object]) -> dict[str, object]:
+    result = item.get("result") if isinstance(item.get("result"), dict) else {}
+    assert isinstance(result, dict)
+    return {
+        "run_id": item["run_id"],
+        "model": item["model"],
+        "event": item["event"],
+        "created_at": item["created_at"],
+        "status": item["status"],
+        "state": result.get("state"),
+        "description": result.get("description"),
+    }
+
+
 def _table_options(p: argparse.ArgumentParser, *, suite: bool = True) -> None:
     if suite:
         p.add_argument("--repo", required=True, help="owner/name")
@@ -246,6 +275,12 @@ def _add_history(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     rep.add_argument("--out", required=True, help="folder to write index.html and the charts to")
     _table_options(rep, suite=False)
     rep.set_defaults(func=_cmd_report)
+    commit = sub.add_parser("runs", help="the runs of one commit, with their verdicts")
+    commit.add_argument("--repo", required=True, help="owner/name")
+    commit.add_argument("--sha", required=True)
+    commit.add_argument("--json", action="store_true")
+    _table_options(commit, suite=False)
+    commit.set_defaults(func=_cmd_runs)
 
 
 def build_parser() -> argparse.ArgumentParser:
