@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from distkpi.entry import wiring
+from distkpi.local.handlers import LambdaContext
 from tests.conftest import mllog
 from tests.integration.conftest import BUCKET, Stack
 
@@ -253,8 +255,11 @@ def test_github_answering_500_then_201_posts_once(stack: Stack) -> None:
     assert stack.github.requests == 3  # pending, then 500 and its retry
 
 
-def test_github_down_still_stores_the_kpis(
-    stack: Stack, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+def test_github_down_still_stores_the_kpis_and_the_status_goes_out_later(
+    stack: Stack,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     (run_id,) = stack.webhook("pull_request")["json"]["runs"]
     stack.github.stop()
@@ -266,6 +271,17 @@ def test_github_down_still_stores_the_kpis(
     run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]
     assert run["status"] == "done" and run["result"]["state"] == "success"
     assert "published_at" not in run and "publish_lease" not in run
+    # When GitHub is back, the scheduled republisher posts the final status, once
+    stack.github.start()
+    monkeypatch.setenv("GITHUB_API_URL", stack.github.url)
+    wiring.reset()
+    republish = stack.handlers["republisher"].lambda_handler
+    assert republish({"source": "aws.events"}, LambdaContext()) == {"republished": 1}
+    assert republish({"source": "aws.events"}, LambdaContext()) == {"republished": 0}
+    (final,) = final_statuses(stack)
+    assert final["state"] == "success" and final["sha"] == SHA
+    run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]
+    assert "published_at" in run and "GSI2PK" not in run
 
 
 def test_a_manifest_of_an_unknown_run_or_other_objects_are_skipped(stack: Stack) -> None:

@@ -8,6 +8,8 @@ Keys (PK / SK):
   DELIVERY#<id>                / DELIVERY          a webhook delivery seen (expires via TTL)
   HIST#<repo>#<branch>#<model> / <created>#<run>#<config>   one config's KPIs of a finished run
   RESET#<repo>#<branch>#<model> / <at>#<config>            an audited baseline reset
+A finished run whose status has not been published also carries GSI2: UNPUBLISHED /
+<finished>#<run_id>, removed once it is.
 
 Every access is a GetItem, a conditional write or a Query with key conditions. Fan-in
 is exactly-once through conditions on ``state``, never through locks in memory.
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.service_resource import Table
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
+UNPUBLISHED = "UNPUBLISHED"
 
 
 def to_dynamo(value: Any) -> Any:
@@ -204,7 +207,8 @@ class RunRepository:
         """Settle the run once with its KPIs and verdict: True for the caller that did."""
         response = self._conditional(
             Key={"PK": f"RUN#{run_id}", "SK": "RUN"},
-            UpdateExpression="SET #status = :done, #result = :result, finished_at = :at",
+            UpdateExpression="SET #status = :done, #result = :result, finished_at = :at, "
+            "GSI2PK = :unpublished, GSI2SK = :order",
             ConditionExpression="#status = :running",
             ExpressionAttributeNames={"#status": "status", "#result": "result"},
             ExpressionAttributeValues={
@@ -212,6 +216,8 @@ class RunRepository:
                 ":result": to_dynamo(dict(result)),
                 ":at": finished_at,
                 ":running": "running",
+                ":unpublished": UNPUBLISHED,
+                ":order": f"{finished_at}#{run_id}",
             },
         )
         return response is not None
@@ -232,7 +238,7 @@ class RunRepository:
         self._write(
             self.table.update_item,
             Key={"PK": f"RUN#{run_id}", "SK": "RUN"},
-            UpdateExpression="SET published_at = :now REMOVE publish_lease",
+            UpdateExpression="SET published_at = :now REMOVE publish_lease, GSI2PK, GSI2SK",
             ExpressionAttributeValues={":now": now},
         )
 
@@ -318,6 +324,13 @@ class RunRepository:
             self._query(KeyConditionExpression=Key("PK").eq(f"JOB#{job_id}") & Key("SK").eq("JOB"))
         )
         return (items[0]["run_id"], items[0]["config"]) if items else None
+
+    def unpublished_runs(self) -> list[dict[str, Any]]:
+        """Finished runs whose final status has not gone out yet (GitHub was down), oldest
+        first: a sparse index, so only those runs are in it."""
+        return list(
+            self._query(IndexName="GSI2", KeyConditionExpression=Key("GSI2PK").eq(UNPUBLISHED))
+        )
 
     def runs_of_commit(self, repo: str, sha: str) -> list[dict[str, Any]]:
         return list(

@@ -17,7 +17,7 @@ from distkpi.domain.judging import Judgement
 from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis, config_kpis, run_kpis
 from distkpi.domain.runfolder import gather_config
 from distkpi.domain.suites import VerdictSettings
-from distkpi.domain.verdict import Verdict, decide, describe
+from distkpi.domain.verdict import State, Verdict, decide, describe
 from distkpi.exceptions import NotFoundError
 from distkpi.services.statuses import Clock, Counter, StatusPublisher, no_metrics, utcnow
 
@@ -155,7 +155,7 @@ class FanIn:
         verdict: Verdict,
         description: str,
         report: Report,
-    ) -> None:
+    ) -> bool:
         """History, kpis.json, the report and the final status, by one holder of the
         publication lease.
 
@@ -165,15 +165,35 @@ class FanIn:
         run = RunSpec.model_validate(item["spec"])
         now = int(self.clock().timestamp())
         if not self.runs.claim_publication(run.run_id, now):
-            return
+            return False
         finished_at = self.clock().isoformat(timespec="seconds")
         self.runs.put_history(_history_items(item, result, finished_at))
         self.store.put_json(f"runs/{run.run_id}/kpis.json", result.to_json())
         self._write_report(report)
         if self.statuses.post(run, verdict.state, description):
             self.runs.mark_published(run.run_id, now)
-        else:
-            self.runs.release_publication(run.run_id)
+            return True
+        self.runs.release_publication(run.run_id)
+        return False
+
+    def republish_unpublished(self) -> int:
+        """Publish the runs that finished while GitHub was down; how many went out now."""
+        posted = 0
+        for key in self.runs.unpublished_runs():
+            item = self.runs.get_run(str(key["PK"]).removeprefix("RUN#"))
+            if item is None or "result" not in item:
+                continue
+            stored = item["result"]
+            result = RunKpis.from_json(stored["kpis"])
+            judgements = [Judgement.from_json(j) for j in stored.get("judgements", [])]
+            verdict = Verdict(State(stored["state"]), tuple(stored.get("reasons", ())))
+            window = VerdictSettings.model_validate(item.get("verdict_settings") or {}).window
+            rows, _ = baseline_rows(self.runs, item, len(result.configs) * 4 * window)
+            report = Report(item, result, judgements, rows)
+            if self._publish(item, result, verdict, stored["description"], report):
+                logger.info("status republished", run_id=result.run_id)
+                posted += 1
+        return posted
 
 
 @dataclass(frozen=True)
