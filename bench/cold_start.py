@@ -2,6 +2,10 @@
 
     python bench/cold_start.py [--repeat 15]
 
+`floor` is the baseline plus only the libraries the webhook is built on (the Powertools
+event handler, requests, PyYAML and one pydantic model): no webhook built on them can
+import faster.
+
 Each measurement is a fresh interpreter (as a Lambda cold start is), timing only the
 imports; the median of --repeat runs is printed with its ratio to the baseline measured in
 the same run, interleaved so that machine noise hits both alike.
@@ -17,6 +21,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "import boto3, aws_lambda_powertools"
+# What the webhook cannot do without: Powertools' event handler for the Function URL,
+# requests for GitHub, YAML suites and a pydantic model to validate them.
+FLOOR = (
+    f"{BASELINE}\n"
+    "import aws_lambda_powertools.event_handler, requests, yaml\n"
+    "from pydantic import BaseModel\n"
+    "class Suite(BaseModel):\n"
+    "    name: str"
+)
 TIMER = (
     "import time, importlib.util, sys\n"
     "t = time.perf_counter()\n"
@@ -51,7 +64,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
-    subjects = {"baseline": BASELINE} | {
+    subjects = {"baseline": BASELINE, "floor": FLOOR} | {
         name: handler_import(name) for name in ("webhook", "collector", "job_events")
     }
     times: dict[str, list[float]] = {name: [] for name in subjects}

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(
     ("function", "unwanted"),
     [
-        ("webhook", ("pandas", "matplotlib", "numpy", "distkpi.domain.logformats")),
+        ("webhook", ("pandas", "matplotlib", "numpy", "distkpi.domain.kpis", "ahocorasick_rs")),
         ("job_events", ("pandas", "matplotlib")),
     ],
 )

@@ -1,7 +1,8 @@
 """The verdict and the 140-character headline GitHub shows."""
 
+from distkpi.domain.commit_status import State
 from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis
-from distkpi.domain.verdict import State, decide, describe
+from distkpi.domain.verdict import decide, describe
 
 
 def config(name: str, gpus: int, **kw: object) -> ConfigKpis:

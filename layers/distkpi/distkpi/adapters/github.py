@@ -9,7 +9,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from distkpi.domain.verdict import clip
+from distkpi.domain.commit_status import clip
 from distkpi.exceptions import GitHubError
 
 RETRY_ON = (429, 500, 502, 503, 504)

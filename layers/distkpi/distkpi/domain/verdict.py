@@ -4,19 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
+from distkpi.domain.commit_status import State, clip
 from distkpi.domain.judging import Judgement, KpiVerdict
 from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis
-
-MAX_DESCRIPTION = 140
-
-
-class State(StrEnum):
-    PENDING = "pending"
-    SUCCESS = "success"
-    FAILURE = "failure"
-    ERROR = "error"
 
 
 @dataclass(frozen=True)
@@ -65,10 +56,6 @@ def _regression(j: Judgement) -> str:
     return f"{j.config} {SHORT[j.kpi]}{delta}"
 
 
-def clip(text: str, limit: int = MAX_DESCRIPTION) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _delta(judgements: Sequence[Judgement], config: str, kpi: str) -> str:
     for j in judgements:
         if j.config == config and j.kpi == kpi and j.delta is not None:
@@ -98,7 +85,3 @@ def describe(run: RunKpis, verdict: Verdict, judgements: Sequence[Judgement] = (
     largest = max(run.configs, key=lambda c: c.gpus)
     tail = "ok" if verdict.state is State.SUCCESS else "; ".join(verdict.reasons)
     return clip(f"{_headline(largest, judgements)}: {tail}")
-
-
-def pending_description(configs: int, gpus: int) -> str:
-    return clip(f"running {configs} config(s), up to {gpus} GPUs")

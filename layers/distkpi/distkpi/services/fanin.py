@@ -11,13 +11,14 @@ from aws_lambda_powertools import Logger
 
 from distkpi.adapters.dynamo import RunRepository, history_key
 from distkpi.adapters.s3_runs import S3RunStore
+from distkpi.domain.commit_status import State
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.history import HistoryRow, judge_run, rows_from_records, until_commit
 from distkpi.domain.judging import Judgement
 from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis, config_kpis, run_kpis
 from distkpi.domain.runfolder import gather_config
 from distkpi.domain.suites import VerdictSettings
-from distkpi.domain.verdict import State, Verdict, decide, describe
+from distkpi.domain.verdict import Verdict, decide, describe
 from distkpi.exceptions import NotFoundError
 from distkpi.services.statuses import Clock, Counter, StatusPublisher, no_metrics, utcnow
 

@@ -11,10 +11,10 @@ from aws_lambda_powertools import Logger
 from distkpi.adapters.batch import BatchLauncher
 from distkpi.adapters.dynamo import RunRepository
 from distkpi.adapters.s3_runs import S3RunStore
+from distkpi.domain.commit_status import State, pending_description
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.planning import plan_jobs, run_id_for, run_spec_for
 from distkpi.domain.suites import Suite
-from distkpi.domain.verdict import State, pending_description
 from distkpi.domain.webhook import Trigger
 from distkpi.exceptions import LaunchError
 from distkpi.services.statuses import Clock, Counter, StatusPublisher, no_metrics, utcnow

@@ -10,8 +10,8 @@ from typing import Protocol
 from aws_lambda_powertools import Logger
 
 from distkpi.adapters.github import CommitStatus, GitHubStatusClient
+from distkpi.domain.commit_status import State
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.verdict import State
 from distkpi.exceptions import GitHubError
 
 logger = Logger(child=True)

@@ -1,0 +1,22 @@
+"""The commit status contract: its states, GitHub's 140-character description, `pending`."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+MAX_DESCRIPTION = 140
+
+
+class State(StrEnum):
+    PENDING = "pending"
+    SUCCESS = "success"
+    FAILURE = "failure"
+    ERROR = "error"
+
+
+def clip(text: str, limit: int = MAX_DESCRIPTION) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def pending_description(configs: int, gpus: int) -> str:
+    return clip(f"running {configs} config(s), up to {gpus} GPUs")
