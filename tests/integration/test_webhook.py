@@ -72,3 +72,22 @@ def test_an_unknown_event_is_202(stack: Stack) -> None:
     assert response["statusCode"] == 202
     assert "issue_comment" in response["json"]["message"]
     assert nothing_started(stack)
+
+
+def test_an_invalid_suite_gets_an_error_status_and_the_others_still_run(stack: Stack) -> None:
+    from tests.integration.conftest import BUCKET
+
+    bad = b"name: broken\ntarget_accuracy: 0.6\nconfigs: []\n"
+    stack.s3.put_object(Bucket=BUCKET, Key="suites/broken.yaml", Body=bad)
+    response = stack.webhook("pull_request")
+    assert response["statusCode"] == 201
+    assert response["json"]["invalid_suites"] == ["broken.yaml"]
+    assert [r.split("-")[0] for r in response["json"]["runs"]] == ["resnet50"]
+    by_context = {s["context"]: s for s in stack.github.statuses}
+    assert by_context["distkpi/resnet50"]["state"] == "pending"
+    error = by_context["distkpi/broken.yaml"]
+    assert error["state"] == "error"
+    # the key, not the bucket, leads: GitHub keeps 140 characters and the fields need them
+    assert error["description"].startswith("suites/broken.yaml: invalid suite: ")
+    assert "accuracy_pass: Field required" in error["description"]
+    assert len(error["description"]) <= 140

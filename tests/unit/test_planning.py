@@ -7,7 +7,7 @@ import pytest
 
 from distkpi.adapters.batch import BatchLauncher
 from distkpi.domain.planning import plan_jobs, run_id_for, run_spec_for
-from distkpi.domain.suites import load_suite, load_suites, parse_suite
+from distkpi.domain.suites import load_suite, load_suites, parse_deployed_suites, parse_suite
 from distkpi.domain.webhook import Ignored, Trigger, decide, sign, signature_matches
 from distkpi.exceptions import ContractError
 from tests.unit.test_cli_kpis import schema
@@ -55,6 +55,26 @@ def test_a_bad_suite_names_file_and_field(text: str, message: str) -> None:
         parse_suite(text, "infra/suites/x.yaml")
     assert str(err.value).startswith("infra/suites/x.yaml: ")
     assert message in str(err.value)
+
+
+def test_deployed_suites_set_bad_files_aside_and_keep_the_rest() -> None:
+    good = (ROOT / "infra" / "suites" / "resnet50.yaml").read_bytes()
+    files = [
+        ("a-garbage.yaml", b"\x80\x81 not text"),
+        ("b-missing.yaml", b"name: b\n"),
+        ("resnet50.yaml", good),
+        ("z-copy.yaml", good),
+    ]
+    suites, broken = parse_deployed_suites(files, "s3://bucket/suites/")
+    assert [s.name for s in suites] == ["resnet50"]
+    assert [b.name for b in broken] == ["a-garbage.yaml", "b-missing.yaml", "z-copy.yaml"]
+    garbage, missing, copy = (b.problem for b in broken)
+    assert garbage.startswith("s3://bucket/suites/a-garbage.yaml: not valid YAML")
+    assert "s3://bucket/suites/b-missing.yaml: invalid suite: " in missing
+    assert "target_accuracy: Field required" in missing
+    assert copy == (
+        "s3://bucket/suites/z-copy.yaml: suite name 'resnet50' is taken by resnet50.yaml"
+    )
 
 
 def test_missing_suite_file(tmp_path: Path) -> None:

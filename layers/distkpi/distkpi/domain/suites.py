@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -93,7 +95,7 @@ class Suite(BaseModel):
         return tuple(c.spec() for c in self.configs)
 
 
-def parse_suite(text: str, where: str) -> Suite:
+def parse_suite(text: str | bytes, where: str) -> Suite:
     """A suite from YAML text; ContractError naming ``where`` and each bad field."""
     try:
         data = yaml.safe_load(text)
@@ -123,3 +125,35 @@ def load_suites(folder: Path) -> list[Suite]:
     if len(set(names)) != len(names):
         raise ContractError(f"{folder}: two suites share a name")
     return suites
+
+
+@dataclass(frozen=True)
+class BrokenSuite:
+    """A deployed suite file that is not a valid suite; `name` is the file's name, which
+    (having a dot) no suite's name can be, so its status never hides a real suite's."""
+
+    name: str
+    problem: str
+
+
+def parse_deployed_suites(
+    files: Iterable[tuple[str, str | bytes]], where: str
+) -> tuple[list[Suite], list[BrokenSuite]]:
+    """Every (file name, content) under ``where`` read as a suite. A bad file, or one whose
+    suite name an earlier file already uses, is set aside so that the others still run."""
+    suites: list[Suite] = []
+    broken: list[BrokenSuite] = []
+    owners: dict[str, str] = {}
+    for name, content in files:
+        try:
+            suite = parse_suite(content, f"{where}{name}")
+        except ContractError as exc:
+            broken.append(BrokenSuite(name, str(exc)))
+            continue
+        if suite.name in owners:
+            problem = f"{where}{name}: suite name {suite.name!r} is taken by {owners[suite.name]}"
+            broken.append(BrokenSuite(name, problem))
+            continue
+        owners[suite.name] = name
+        suites.append(suite)
+    return suites, broken

@@ -77,9 +77,17 @@ def _dispatch(event: str, delivery: str, payload: dict[str, Any]) -> Response[st
     if not runs.claim_delivery(delivery, int(time.time())):
         logger.info("delivery seen before; nothing started")
         return _reply(HTTPStatus.OK, message="duplicate delivery", runs=[])
+    starter = wiring().starter
     try:
-        started = wiring().starter.start_runs(trigger, delivery, wiring().suites())
+        suites, broken = wiring().suites()
+        started = starter.start_runs(trigger, delivery, suites)
     except Exception:
         runs.release_delivery(delivery)  # let GitHub's redelivery try again
         raise
-    return _reply(HTTPStatus.CREATED, message="runs started", runs=started)
+    starter.report_broken(trigger, broken)
+    return _reply(
+        HTTPStatus.CREATED,
+        message="runs started",
+        runs=started,
+        invalid_suites=[s.name for s in broken],
+    )

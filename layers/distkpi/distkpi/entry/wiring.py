@@ -12,7 +12,7 @@ from distkpi.adapters.dynamo import RunRepository
 from distkpi.adapters.github import GitHubStatusClient
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.adapters.secrets import SecretReader
-from distkpi.domain.suites import Suite, parse_suite
+from distkpi.domain.suites import BrokenSuite, Suite, parse_deployed_suites
 from distkpi.entry.observability import count
 from distkpi.services.launch import RunStarter
 from distkpi.services.statuses import StatusPublisher
@@ -85,17 +85,14 @@ class Wiring:
 
         return FanIn(self.runs, self.store, self.statuses, count)
 
-    def suites(self) -> list[Suite]:
+    def suites(self) -> tuple[list[Suite], list[BrokenSuite]]:
         """The suites deployed under SUITES_PREFIX in the bucket, read on every delivery."""
         prefix = self.settings.suites_prefix
         names = [n for n in self.store.list_names(prefix) if n.endswith((".yaml", ".yml"))]
-        return [
-            parse_suite(
-                self.store.read_bytes(prefix + name).decode(),
-                f"s3://{self.store.bucket}/{prefix}{name}",
-            )
-            for name in names
-        ]
+        return parse_deployed_suites(
+            ((name, self.store.read_bytes(prefix + name)) for name in names),
+            prefix,
+        )
 
 
 _wiring: Wiring | None = None

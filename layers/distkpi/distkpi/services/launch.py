@@ -14,7 +14,7 @@ from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.commit_status import State, pending_description
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.planning import plan_jobs, run_id_for, run_spec_for
-from distkpi.domain.suites import Suite
+from distkpi.domain.suites import BrokenSuite, Suite
 from distkpi.domain.webhook import Trigger
 from distkpi.exceptions import LaunchError
 from distkpi.services.statuses import Clock, Counter, StatusPublisher, no_metrics, utcnow
@@ -32,7 +32,7 @@ class RunStarter:
     clock: Clock = field(default=utcnow)
 
     def start_runs(self, trigger: Trigger, delivery: str, suites: Iterable[Suite]) -> list[str]:
-        started = []
+        started: list[str] = []
         for suite in suites:
             run_id = run_id_for(suite.name, trigger.sha, delivery)
             run = run_spec_for(run_id, trigger, suite)
@@ -56,6 +56,13 @@ class RunStarter:
             self.statuses.post(run, State.PENDING, pending_description(len(run.configs), gpus))
             logger.info("run started", run_id=run_id, sha=trigger.sha, model=suite.name)
         return started
+
+    def report_broken(self, trigger: Trigger, broken: Iterable[BrokenSuite]) -> None:
+        """A suite that cannot be read gets an `error` status, not a silent skip."""
+        for suite in broken:
+            logger.error("suite not valid; not run", suite=suite.name, problem=suite.problem)
+            self.count("SuitesInvalid")
+            self.statuses.post_broken_suite(trigger, suite)
 
     def _submit(self, run: RunSpec, suite: Suite) -> None:
         if self.launcher is None:

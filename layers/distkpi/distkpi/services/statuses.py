@@ -12,6 +12,8 @@ from aws_lambda_powertools import Logger
 from distkpi.adapters.github import CommitStatus, GitHubStatusClient
 from distkpi.domain.commit_status import State
 from distkpi.domain.contracts import RunSpec
+from distkpi.domain.suites import BrokenSuite
+from distkpi.domain.webhook import Trigger
 from distkpi.exceptions import GitHubError
 
 logger = Logger(child=True)
@@ -48,12 +50,27 @@ class StatusPublisher:
             description=description,
             target_url=self.report_url(run.run_id),
         )
+        return self._send(status, {"run_id": run.run_id})
+
+    def post_broken_suite(self, trigger: Trigger, suite: BrokenSuite) -> bool:
+        """`error` under the suite's context, saying what is wrong with its file."""
+        status = CommitStatus(
+            repo=trigger.repo,
+            sha=trigger.sha,
+            state=State.ERROR.value,
+            context=f"distkpi/{suite.name}",
+            description=suite.problem,
+        )
+        return self._send(status, {"suite": suite.name})
+
+    def _send(self, status: CommitStatus, keys: dict[str, str]) -> bool:
+        extra = {"state": status.state, **keys}
         try:
             self.github.post(status)
         except GitHubError:
-            logger.exception("status not posted", run_id=run.run_id, state=state.value)
+            logger.exception("status not posted", extra=extra)
             self.count("StatusPostFailures")
             return False
         self.count("StatusesPosted")
-        logger.info("status posted", run_id=run.run_id, state=state.value)
+        logger.info("status posted", extra=extra)
         return True
