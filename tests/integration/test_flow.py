@@ -105,6 +105,10 @@ def final_statuses(stack: Stack) -> list[dict[str, Any]]:
     return [s for s in stack.github.statuses if s["state"] != "pending"]
 
 
+def sweep(stack: Stack) -> dict[str, int]:
+    return stack.handlers["sweeper"].lambda_handler({"source": "aws.events"}, LambdaContext())  # type: ignore[no-any-return]
+
+
 def test_a_pull_request_from_webhook_to_commit_status(stack: Stack) -> None:
     # Given a signed pull_request delivery
     response = stack.webhook("pull_request")
@@ -247,6 +251,67 @@ def test_misaligned_accuracy_is_a_failure(stack: Stack) -> None:
     assert "4x8-8ps acc Δ-0.0100 > 0.001" in final["description"]
 
 
+def test_a_run_past_its_deadline_is_settled_as_error_and_its_jobs_stopped(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    keys = run_all_nodes(stack, run_id)
+    # 2x8-4ps node 5 never uploads its manifest; the S3 events of 4x8-8ps never arrive
+    lost = f"runs/{run_id}/2x8-4ps/node-5.json"
+    stack.s3.delete_object(Bucket=BUCKET, Key=lost)
+    deliver_all(stack, [k for k in keys if k != lost and "/4x8-8ps/" not in k], copies=1)
+    assert sweep(stack) == {"timed_out": 0, "republished": 0}  # 8 hours have not passed
+    assert final_statuses(stack) == []
+
+    monkeypatch.setenv("RUN_TIMEOUT_S", "0")
+    wiring.reset()
+    assert sweep(stack) == {"timed_out": 1, "republished": 0}
+    (final,) = final_statuses(stack)
+    assert final["state"] == "error"
+    assert final["description"] == (
+        "2x8-4ps incomplete: timed out: no result 0h after the run started"
+    )
+    configs = {
+        c["name"]: c
+        for c in stack.table.query(
+            KeyConditionExpression="PK = :pk AND begins_with(SK, :c)",
+            ExpressionAttributeValues={":pk": f"RUN#{run_id}", ":c": "CONFIG#"},
+        )["Items"]
+    }
+    assert configs["2x8-4ps"]["state"] == "incomplete"
+    assert "node(s) 5 never reported" in configs["2x8-4ps"]["kpis"]["problems"]
+    assert configs["4x8-8ps"]["state"] == "ok"  # all its nodes had reported after all
+    reasons = {
+        j["jobName"].removeprefix(f"distkpi-{run_id}-"): j.get("statusReason") for j in stack.jobs()
+    }
+    assert (
+        reasons["2x8-4ps"]
+        == reasons["4x8-8ps"]
+        == ("timed out: no result 0h after the run started")
+    )
+    assert reasons["1x1"] != reasons["2x8-4ps"]
+    assert sweep(stack) == {"timed_out": 0, "republished": 0}
+    assert len(final_statuses(stack)) == 1
+
+
+def test_one_broken_overdue_run_does_not_keep_the_others_from_their_deadline(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    (broken,) = stack.webhook("pull_request")["json"]["runs"]
+    (fine,) = stack.webhook("push")["json"]["runs"]
+    stack.table.update_item(
+        Key={"PK": f"RUN#{broken}", "SK": "RUN"},
+        UpdateExpression="SET spec = :garbage",
+        ExpressionAttributeValues={":garbage": {"schema": 99}},
+    )
+    monkeypatch.setenv("RUN_TIMEOUT_S", "0")
+    wiring.reset()
+    assert sweep(stack) == {"timed_out": 1, "republished": 0}
+    assert [s["state"] for s in final_statuses(stack)] == ["error"]
+    assert stack.table.get_item(Key={"PK": f"RUN#{fine}", "SK": "RUN"})["Item"]["status"] == "done"
+    assert "overdue run not settled" in caplog.text
+
+
 def test_github_answering_500_then_201_posts_once(stack: Stack) -> None:
     (run_id,) = stack.webhook("pull_request")["json"]["runs"]
     stack.github.fail_next(500)
@@ -271,13 +336,12 @@ def test_github_down_still_stores_the_kpis_and_the_status_goes_out_later(
     run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]
     assert run["status"] == "done" and run["result"]["state"] == "success"
     assert "published_at" not in run and "publish_lease" not in run
-    # When GitHub is back, the scheduled republisher posts the final status, once
+    # When GitHub is back, the scheduled sweeper posts the final status, once
     stack.github.start()
     monkeypatch.setenv("GITHUB_API_URL", stack.github.url)
     wiring.reset()
-    republish = stack.handlers["republisher"].lambda_handler
-    assert republish({"source": "aws.events"}, LambdaContext()) == {"republished": 1}
-    assert republish({"source": "aws.events"}, LambdaContext()) == {"republished": 0}
+    assert sweep(stack) == {"timed_out": 0, "republished": 1}
+    assert sweep(stack) == {"timed_out": 0, "republished": 0}
     (final,) = final_statuses(stack)
     assert final["state"] == "success" and final["sha"] == SHA
     run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]

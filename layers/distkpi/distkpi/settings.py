@@ -30,6 +30,7 @@ class Settings(BaseModel):
     suites_prefix: Annotated[str, Field(alias="SUITES_PREFIX")] = "suites/"
     github_retries: Annotated[int, Field(alias="GITHUB_RETRIES", ge=0)] = 4
     github_backoff_s: Annotated[float, Field(alias="GITHUB_BACKOFF_S", ge=0)] = 0.5
+    run_timeout_s: Annotated[int, Field(alias="RUN_TIMEOUT_S", ge=0)] = 8 * 3600
 
     @field_validator("branches", mode="before")
     @classmethod

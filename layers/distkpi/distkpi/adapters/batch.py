@@ -79,3 +79,10 @@ class BatchLauncher:
         except ClientError as exc:
             raise LaunchError(f"Batch refused job {plan.name}: {exc}") from exc
         return response["jobId"], request
+
+    def terminate(self, job_id: str, reason: str) -> None:
+        """Stop a job wherever it is (queued or running); a finished job is left as it is."""
+        try:
+            self.batch.terminate_job(jobId=job_id, reason=reason)
+        except ClientError as exc:
+            raise LaunchError(f"Batch did not terminate job {job_id}: {exc}") from exc

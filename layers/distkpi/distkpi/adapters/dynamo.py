@@ -8,8 +8,9 @@ Keys (PK / SK):
   DELIVERY#<id>                / DELIVERY          a webhook delivery seen (expires via TTL)
   HIST#<repo>#<branch>#<model> / <created>#<run>#<config>   one config's KPIs of a finished run
   RESET#<repo>#<branch>#<model> / <at>#<config>            an audited baseline reset
-A finished run whose status has not been published also carries GSI2: UNPUBLISHED /
-<finished>#<run_id>, removed once it is.
+A running run carries GSI2: RUNNING / <created>#<run_id>, so that runs past their deadline
+are found by a Query; when it finishes that becomes UNPUBLISHED / <finished>#<run_id>,
+removed once its final status is out.
 
 Every access is a GetItem, a conditional write or a Query with key conditions. Fan-in
 is exactly-once through conditions on ``state``, never through locks in memory.
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
 UNPUBLISHED = "UNPUBLISHED"
+RUNNING = "RUNNING"
 
 
 def to_dynamo(value: Any) -> Any:
@@ -127,6 +129,8 @@ class RunRepository:
             "SK": "RUN",
             "GSI1PK": f"COMMIT#{run['repo']}#{run['sha']}",
             "GSI1SK": f"{created_at}#{run['run_id']}",
+            "GSI2PK": RUNNING,
+            "GSI2SK": f"{created_at}#{run['run_id']}",
             "status": "running",
             "created_at": created_at,
             "configs_total": len(configs),
@@ -330,6 +334,15 @@ class RunRepository:
         first: a sparse index, so only those runs are in it."""
         return list(
             self._query(IndexName="GSI2", KeyConditionExpression=Key("GSI2PK").eq(UNPUBLISHED))
+        )
+
+    def runs_started_before(self, created_before: str) -> list[dict[str, Any]]:
+        """Runs still running that were created before the given ISO time, oldest first."""
+        return list(
+            self._query(
+                IndexName="GSI2",
+                KeyConditionExpression=Key("GSI2PK").eq(RUNNING) & Key("GSI2SK").lt(created_before),
+            )
         )
 
     def runs_of_commit(self, repo: str, sha: str) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from distkpi.services.statuses import StatusPublisher
 from distkpi.settings import Settings, load_settings
 
 if TYPE_CHECKING:
+    from distkpi.services.deadlines import RunDeadlines
     from distkpi.services.fanin import FanIn
 
 
@@ -84,6 +85,14 @@ class Wiring:
         from distkpi.services.fanin import FanIn
 
         return FanIn(self.runs, self.store, self.statuses, count)
+
+    @cached_property
+    def deadlines(self) -> RunDeadlines:
+        from distkpi.services.deadlines import RunDeadlines
+
+        return RunDeadlines(
+            self.runs, self.fanin, self.launcher(), self.settings.run_timeout_s, count
+        )
 
     def suites(self) -> tuple[list[Suite], list[BrokenSuite]]:
         """The suites deployed under SUITES_PREFIX in the bucket, read on every delivery."""

@@ -87,6 +87,36 @@ class FanIn:
             logger.info("config failed", run_id=run_id, config=config, reason=reason)
         self._config_done(run_id, config)
 
+    def expire_run(self, run_id: str, reason: str) -> list[str]:
+        """Settle a run past its deadline: each config still pending is settled from whatever
+        its nodes left (ok when they all reported after all and only an event went missing,
+        else failed or incomplete, with the reason); the Batch jobs of those configs."""
+        jobs = []
+        for item in self.runs.configs(run_id):
+            config = str(item["name"])
+            if item["state"] == "pending":
+                self._expire_config(run_id, config, reason)
+                if "job_id" in item:
+                    jobs.append(str(item["job_id"]))
+            self._config_done(run_id, config)
+        return jobs
+
+    def _expire_config(self, run_id: str, config: str, reason: str) -> None:
+        run = self._run_spec(run_id)
+        evidence = gather_config(self.store.run(run_id), run.config(config))
+        kpis = config_kpis(evidence, run.target_accuracy, run.accuracy_pass)
+        timed_out = kpis.status is not ConfigStatus.OK
+        if timed_out:
+            kpis = replace(kpis, problems=(reason, *kpis.problems))
+        if self.runs.settle_config(run_id, config, kpis.to_record(), kpis.status.value):
+            self.count("ConfigsTimedOut" if timed_out else "ConfigsCompleted")
+            logger.info(
+                "config settled at its deadline",
+                run_id=run_id,
+                config=config,
+                status=kpis.status.value,
+            )
+
     def _config_done(self, run_id: str, config: str) -> None:
         done, total = self.runs.add_config_done(run_id, config)
         if done >= total:

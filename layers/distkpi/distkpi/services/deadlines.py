@@ -1,0 +1,68 @@
+"""Runs that never finish (a node that never reported, an event that went missing): past
+their deadline they are settled as they stand, and the jobs still holding GPUs stopped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from aws_lambda_powertools import Logger
+
+from distkpi.adapters.batch import BatchLauncher
+from distkpi.adapters.dynamo import RunRepository
+from distkpi.exceptions import LaunchError
+from distkpi.services.fanin import FanIn
+from distkpi.services.statuses import Clock, Counter, no_metrics, utcnow
+
+logger = Logger(child=True)
+
+
+def duration(seconds: int) -> str:
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600}h"
+    if seconds % 60 == 0:
+        return f"{seconds // 60}min"
+    return f"{seconds}s"
+
+
+@dataclass
+class RunDeadlines:
+    runs: RunRepository
+    fanin: FanIn
+    launcher: BatchLauncher | None
+    timeout_s: int
+    count: Counter = no_metrics
+    clock: Clock = field(default=utcnow)
+
+    def expire_overdue(self) -> int:
+        """Settle every run still running `timeout_s` after it started; how many there were."""
+        cutoff = self.clock() - timedelta(seconds=self.timeout_s)
+        overdue = self.runs.runs_started_before(cutoff.isoformat(timespec="milliseconds"))
+        reason = f"timed out: no result {duration(self.timeout_s)} after the run started"
+        expired = 0
+        for key in overdue:
+            run_id = str(key["PK"]).removeprefix("RUN#")
+            logger.warning("run past its deadline", run_id=run_id, timeout_s=self.timeout_s)
+            try:
+                jobs = self.fanin.expire_run(run_id, reason)
+            except Exception:  # one broken run must not keep the others from their deadline
+                logger.exception("overdue run not settled", run_id=run_id)
+                self.count("SweepFailures")
+                continue
+            self.count("RunsTimedOut")
+            expired += 1
+            for job_id in jobs:
+                self._terminate(job_id, run_id, reason)
+        return expired
+
+    def _terminate(self, job_id: str, run_id: str, reason: str) -> None:
+        if self.launcher is None:
+            logger.warning("no Batch launcher; job left running", job_id=job_id, run_id=run_id)
+            return
+        try:
+            self.launcher.terminate(job_id, reason)
+        except LaunchError:
+            logger.exception("job not terminated", job_id=job_id, run_id=run_id)
+            self.count("JobsNotTerminated")
+            return
+        logger.info("job terminated", job_id=job_id, run_id=run_id)
