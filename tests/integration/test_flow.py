@@ -138,6 +138,7 @@ def test_a_pull_request_from_webhook_to_commit_status(stack: Stack) -> None:
     assert env["DISTKPI_SHA"] == SHA and env["DISTKPI_REPO"] == "PaddlePaddle/Paddle"
     assert [s["state"] for s in stack.github.statuses] == ["pending"]
     assert stack.github.statuses[0]["context"] == "distkpi/resnet50"
+    assert stack.github.statuses[0]["target_url"] is None  # no report to link to yet
 
     # When every node uploads and each S3 event arrives twice, concurrently
     deliver_all(stack, run_all_nodes(stack, run_id))
@@ -310,6 +311,25 @@ def test_one_broken_overdue_run_does_not_keep_the_others_from_their_deadline(
     assert [s["state"] for s in final_statuses(stack)] == ["error"]
     assert stack.table.get_item(Key={"PK": f"RUN#{fine}", "SK": "RUN"})["Item"]["status"] == "done"
     assert "overdue run not settled" in caplog.text
+
+
+def test_a_report_that_cannot_be_drawn_leaves_the_status_without_a_link(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from distkpi.reporting import page
+
+    def broken(*args: object) -> dict[str, bytes]:
+        raise ValueError("no font")
+
+    monkeypatch.setattr(page, "build_report", broken)
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    capsys.readouterr()
+    deliver_all(stack, run_all_nodes(stack, run_id), copies=1)
+    (final,) = final_statuses(stack)
+    assert final["state"] == "success" and final["target_url"] is None
+    assert '"ReportFailures":[1.0]' in capsys.readouterr().out
+    listed = stack.s3.list_objects_v2(Bucket=BUCKET, Prefix=f"reports/{run_id}/")
+    assert listed["KeyCount"] == 0
 
 
 def test_github_answering_500_then_201_posts_once(stack: Stack) -> None:

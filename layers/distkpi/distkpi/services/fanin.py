@@ -164,9 +164,9 @@ class FanIn:
         rows, resets = baseline_rows(self.runs, item, len(result.configs) * 4 * settings.window)
         return judge_run(result, rows, settings.judge_settings(), resets), rows
 
-    def _write_report(self, report: Report) -> None:
+    def _write_report(self, report: Report) -> bool:
         """reports/<run_id>/: a report that cannot be drawn is logged and counted, and the
-        status still goes out."""
+        status still goes out, without the link."""
         from distkpi.reporting.page import build_report  # matplotlib: only when a run ends
 
         try:
@@ -174,10 +174,11 @@ class FanIn:
         except Exception:
             logger.exception("report not written", run_id=report.result.run_id)
             self.count("ReportFailures")
-            return
+            return False
         for name, data in files.items():
             kind = "text/html; charset=utf-8" if name.endswith(".html") else "image/png"
             self.store.put_bytes(f"reports/{report.result.run_id}/{name}", data, kind)
+        return True
 
     def _publish(
         self,
@@ -200,8 +201,8 @@ class FanIn:
         finished_at = self.clock().isoformat(timespec="seconds")
         self.runs.put_history(_history_items(item, result, finished_at))
         self.store.put_json(f"runs/{run.run_id}/kpis.json", result.to_json())
-        self._write_report(report)
-        if self.statuses.post(run, verdict.state, description):
+        written = self._write_report(report)
+        if self.statuses.post(run, verdict.state, description, report=written):
             self.runs.mark_published(run.run_id, now)
             return True
         self.runs.release_publication(run.run_id)

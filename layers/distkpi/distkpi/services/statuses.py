@@ -40,15 +40,16 @@ class StatusPublisher:
     report_url: Callable[[str], str | None]
     count: Counter = no_metrics
 
-    def post(self, run: RunSpec, state: State, description: str) -> bool:
-        """Post one status; False (logged and counted) when GitHub refused or was down."""
+    def post(self, run: RunSpec, state: State, description: str, *, report: bool = False) -> bool:
+        """Post one status, linking the run's report when there is one; False (logged and
+        counted) when GitHub refused or was down."""
         status = CommitStatus(
             repo=run.repo,
             sha=run.sha,
             state=state.value,
             context=f"distkpi/{run.model}",
             description=description,
-            target_url=self.report_url(run.run_id),
+            target_url=self.report_url(run.run_id) if report else None,
         )
         return self._send(status, {"run_id": run.run_id})
 
