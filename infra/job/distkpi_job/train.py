@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ def worker(local_rank: int, node: Node, hp: Hyper, log_path: str) -> None:
             net, device_ids=[local_rank] if device.type == "cuda" else None
         )
         step, evaluated = _collective_step(hp, ddp), net
+        del ddp  # the step alone holds it, so that dropping the step frees it (below)
     try:
         _train(
             node,
@@ -78,6 +80,10 @@ def worker(local_rank: int, node: Node, hp: Hyper, log_path: str) -> None:
         if node.pservers:
             rpc.shutdown()
         else:
+            # DDP's reducer holds the gloo process group; left to interpreter exit, its
+            # threads are torn down there and the worker aborts now and then (SIGABRT).
+            del step
+            gc.collect()
             dist.destroy_process_group()
 
 
@@ -146,7 +152,10 @@ def _train(
             step(train_x[idx].to(device), train_y[idx].to(device))
         elapsed = time.perf_counter() - started
         if node.fail_at_epoch == epoch and local_rank == 0:
-            raise RuntimeError(f"injected failure after epoch {epoch} (DISTKPI_FAIL_AT_EPOCH)")
+            message = f"injected failure after epoch {epoch} (DISTKPI_FAIL_AT_EPOCH)"
+            if log:  # another worker's error may be the one the node reports
+                log.info(message)
+            raise RuntimeError(message)
         if log:
             # workers step in lockstep, so the node's rate is one worker's times its workers
             rate = steps * batch * node.gpus_per_trainer / elapsed
