@@ -14,7 +14,7 @@ from pathlib import Path
 from distkpi_job.gpu import GpuSampler
 from distkpi_job.mllog import MLLog
 from distkpi_job.node import Node
-from distkpi_job.upload import NodeFile, upload
+from distkpi_job.upload import NodeFile, upload, wait_for_manifests
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -74,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         files.append(NodeFile(sampler.out, node.role, node.rank, "gpu_memory"))
         sampler.start()
     started, exit_code = _now(), 0
-    with log_path.open("w") as out:
+    log_path.write_text("")
+    # append mode: the workers append to this log too, and this handle must not overwrite them
+    with log_path.open("a") as out:
         log = MLLog(out)
         log.info(f"node {node.index}/{node.num_nodes} {stem} of {node.config} in {node.run_id}")
         try:
@@ -95,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
         "peak_host_rss_mib": _peak_rss_mib(),
     }
     upload(node.s3_prefix, node.index, files, manifest)
+    if node.index == node.main_index and node.num_nodes > 1:
+        others = [i for i in range(node.num_nodes) if i != node.index]
+        wait_s = float(os.environ.get("DISTKPI_NODE_WAIT_S", "900"))
+        missing = wait_for_manifests(node.s3_prefix, others, wait_s)
+        if missing:
+            print(f"node(s) {missing} did not report within {wait_s:g}s", file=sys.stderr)
     return exit_code
 
 

@@ -120,7 +120,10 @@ class Executor:
         return env
 
     def run(self, job: LocalJob, tick: Callable[[], object]) -> JobOutcome:
-        """All nodes of the job at once; if one fails, the others are stopped, as Batch does."""
+        """All nodes of the job at once. As on Batch, the job ends when its main node (0)
+        exits, stopping the others, and its status is the main node's. A node that fails
+        stops the others at once (on Batch they would fail through the collectives they
+        share with it, or at the job's timeout)."""
         port = free_port()
         started = time.monotonic()
         procs = []
@@ -145,14 +148,16 @@ class Executor:
             if failed and outcome.reason is None:
                 outcome.reason = f"node {failed[0]} exited with code {codes[failed[0]]}"
                 self._stop(procs)
+            elif codes[0] == 0 and None in codes:
+                self._stop(procs)
+                break
             elif time.monotonic() - started > NODE_TIMEOUT_S:
                 outcome.reason = f"timed out after {NODE_TIMEOUT_S}s"
                 self._stop(procs)
             time.sleep(0.2)
         outcome.exit_codes = [p.returncode for p in procs]
-        if outcome.reason is None and any(outcome.exit_codes):
-            bad = next(i for i, c in enumerate(outcome.exit_codes) if c)
-            outcome.reason = f"node {bad} exited with code {outcome.exit_codes[bad]}"
+        if outcome.reason is None and outcome.exit_codes[0] != 0:
+            outcome.reason = f"node 0 exited with code {outcome.exit_codes[0]}"
         outcome.seconds = time.monotonic() - started
         return outcome
 
