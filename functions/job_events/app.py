@@ -1,4 +1,4 @@
-"""EventBridge Batch Job State Change (FAILED): mark the config failed, settle the run."""
+"""EventBridge Batch Job State Change (FAILED, SUCCEEDED): settle a config its nodes left."""
 
 from typing import Any
 
@@ -13,4 +13,4 @@ from distkpi.entry.tracing import tracer
 @tracer.capture_lambda_handler
 @log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return {"failed_config": handle_event(event)}
+    return {"settled_config": handle_event(event)}

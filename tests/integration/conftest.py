@@ -108,6 +108,11 @@ class Stack:
         detail_event["detail"]["statusReason"] = reason
         return self.handlers["job_events"].lambda_handler(detail_event, LambdaContext())  # type: ignore[no-any-return]
 
+    def job_succeeded(self, job_id: str) -> dict[str, Any]:
+        detail_event = copy.deepcopy(event("batch_job_succeeded"))
+        detail_event["detail"]["jobId"] = job_id
+        return self.handlers["job_events"].lambda_handler(detail_event, LambdaContext())  # type: ignore[no-any-return]
+
     def jobs(self) -> list[dict[str, Any]]:
         ids = []
         for status in BATCH_STATES:

@@ -204,7 +204,7 @@ def test_a_failed_batch_job_settles_the_run_as_error_once(stack: Stack) -> None:
         results = list(
             pool.map(lambda _: stack.job_failed(failing["jobId"], "Host EC2 terminated"), range(2))
         )
-    assert all(r == {"failed_config": True} for r in results)
+    assert all(r == {"settled_config": True} for r in results)
     (final,) = final_statuses(stack)
     assert final["state"] == "error"
     assert "2x8-4ps failed" in final["description"]
@@ -216,8 +216,33 @@ def test_a_failed_batch_job_settles_the_run_as_error_once(stack: Stack) -> None:
     assert len(final_statuses(stack)) == 1
 
 
+def test_a_succeeded_job_whose_node_never_reported_settles_its_config_at_once(
+    stack: Stack,
+) -> None:
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    keys = run_all_nodes(stack, run_id)
+    lost = f"runs/{run_id}/2x8-4ps/node-5.json"
+    stack.s3.delete_object(Bucket=BUCKET, Key=lost)
+    deliver_all(stack, [k for k in keys if k != lost], copies=1)
+    assert final_statuses(stack) == []
+    jobs = {j["jobName"].removeprefix(f"distkpi-{run_id}-"): j["jobId"] for j in stack.jobs()}
+    # a job whose nodes all reported leaves its config to the collector
+    assert stack.job_succeeded(jobs["1x8"]) == {"settled_config": False}
+    # one node of a multi-node job succeeding is not the end of the job
+    assert stack.job_succeeded(jobs["2x8-4ps"] + "#3") == {"settled_config": False}
+    assert final_statuses(stack) == []
+    assert stack.job_succeeded(jobs["2x8-4ps"]) == {"settled_config": True}
+    (final,) = final_statuses(stack)
+    assert final["state"] == "error"
+    assert final["description"] == "2x8-4ps incomplete: job succeeded but node(s) 5 never reported"
+    # the same event again settles nothing twice
+    assert stack.job_succeeded(jobs["2x8-4ps"]) == {"settled_config": True}
+    assert len(final_statuses(stack)) == 1
+    assert stack.job_succeeded("not-ours") == {"settled_config": False}
+
+
 def test_a_job_event_for_someone_elses_job_is_ignored(stack: Stack) -> None:
-    assert stack.job_failed("not-ours", "whatever") == {"failed_config": False}
+    assert stack.job_failed("not-ours", "whatever") == {"settled_config": False}
 
 
 def test_a_node_exiting_1_and_a_garbage_log_give_error(stack: Stack) -> None:

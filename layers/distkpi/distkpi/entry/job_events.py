@@ -1,4 +1,5 @@
-"""EventBridge "Batch Job State Change" with status FAILED: the config failed."""
+"""EventBridge "Batch Job State Change", FAILED or SUCCEEDED: settle the job's config when
+its nodes cannot tell the collector any more than they have."""
 
 from __future__ import annotations
 
@@ -9,10 +10,15 @@ from distkpi.entry.wiring import wiring
 
 
 def handle_event(event: dict[str, Any]) -> bool:
+    """True when the event settled (or had already settled) a config of ours."""
     detail = event.get("detail") or {}
-    if detail.get("status") != "FAILED" or not detail.get("jobId"):
-        logger.info("job event ignored", status=detail.get("status"))
-        return False
-    reason = detail.get("statusReason") or "no reason given by Batch"
-    logger.append_keys(job_id=detail["jobId"])
-    return wiring().fanin.on_job_failed(str(detail["jobId"]), str(reason))
+    status, job_id = detail.get("status"), str(detail.get("jobId") or "")
+    logger.append_keys(job_id=job_id)
+    if status == "FAILED" and job_id:
+        reason = detail.get("statusReason") or "no reason given by Batch"
+        return wiring().fanin.on_job_failed(job_id, str(reason))
+    # A node of a multi-node job (<job>#<node>) succeeds while the others may still run.
+    if status == "SUCCEEDED" and job_id and "#" not in job_id:
+        return wiring().fanin.on_job_succeeded(job_id)
+    logger.info("job event ignored", status=status)
+    return False

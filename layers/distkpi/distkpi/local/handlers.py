@@ -126,8 +126,10 @@ def _headers(event: str, delivery: str) -> dict[str, str]:
     }
 
 
-def batch_job_failed_event(job_id: str, job_name: str, queue: str, reason: str) -> dict[str, Any]:
-    """What EventBridge delivers when Batch marks a job FAILED."""
+def batch_job_event(
+    job_id: str, job_name: str, queue: str, status: str, reason: str
+) -> dict[str, Any]:
+    """What EventBridge delivers when Batch moves a job to ``status`` (FAILED, SUCCEEDED)."""
     return {
         "version": "0",
         "id": job_id,
@@ -142,7 +144,7 @@ def batch_job_failed_event(job_id: str, job_name: str, queue: str, reason: str) 
             "jobName": job_name,
             "jobId": job_id,
             "jobQueue": queue,
-            "status": "FAILED",
+            "status": status,
             "statusReason": reason,
         },
     }

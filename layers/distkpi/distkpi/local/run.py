@@ -36,7 +36,7 @@ from distkpi.local.executor import Executor, JobOutcome, LocalJob, job_from_requ
 from distkpi.local.github_standin import GitHubStandIn
 from distkpi.local.handlers import (
     LambdaContext,
-    batch_job_failed_event,
+    batch_job_event,
     load_handlers,
     project_root,
     pull_request_delivery,
@@ -138,10 +138,13 @@ class LocalStack:
                 )
             self.events_delivered += delivered
 
-    def job_failed(self, job_id: str, job_name: str, reason: str) -> None:
-        event = batch_job_failed_event(job_id, job_name, self.aws.job_queue, reason)
-        self.handlers["job_events"].lambda_handler(event, LambdaContext())
-        self.say(f"job_events: {job_name} FAILED ({reason})")
+    def job_ended(self, job: LocalJob, outcome: JobOutcome) -> None:
+        status = "FAILED" if outcome.failed else "SUCCEEDED"
+        reason = outcome.reason or "Essential container in task exited"
+        event = batch_job_event(job.job_id, job.name, self.aws.job_queue, status, reason)
+        result = self.handlers["job_events"].lambda_handler(event, LambdaContext())
+        if outcome.failed or result["settled_config"]:
+            self.say(f"job_events: {job.name} {status} ({reason})")
 
     # -- the jobs ------------------------------------------------------------------------
 
@@ -187,8 +190,7 @@ class LocalStack:
                 f"events delivered {self.events_delivered}"
             )
             self.drain_s3_events()
-            if outcome.failed:
-                self.job_failed(job.job_id, job.name, outcome.reason or "failed")
+            self.job_ended(job, outcome)
             outcomes.append(outcome)
         return outcomes
 

@@ -16,13 +16,19 @@ from distkpi.domain.contracts import RunSpec
 from distkpi.domain.history import HistoryRow, judge_run, rows_from_records, until_commit
 from distkpi.domain.judging import Judgement
 from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis, config_kpis, run_kpis
-from distkpi.domain.runfolder import gather_config
+from distkpi.domain.runfolder import gather_config, node_indices
 from distkpi.domain.suites import VerdictSettings
 from distkpi.domain.verdict import Verdict, decide, describe
 from distkpi.exceptions import NotFoundError
 from distkpi.services.statuses import Clock, Counter, StatusPublisher, no_metrics, utcnow
 
 logger = Logger(child=True)
+
+SETTLED_METRIC = {
+    ConfigStatus.OK: "ConfigsCompleted",
+    ConfigStatus.FAILED: "ConfigsFailed",
+    ConfigStatus.INCOMPLETE: "ConfigsIncomplete",
+}
 
 
 @dataclass
@@ -70,6 +76,26 @@ class FanIn:
         self.fail_config(*target, reason)
         return True
 
+    def on_job_succeeded(self, job_id: str) -> bool:
+        """A Batch job SUCCEEDED: its nodes have all exited (on Batch the main node waits for
+        the others' manifests), so a manifest missing now will never come. True when that
+        settled the config as incomplete; False when every node reported (the collector's
+        part) or the job is not ours."""
+        target = self.runs.job_target(job_id)
+        if target is None:
+            logger.info("succeeded job is not ours", job_id=job_id)
+            return False
+        run_id, config = target
+        expected = self._run_spec(run_id).config(config).nodes
+        reported = set(node_indices(self.store.run(run_id), config))
+        missing = [str(n) for n in range(expected) if n not in reported]
+        if not missing:
+            return False
+        reason = f"job succeeded but node(s) {', '.join(missing)} never reported"
+        self._settle_from_evidence(run_id, config, reason)
+        self._config_done(run_id, config)
+        return True
+
     def fail_config(self, run_id: str, config: str, reason: str) -> None:
         """A config whose job failed: whatever its nodes left, marked failed with the reason."""
         run = self._run_spec(run_id)
@@ -88,30 +114,30 @@ class FanIn:
         self._config_done(run_id, config)
 
     def expire_run(self, run_id: str, reason: str) -> list[str]:
-        """Settle a run past its deadline: each config still pending is settled from whatever
-        its nodes left (ok when they all reported after all and only an event went missing,
-        else failed or incomplete, with the reason); the Batch jobs of those configs."""
+        """Settle a run past its deadline, each config still pending from whatever its nodes
+        left; the Batch jobs of those configs."""
         jobs = []
         for item in self.runs.configs(run_id):
             config = str(item["name"])
             if item["state"] == "pending":
-                self._expire_config(run_id, config, reason)
+                self._settle_from_evidence(run_id, config, reason)
                 if "job_id" in item:
                     jobs.append(str(item["job_id"]))
             self._config_done(run_id, config)
         return jobs
 
-    def _expire_config(self, run_id: str, config: str, reason: str) -> None:
+    def _settle_from_evidence(self, run_id: str, config: str, reason: str) -> None:
+        """Settle a config from whatever its nodes left: ok when they all reported after all
+        (only an event went missing), else failed or incomplete, with the reason."""
         run = self._run_spec(run_id)
         evidence = gather_config(self.store.run(run_id), run.config(config))
         kpis = config_kpis(evidence, run.target_accuracy, run.accuracy_pass)
-        timed_out = kpis.status is not ConfigStatus.OK
-        if timed_out:
+        if kpis.status is not ConfigStatus.OK:
             kpis = replace(kpis, problems=(reason, *kpis.problems))
         if self.runs.settle_config(run_id, config, kpis.to_record(), kpis.status.value):
-            self.count("ConfigsTimedOut" if timed_out else "ConfigsCompleted")
+            self.count(SETTLED_METRIC[kpis.status])
             logger.info(
-                "config settled at its deadline",
+                "config settled from its evidence",
                 run_id=run_id,
                 config=config,
                 status=kpis.status.value,
