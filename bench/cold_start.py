@@ -1,10 +1,10 @@
 """Cold import time of each Lambda handler against a bare `import boto3, aws_lambda_powertools`.
 
-    python bench/cold_start.py [--repeat 15]
+    python bench/cold_start.py [--repeat 15] [--parts]
 
 `floor` is the baseline plus only the libraries the webhook is built on (the Powertools
 event handler, requests, PyYAML and one pydantic model): no webhook built on them can
-import faster.
+import faster. --parts prints each of those libraries alone on top of the baseline.
 
 Each measurement is a fresh interpreter (as a Lambda cold start is), timing only the
 imports; the median of --repeat runs is printed with its ratio to the baseline measured in
@@ -23,13 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "import boto3, aws_lambda_powertools"
 # What the webhook cannot do without: Powertools' event handler for the Function URL,
 # requests for GitHub, YAML suites and a pydantic model to validate them.
-FLOOR = (
-    f"{BASELINE}\n"
-    "import aws_lambda_powertools.event_handler, requests, yaml\n"
-    "from pydantic import BaseModel\n"
-    "class Suite(BaseModel):\n"
-    "    name: str"
-)
+PARTS = {
+    "+pydantic": "from pydantic import BaseModel\nclass Suite(BaseModel):\n    name: str",
+    "+evhandler": "import aws_lambda_powertools.event_handler",
+    "+requests": "import requests",
+    "+yaml": "import yaml",
+}
+FLOOR = "\n".join([BASELINE, *PARTS.values()])
 TIMER = (
     "import time, importlib.util, sys\n"
     "t = time.perf_counter()\n"
@@ -63,10 +63,15 @@ def once(body: str) -> tuple[float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument(
+        "--parts", action="store_true", help="each library of the floor alone on the baseline"
+    )
     args = parser.parse_args()
-    subjects = {"baseline": BASELINE, "floor": FLOOR} | {
-        name: handler_import(name) for name in ("webhook", "collector", "job_events")
-    }
+    subjects = {"baseline": BASELINE, "floor": FLOOR}
+    if args.parts:
+        subjects |= {name: f"{BASELINE}\n{body}" for name, body in PARTS.items()}
+    else:
+        subjects |= {name: handler_import(name) for name in ("webhook", "collector", "job_events")}
     times: dict[str, list[float]] = {name: [] for name in subjects}
     heavy: dict[str, str] = {}
     for _ in range(args.repeat):
@@ -75,7 +80,8 @@ def main() -> None:
             times[name].append(seconds)
             heavy[name] = loaded
     base = statistics.median(times["baseline"])
-    print(f"command: python bench/cold_start.py --repeat {args.repeat}")
+    parts = " --parts" if args.parts else ""
+    print(f"command: python bench/cold_start.py --repeat {args.repeat}{parts}")
     for name, samples in times.items():
         median = statistics.median(samples)
         print(
