@@ -78,9 +78,9 @@ class FanIn:
 
     def on_job_succeeded(self, job_id: str) -> bool:
         """A Batch job SUCCEEDED: its nodes have all exited (on Batch the main node waits for
-        the others' manifests), so a manifest missing now will never come. True when that
-        settled the config as incomplete; False when every node reported (the collector's
-        part) or the job is not ours."""
+        the others' manifests), so a manifest missing now will never come. True when one
+        was missing and the config is settled from what the others left; False when every
+        node reported (the collector's part) or the job is not ours."""
         target = self.runs.job_target(job_id)
         if target is None:
             logger.info("succeeded job is not ours", job_id=job_id)
