@@ -6,6 +6,7 @@ import io
 from collections.abc import Sequence
 
 from distkpi.domain.history import HistoryRow
+from distkpi.domain.judging import Judgement
 from distkpi.domain.kpis import RunKpis
 
 
@@ -31,13 +32,21 @@ def speedup_chart(run: RunKpis) -> bytes:
     """Speedup against GPUs, beside ideal linear scaling from the base config."""
     plt = _pyplot()
     figure, axes = plt.subplots(figsize=(5.5, 3.6))
-    points = sorted((c.gpus, c.speedup, c.name) for c in run.configs if c.speedup is not None)
+    points = sorted(
+        ((c.gpus, c.speedup, c.name) for c in run.configs if c.speedup is not None),
+        key=lambda p: p[0],
+    )
     base_gpus = min((c.gpus for c in run.configs), default=1)
     top = max((c.gpus for c in run.configs), default=1)
     axes.plot([base_gpus, top], [1, top / base_gpus], "--", color="grey", label="ideal (linear)")
     if points:
+        # the line joins one config per GPU count (the first listed); the others are points
+        first: dict[int, float] = {}
+        for gpus, speedup, _ in points:
+            first.setdefault(gpus, speedup)
+        axes.plot(list(first), list(first.values()), "-", color="tab:blue")
         axes.plot(
-            [p[0] for p in points], [p[1] for p in points], "o-", color="tab:blue", label="this run"
+            [p[0] for p in points], [p[1] for p in points], "o", color="tab:blue", label="this run"
         )
         for gpus, speedup, name in points:
             axes.annotate(
@@ -47,6 +56,7 @@ def speedup_chart(run: RunKpis) -> bytes:
                 xytext=(4, -14),
                 fontsize=7,
             )
+    axes.margins(y=0.15)  # room for the labels under the lowest point
     axes.set_xlabel("GPUs")
     axes.set_ylabel("speedup")
     axes.set_title(f"{run.model}: speedup vs GPUs")
@@ -56,11 +66,17 @@ def speedup_chart(run: RunKpis) -> bytes:
 
 
 def throughput_history_chart(
-    run: RunKpis, history: Sequence[HistoryRow], configs: Sequence[str]
+    run: RunKpis,
+    history: Sequence[HistoryRow],
+    configs: Sequence[str],
+    judgements: Sequence[Judgement] = (),
 ) -> bytes:
     """Throughput of each given config over the baseline's runs (one panel each, as their
-    scales differ by the number of GPUs), with this run as a star at the end."""
+    scales differ by the number of GPUs), with this run as a star at the end and the range
+    its verdict expected shaded (below it: a regression)."""
     plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     figure, panels = plt.subplots(len(configs), 1, figsize=(6.5, 2.4 * len(configs)), squeeze=False)
     for axes, config in zip(panels[:, 0], configs, strict=True):
         values = [
@@ -77,6 +93,10 @@ def throughput_history_chart(
             axes.plot(
                 [len(values)], [current], "*", markersize=12, color="tab:orange", label="this run"
             )
+        judged = next((j for j in judgements if j.config == config and j.kpi == "throughput"), None)
+        if judged is not None and judged.low is not None and judged.high is not None:
+            axes.axhspan(judged.low, judged.high, color="tab:green", alpha=0.12, label="expected")
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         axes.set_title(f"{config}: throughput (samples/s)", fontsize=9)
         axes.grid(alpha=0.3)
         axes.legend(fontsize=7, loc="best")

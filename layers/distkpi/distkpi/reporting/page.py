@@ -83,7 +83,7 @@ def build_report(
     charts = {
         "speedup.png": speedup_chart(run),
         "throughput_history.png": throughput_history_chart(
-            run, history, [c for c in dict.fromkeys([base, largest]) if c]
+            run, history, [c for c in dict.fromkeys([base, largest]) if c], judgements
         ),
     }
 
