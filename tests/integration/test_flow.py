@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 from distkpi.entry import wiring
 from distkpi.local.handlers import LambdaContext
 from tests.conftest import mllog
-from tests.integration.conftest import BUCKET, Stack
+from tests.integration.conftest import BUCKET, Stack, event
 
 SHA = "9f4e1c2b7a6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f"
 THROUGHPUT = {"1x1": 120.0, "1x8": 720.0, "2x8-4ps": 1300.0, "4x8-8ps": 2400.0}
@@ -214,6 +215,35 @@ def test_a_failed_batch_job_settles_the_run_as_error_once(stack: Stack) -> None:
     # late manifests of the failed config change nothing
     deliver_all(stack, [k for k in keys if "/2x8-4ps/" in k], copies=1)
     assert len(final_statuses(stack)) == 1
+
+
+def test_a_new_push_to_a_pull_request_cancels_its_runs_at_older_commits(stack: Stack) -> None:
+    (old,) = stack.webhook("pull_request")["json"]["runs"]
+    pushed = copy.deepcopy(event("pull_request")["payload"])
+    pushed["action"] = "synchronize"
+    pushed["pull_request"]["head"]["sha"] = NEW_SHA = "e" * 40
+    response = stack.webhook("pull_request", payload=pushed, delivery="second-delivery")
+    (new,) = response["json"]["runs"]
+    reason = f"cancelled: superseded by {NEW_SHA[:10]}"
+    assert [(s["sha"], s["state"], s["description"]) for s in stack.github.statuses][1:] == [
+        (NEW_SHA, "pending", "running 4 config(s), up to 32 GPUs"),
+        (SHA, "error", reason),
+    ]
+    cancelled = stack.table.get_item(Key={"PK": f"RUN#{old}", "SK": "RUN"})["Item"]
+    assert cancelled["status"] == "cancelled" and "GSI2PK" not in cancelled
+    reasons = {j["jobName"]: j.get("statusReason") for j in stack.jobs()}
+    assert all(reasons[f"distkpi-{old}-{c}"] == reason for c in THROUGHPUT)
+    assert all(reasons[f"distkpi-{new}-{c}"] != reason for c in THROUGHPUT)
+    # the old run's late results publish nothing; the new run finishes as usual
+    deliver_all(stack, run_all_nodes(stack, old), copies=1)
+    deliver_all(stack, run_all_nodes(stack, new), copies=1)
+    assert [(s["sha"], s["state"]) for s in final_statuses(stack)] == [
+        (SHA, "error"),
+        (NEW_SHA, "success"),
+    ]
+    assert stack.table.get_item(Key={"PK": f"RUN#{old}", "SK": "RUN"})["Item"]["status"] == (
+        "cancelled"
+    )
 
 
 def test_a_succeeded_job_whose_node_never_reported_settles_its_config_at_once(

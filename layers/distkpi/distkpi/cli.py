@@ -238,7 +238,7 @@ def _run_summary(item: dict[str, object]) -> dict[str, object]:
         "created_at": item["created_at"],
         "status": item["status"],
         "state": result.get("state"),
-        "description": result.get("description"),
+        "description": result.get("description") or item.get("cancelled_reason"),
     }
 
 

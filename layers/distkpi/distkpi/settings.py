@@ -31,6 +31,7 @@ class Settings(BaseModel):
     github_retries: Annotated[int, Field(alias="GITHUB_RETRIES", ge=0)] = 4
     github_backoff_s: Annotated[float, Field(alias="GITHUB_BACKOFF_S", ge=0)] = 0.5
     run_timeout_s: Annotated[int, Field(alias="RUN_TIMEOUT_S", ge=0)] = 8 * 3600
+    cancel_superseded: Annotated[bool, Field(alias="CANCEL_SUPERSEDED_RUNS")] = True
 
     @field_validator("branches", mode="before")
     @classmethod

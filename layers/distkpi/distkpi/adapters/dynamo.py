@@ -6,6 +6,7 @@ Keys (PK / SK):
   RUN#<run_id>                 / CONFIG#<name>     a config: nodes reported, state, KPIs
   JOB#<job_id>                 / JOB               which run and config a Batch job serves
   DELIVERY#<id>                / DELIVERY          a webhook delivery seen (expires via TTL)
+  PR#<repo>#<number>           / <created>#<run_id>  a run of a pull request (expires via TTL)
   HIST#<repo>#<branch>#<model> / <created>#<run>#<config>   one config's KPIs of a finished run
   RESET#<repo>#<branch>#<model> / <at>#<config>            an audited baseline reset
 A running run carries GSI2: RUNNING / <created>#<run_id>, so that runs past their deadline
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator, Mapping
+from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 CONDITION_FAILED = "ConditionalCheckFailedException"
 UNPUBLISHED = "UNPUBLISHED"
 RUNNING = "RUNNING"
+PR_TTL_S = 90 * 24 * 3600
 
 
 def to_dynamo(value: Any) -> Any:
@@ -61,6 +64,10 @@ def from_dynamo(value: Any) -> Any:
 
 def history_key(repo: str, branch: str, model: str) -> str:
     return f"HIST#{repo}#{branch}#{model}"
+
+
+def pull_request_key(repo: str, number: int) -> str:
+    return f"PR#{repo}#{number}"
 
 
 def reset_key(repo: str, branch: str, model: str) -> str:
@@ -137,6 +144,18 @@ class RunRepository:
         }
         if self._conditional(Item=item, ConditionExpression="attribute_not_exists(PK)") is None:
             return False
+        if run.get("pull_request") is not None:
+            self._write(
+                self.table.put_item,
+                Item={
+                    "PK": pull_request_key(str(run["repo"]), int(run["pull_request"])),
+                    "SK": item["GSI1SK"],
+                    "run_id": run["run_id"],
+                    "sha": run["sha"],
+                    "model": run["model"],
+                    "expires_at": int(datetime.fromisoformat(created_at).timestamp()) + PR_TTL_S,
+                },
+            )
         for name, nodes in configs.items():
             config = {
                 "PK": item["PK"],
@@ -222,6 +241,24 @@ class RunRepository:
                 ":running": "running",
                 ":unpublished": UNPUBLISHED,
                 ":order": f"{finished_at}#{run_id}",
+            },
+        )
+        return response is not None
+
+    def cancel_run(self, run_id: str, reason: str, at: str) -> bool:
+        """Stop a running run from ever finishing (its late results publish nothing): True for
+        the caller that cancelled it."""
+        response = self._conditional(
+            Key={"PK": f"RUN#{run_id}", "SK": "RUN"},
+            UpdateExpression="SET #status = :cancelled, cancelled_reason = :reason, "
+            "finished_at = :at REMOVE GSI2PK, GSI2SK",
+            ConditionExpression="#status = :running",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={
+                ":cancelled": "cancelled",
+                ":reason": reason,
+                ":at": at,
+                ":running": "running",
             },
         )
         return response is not None
@@ -343,6 +380,12 @@ class RunRepository:
                 IndexName="GSI2",
                 KeyConditionExpression=Key("GSI2PK").eq(RUNNING) & Key("GSI2SK").lt(created_before),
             )
+        )
+
+    def runs_of_pull_request(self, repo: str, number: int) -> list[dict[str, Any]]:
+        """Every run started for a pull request (within the TTL), oldest first."""
+        return list(
+            self._query(KeyConditionExpression=Key("PK").eq(pull_request_key(repo, number)))
         )
 
     def runs_of_commit(self, repo: str, sha: str) -> list[dict[str, Any]]:

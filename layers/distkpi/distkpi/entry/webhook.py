@@ -11,7 +11,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 
-from distkpi.domain.webhook import Ignored, decide, signature_matches
+from distkpi.domain.webhook import Ignored, Trigger, decide, signature_matches
 from distkpi.entry.observability import count, logger
 from distkpi.entry.wiring import wiring
 
@@ -85,9 +85,20 @@ def _dispatch(event: str, delivery: str, payload: dict[str, Any]) -> Response[st
         runs.release_delivery(delivery)  # let GitHub's redelivery try again
         raise
     starter.report_broken(trigger, broken)
+    if wiring().settings.cancel_superseded:
+        _supersede(trigger, [s.name for s in suites])
     return _reply(
         HTTPStatus.CREATED,
         message="runs started",
         runs=started,
         invalid_suites=[s.name for s in broken],
     )
+
+
+def _supersede(trigger: Trigger, models: list[str]) -> None:
+    """The new runs have started whatever happens here, so a failure is logged, not raised."""
+    try:
+        wiring().starter.supersede(trigger, models)
+    except Exception:
+        logger.exception("superseded runs not cancelled")
+        count("SupersedeFailures")

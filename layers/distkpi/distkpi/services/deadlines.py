@@ -10,8 +10,8 @@ from aws_lambda_powertools import Logger
 
 from distkpi.adapters.batch import BatchLauncher
 from distkpi.adapters.dynamo import RunRepository
-from distkpi.exceptions import LaunchError
 from distkpi.services.fanin import FanIn
+from distkpi.services.jobs import stop_jobs
 from distkpi.services.statuses import Clock, Counter, no_metrics, utcnow
 
 logger = Logger(child=True)
@@ -51,18 +51,5 @@ class RunDeadlines:
                 continue
             self.count("RunsTimedOut")
             expired += 1
-            for job_id in jobs:
-                self._terminate(job_id, run_id, reason)
+            stop_jobs(self.launcher, jobs, run_id, reason, self.count)
         return expired
-
-    def _terminate(self, job_id: str, run_id: str, reason: str) -> None:
-        if self.launcher is None:
-            logger.warning("no Batch launcher; job left running", job_id=job_id, run_id=run_id)
-            return
-        try:
-            self.launcher.terminate(job_id, reason)
-        except LaunchError:
-            logger.exception("job not terminated", job_id=job_id, run_id=run_id)
-            self.count("JobsNotTerminated")
-            return
-        logger.info("job terminated", job_id=job_id, run_id=run_id)

@@ -17,6 +17,7 @@ from distkpi.domain.planning import plan_jobs, run_id_for, run_spec_for
 from distkpi.domain.suites import BrokenSuite, Suite
 from distkpi.domain.webhook import Trigger
 from distkpi.exceptions import LaunchError
+from distkpi.services.jobs import stop_jobs
 from distkpi.services.statuses import Clock, Counter, StatusPublisher, no_metrics, utcnow
 
 logger = Logger(child=True)
@@ -56,6 +57,36 @@ class RunStarter:
             self.statuses.post(run, State.PENDING, pending_description(len(run.configs), gpus))
             logger.info("run started", run_id=run_id, sha=trigger.sha, model=suite.name)
         return started
+
+    def supersede(self, trigger: Trigger, models: Iterable[str]) -> list[str]:
+        """Cancel this pull request's runs of the same models at older commits, and stop
+        their jobs: nobody waits for those results any more, and the new runs need the
+        GPUs. Each gets an `error` status saying what replaced it. The runs cancelled."""
+        if trigger.pull_request is None:
+            return []
+        wanted = set(models)
+        reason = f"cancelled: superseded by {trigger.sha[:10]}"
+        cancelled = []
+        for entry in self.runs.runs_of_pull_request(trigger.repo, trigger.pull_request):
+            run_id = str(entry["run_id"])
+            if entry["sha"] == trigger.sha or entry["model"] not in wanted:
+                continue
+            if not self.runs.cancel_run(run_id, reason, self.clock().isoformat(timespec="seconds")):
+                continue  # finished, or cancelled by an earlier push
+            item = self.runs.get_run(run_id) or {}
+            self.statuses.post(RunSpec.model_validate(item["spec"]), State.ERROR, reason)
+            pending = [c for c in self.runs.configs(run_id) if c["state"] == "pending"]
+            stop_jobs(
+                self.launcher,
+                [str(c["job_id"]) for c in pending if "job_id" in c],
+                run_id,
+                reason,
+                self.count,
+            )
+            self.count("RunsSuperseded")
+            logger.info("run superseded", run_id=run_id, by=trigger.sha)
+            cancelled.append(run_id)
+        return cancelled
 
     def report_broken(self, trigger: Trigger, broken: Iterable[BrokenSuite]) -> None:
         """A suite that cannot be read gets an `error` status, not a silent skip."""
