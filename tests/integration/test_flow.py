@@ -217,12 +217,19 @@ def test_a_failed_batch_job_settles_the_run_as_error_once(stack: Stack) -> None:
     assert len(final_statuses(stack)) == 1
 
 
+def pushed(sha: str, updated_at: str = "2026-11-30T03:20:00Z") -> dict[str, Any]:
+    """The pull request's `synchronize` delivery after a push of ``sha``."""
+    payload = copy.deepcopy(event("pull_request")["payload"])
+    payload["action"] = "synchronize"
+    payload["pull_request"]["head"]["sha"] = sha
+    payload["pull_request"]["updated_at"] = updated_at
+    return payload
+
+
 def test_a_new_push_to_a_pull_request_cancels_its_runs_at_older_commits(stack: Stack) -> None:
     (old,) = stack.webhook("pull_request")["json"]["runs"]
-    pushed = copy.deepcopy(event("pull_request")["payload"])
-    pushed["action"] = "synchronize"
-    pushed["pull_request"]["head"]["sha"] = NEW_SHA = "e" * 40
-    response = stack.webhook("pull_request", payload=pushed, delivery="second-delivery")
+    NEW_SHA = "e" * 40
+    response = stack.webhook("pull_request", payload=pushed(NEW_SHA), delivery="second-delivery")
     (new,) = response["json"]["runs"]
     reason = f"cancelled: superseded by {NEW_SHA[:10]}"
     assert [(s["sha"], s["state"], s["description"]) for s in stack.github.statuses][1:] == [
@@ -243,6 +250,23 @@ def test_a_new_push_to_a_pull_request_cancels_its_runs_at_older_commits(stack: S
     ]
     assert stack.table.get_item(Key={"PK": f"RUN#{old}", "SK": "RUN"})["Item"]["status"] == (
         "cancelled"
+    )
+
+
+def test_a_late_delivery_of_an_older_push_cancels_its_own_runs(stack: Stack) -> None:
+    newer, older = "e" * 40, "d" * 40
+    (kept,) = stack.webhook("pull_request", payload=pushed(newer), delivery="d2")["json"]["runs"]
+    late = pushed(older, updated_at="2026-11-30T03:10:00Z")
+    (stale,) = stack.webhook("pull_request", payload=late, delivery="d1")["json"]["runs"]
+    status = {
+        r: stack.table.get_item(Key={"PK": f"RUN#{r}", "SK": "RUN"})["Item"]["status"]
+        for r in (kept, stale)
+    }
+    assert status == {kept: "running", stale: "cancelled"}
+    assert [(s["sha"], s["state"], s["description"]) for s in stack.github.statuses][-1] == (
+        older,
+        "error",
+        f"cancelled: superseded by {newer[:10]}",
     )
 
 

@@ -133,3 +133,15 @@ def test_bundled_suite_commands_are_ones_the_reference_job_accepts(suite: Path) 
     check = f"from distkpi_job.__main__ import _args; _args({list(command[3:])!r})"
     env = {"PYTHONPATH": str(ROOT / "infra" / "job")}
     subprocess.run([sys.executable, "-c", check], check=True, env=env, capture_output=True)
+
+
+def test_pull_request_decision_reads_the_recorded_delivery() -> None:
+    import json
+
+    payload = json.loads((ROOT / "tests" / "events" / "pull_request.json").read_text())["payload"]
+    trigger = decide("pull_request", payload, ["develop"])
+    assert isinstance(trigger, Trigger)
+    assert trigger.pull_request == payload["number"] and trigger.base_branch == "develop"
+    assert trigger.updated_at == "2026-11-30T02:58:42Z"  # orders pushes delivered out of order
+    closed = {**payload, "action": "closed"}
+    assert isinstance(decide("pull_request", closed, ["develop"]), Ignored)

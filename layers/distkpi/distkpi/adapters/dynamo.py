@@ -153,6 +153,7 @@ class RunRepository:
                     "run_id": run["run_id"],
                     "sha": run["sha"],
                     "model": run["model"],
+                    "updated_at": run.get("updated_at") or "",
                     "expires_at": int(datetime.fromisoformat(created_at).timestamp()) + PR_TTL_S,
                 },
             )

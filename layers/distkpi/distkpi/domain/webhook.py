@@ -35,6 +35,8 @@ class Trigger:
     base_branch: str
     base_sha: str | None = None
     pull_request: int | None = None
+    # when GitHub last changed the pull request: orders pushes whose deliveries cross
+    updated_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,10 @@ def _dig(payload: Mapping[str, Any], *path: str) -> Any:
             return None
         node = node.get(key)
     return node
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _pull_request(payload: Mapping[str, Any]) -> Trigger | Ignored:
@@ -73,6 +79,7 @@ def _pull_request(payload: Mapping[str, Any]) -> Trigger | Ignored:
         base_branch=base_ref,
         base_sha=_dig(payload, "pull_request", "base", "sha"),
         pull_request=number if isinstance(number, int) else None,
+        updated_at=_text(_dig(payload, "pull_request", "updated_at")),
     )
 
 

@@ -59,34 +59,43 @@ class RunStarter:
         return started
 
     def supersede(self, trigger: Trigger, models: Iterable[str]) -> list[str]:
-        """Cancel this pull request's runs of the same models at older commits, and stop
-        their jobs: nobody waits for those results any more, and the new runs need the
-        GPUs. Each gets an `error` status saying what replaced it. The runs cancelled."""
+        """Keep only the runs of a pull request's newest head, per suite: the others are
+        cancelled and their jobs stopped, since nobody waits for those results and the new
+        runs need the GPUs. "Newest" is by the pull request's `updated_at`, so a delivery
+        that arrives late cancels its own runs, not the newer ones. The runs cancelled."""
         if trigger.pull_request is None:
             return []
         wanted = set(models)
-        reason = f"cancelled: superseded by {trigger.sha[:10]}"
+        entries = [
+            e
+            for e in self.runs.runs_of_pull_request(trigger.repo, trigger.pull_request)
+            if e["model"] in wanted
+        ]
         cancelled = []
-        for entry in self.runs.runs_of_pull_request(trigger.repo, trigger.pull_request):
-            run_id = str(entry["run_id"])
-            if entry["sha"] == trigger.sha or entry["model"] not in wanted:
+        for model in sorted(wanted):
+            runs = [e for e in entries if e["model"] == model]
+            if not runs:
                 continue
-            if not self.runs.cancel_run(run_id, reason, self.clock().isoformat(timespec="seconds")):
-                continue  # finished, or cancelled by an earlier push
-            item = self.runs.get_run(run_id) or {}
-            self.statuses.post(RunSpec.model_validate(item["spec"]), State.ERROR, reason)
-            pending = [c for c in self.runs.configs(run_id) if c["state"] == "pending"]
-            stop_jobs(
-                self.launcher,
-                [str(c["job_id"]) for c in pending if "job_id" in c],
-                run_id,
-                reason,
-                self.count,
-            )
-            self.count("RunsSuperseded")
-            logger.info("run superseded", run_id=run_id, by=trigger.sha)
-            cancelled.append(run_id)
+            newest = max(runs, key=lambda e: (str(e.get("updated_at") or ""), str(e["SK"])))
+            for entry in runs:
+                if entry["sha"] != newest["sha"] and self._cancel(entry, str(newest["sha"])):
+                    cancelled.append(str(entry["run_id"]))
         return cancelled
+
+    def _cancel(self, entry: dict[str, Any], by_sha: str) -> bool:
+        run_id = str(entry["run_id"])
+        reason = f"cancelled: superseded by {by_sha[:10]}"
+        if not self.runs.cancel_run(run_id, reason, self.clock().isoformat(timespec="seconds")):
+            return False  # finished, or cancelled already
+        item = self.runs.get_run(run_id)
+        if item is not None:
+            self.statuses.post(RunSpec.model_validate(item["spec"]), State.ERROR, reason)
+        pending = [c for c in self.runs.configs(run_id) if c["state"] == "pending"]
+        jobs = [str(c["job_id"]) for c in pending if "job_id" in c]
+        stop_jobs(self.launcher, jobs, run_id, reason, self.count)
+        self.count("RunsSuperseded")
+        logger.info("run superseded", run_id=run_id, by=by_sha)
+        return True
 
     def report_broken(self, trigger: Trigger, broken: Iterable[BrokenSuite]) -> None:
         """A suite that cannot be read gets an `error` status, not a silent skip."""
@@ -128,4 +137,5 @@ def _trigger_fields(trigger: Trigger) -> dict[str, Any]:
         "base_branch": trigger.base_branch,
         "base_sha": trigger.base_sha,
         "pull_request": trigger.pull_request,
+        "updated_at": trigger.updated_at,
     }
