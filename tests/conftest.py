@@ -12,6 +12,18 @@ import pytest
 SHA = "a" * 40
 
 
+def offline_aws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake credentials for moto, and no endpoint inherited from the shell: every AWS call a
+    test makes stays in-process."""
+    for key, value in {
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+
+
 def mllog(key: str, value: object, time_ms: int = 0, **metadata: object) -> str:
     record = {"key": key, "value": value, "time_ms": time_ms, "metadata": metadata}
     return ":::MLLOG " + json.dumps(record)

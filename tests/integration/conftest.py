@@ -24,6 +24,7 @@ from distkpi.local.aws_stack import BUCKET, TABLE, function_environment, provisi
 from distkpi.local.github_standin import GitHubStandIn
 from distkpi.local.handlers import LambdaContext, load_handlers
 from distkpi.local.run import BATCH_STATES
+from tests.conftest import offline_aws
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "tests" / "events"
@@ -145,16 +146,13 @@ def make_dynamodb_writes_atomic(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
     make_dynamodb_writes_atomic(monkeypatch)
+    offline_aws(monkeypatch)
     for key, value in {
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
         "POWERTOOLS_TRACE_DISABLED": "true",
         "POWERTOOLS_METRICS_NAMESPACE": "distkpi",
         "POWERTOOLS_SERVICE_NAME": "distkpi",
     }.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     github = GitHubStandIn(token=GITHUB_TOKEN)
     github.start()
     with mock_aws(config={"batch": {"use_docker": False}}):

@@ -161,6 +161,13 @@ def test_a_pull_request_from_webhook_to_commit_status(stack: Stack) -> None:
     assert float(kpis["4x8-8ps"]["speedup"]) == pytest.approx(20.0)
     assert float(kpis["2x8-4ps"]["pserver_gpu_memory_mib"]) == 12000
     assert "published_at" in run
+    # and in the history, finished when the run did
+    history = stack.table.query(
+        KeyConditionExpression="PK = :pk",
+        ExpressionAttributeValues={":pk": f"HIST#{run['repo']}#{run['branch']}#resnet50"},
+    )["Items"]
+    assert {h["config"] for h in history} == set(THROUGHPUT)
+    assert {h["finished_at"] for h in history} == {run["finished_at"]}
 
 
 def test_a_redelivered_webhook_starts_nothing_new(stack: Stack) -> None:

@@ -18,6 +18,7 @@ from tests.integration.conftest import BUCKET, TABLE, Stack
 from tests.integration.test_flow import THROUGHPUT, deliver_all, final_statuses, run_all_nodes
 
 REPO, MODEL = "PaddlePaddle/Paddle", "resnet50"
+ON_TABLE = ["--repo", REPO, "--model", MODEL, "--table", TABLE]
 
 
 def seed_history(stack: Stack, runs: int, scale: float = 1.0) -> None:
@@ -72,28 +73,18 @@ def test_history_cli_filters_and_writes_the_columns_judge_reads(
     stack: Stack, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed_history(stack, 20)
-    assert (
-        main(
-            [
-                "history",
-                "--repo",
-                REPO,
-                "--model",
-                MODEL,
-                "--table",
-                TABLE,
-                "--config",
-                "4x8-8ps",
-                "--kpi",
-                "throughput",
-                "--format",
-                "csv",
-                "--limit",
-                "5",
-            ]
-        )
-        == 0
-    )
+    history = [
+        "history",
+        "--config",
+        "4x8-8ps",
+        "--kpi",
+        "throughput",
+        "--format",
+        "csv",
+        "--limit",
+        "5",
+    ]
+    assert main([*history, *ON_TABLE]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert len(rows) == 5
     assert {r["config"] for r in rows} == {"4x8-8ps"} and {r["kpi"] for r in rows} == {"throughput"}
@@ -124,27 +115,8 @@ def test_an_audited_reset_starts_the_baseline_afresh(
     stack: Stack, capsys: pytest.CaptureFixture[str]
 ) -> None:
     seed_history(stack, 12)
-    assert (
-        main(
-            [
-                "baseline",
-                "reset",
-                "--repo",
-                REPO,
-                "--model",
-                MODEL,
-                "--table",
-                TABLE,
-                "--config",
-                "4x8-8ps",
-                "--reason",
-                "new NCCL, slower on purpose",
-                "--who",
-                "tester",
-            ]
-        )
-        == 0
-    )
+    reset = ["baseline", "reset", "--config", "4x8-8ps", "--who", "tester"]
+    assert main([*reset, "--reason", "new NCCL, slower on purpose", *ON_TABLE]) == 0
     (reset,) = RunRepository(TABLE).resets(REPO, "develop", MODEL)
     assert reset["reason"] == "new NCCL, slower on purpose" and reset["who"] == "tester"
     (run_id,) = stack.webhook("pull_request")["json"]["runs"]

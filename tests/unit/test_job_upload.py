@@ -11,6 +11,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from tests.conftest import offline_aws
+
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "s3://runs-bucket/runs/r1/2x8-1ps/"
 
@@ -18,13 +20,7 @@ PREFIX = "s3://runs-bucket/runs/r1/2x8-1ps/"
 @pytest.fixture
 def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.syspath_prepend(str(ROOT / "infra" / "job"))
-    for key, value in {
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-    }.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    offline_aws(monkeypatch)
     with mock_aws():
         client = boto3.client("s3")
         client.create_bucket(Bucket="runs-bucket")

@@ -191,23 +191,18 @@ def _cmd_reset(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from distkpi.domain.judging import Judgement
-    from distkpi.domain.kpis import RunKpis
-    from distkpi.domain.suites import VerdictSettings
     from distkpi.reporting.page import build_report
-    from distkpi.services.fanin import baseline_rows
+    from distkpi.services.fanin import stored_report
 
     runs = _repository(args)
     item = runs.get_run(args.run_id)
     if item is None or "result" not in item:
         raise DistkpiError(f"no finished run {args.run_id} in {runs.table_name}")
-    result = RunKpis.from_json(item["result"]["kpis"])
-    judgements = [Judgement.from_json(j) for j in item["result"].get("judgements", [])]
-    window = VerdictSettings.model_validate(item.get("verdict_settings") or {}).window
-    rows, _ = baseline_rows(runs, item, len(result.configs) * 4 * window)
+    report = stored_report(runs, item)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name, data in build_report(item, result, judgements, rows).items():
+    files = build_report(report.item, report.result, report.judgements, report.history)
+    for name, data in files.items():
         (out / name).write_bytes(data)
     print(out / "index.html")
     return 0

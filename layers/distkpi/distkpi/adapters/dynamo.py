@@ -185,18 +185,24 @@ class RunRepository:
             ExpressionAttributeValues={":job": job_id},
         )
 
-    def add_node(self, run_id: str, config: str, node: int) -> tuple[int, int, str]:
-        """Record that a node reported (idempotent); (nodes reported, nodes expected, state)."""
+    def _add_member(self, key: dict[str, str], attribute: str, member: object) -> dict[str, Any]:
+        """Add ``member`` to the item's set ``attribute`` (idempotent); the item after it, or
+        NotFoundError when there is no such item."""
         response = self._conditional(
-            Key={"PK": f"RUN#{run_id}", "SK": f"CONFIG#{config}"},
-            UpdateExpression="ADD nodes_reported :node",
+            Key=key,
+            UpdateExpression=f"ADD {attribute} :member",
             ConditionExpression="attribute_exists(PK)",
-            ExpressionAttributeValues={":node": {node}},
+            ExpressionAttributeValues={":member": {member}},
             ReturnValues="ALL_NEW",
         )
         if response is None:
-            raise NotFoundError(f"run {run_id} has no config {config}")
-        item = response["Attributes"]
+            raise NotFoundError(f"no item {key['PK']} {key['SK']}")
+        return cast("dict[str, Any]", response["Attributes"])
+
+    def add_node(self, run_id: str, config: str, node: int) -> tuple[int, int, str]:
+        """Record that a node reported (idempotent); (nodes reported, nodes expected, state)."""
+        key = {"PK": f"RUN#{run_id}", "SK": f"CONFIG#{config}"}
+        item = self._add_member(key, "nodes_reported", node)
         return len(item.get("nodes_reported", ())), int(item["nodes_expected"]), str(item["state"])
 
     def settle_config(self, run_id: str, config: str, kpis: Mapping[str, Any], state: str) -> bool:
@@ -215,16 +221,8 @@ class RunRepository:
         return response is not None
 
     def add_config_done(self, run_id: str, config: str) -> tuple[int, int]:
-        response = self._conditional(
-            Key={"PK": f"RUN#{run_id}", "SK": "RUN"},
-            UpdateExpression="ADD configs_done :config",
-            ConditionExpression="attribute_exists(PK)",
-            ExpressionAttributeValues={":config": {config}},
-            ReturnValues="ALL_NEW",
-        )
-        if response is None:
-            raise NotFoundError(f"no run {run_id}")
-        item = response["Attributes"]
+        """Record that a config settled (idempotent); (configs done, configs in the run)."""
+        item = self._add_member({"PK": f"RUN#{run_id}", "SK": "RUN"}, "configs_done", config)
         return len(item.get("configs_done", ())), int(item["configs_total"])
 
     def finish_run(self, run_id: str, result: Mapping[str, Any], finished_at: str) -> bool:
@@ -362,10 +360,9 @@ class RunRepository:
         return items[0] if items else None
 
     def job_target(self, job_id: str) -> tuple[str, str] | None:
-        items = list(
-            self._query(KeyConditionExpression=Key("PK").eq(f"JOB#{job_id}") & Key("SK").eq("JOB"))
-        )
-        return (items[0]["run_id"], items[0]["config"]) if items else None
+        """The (run, config) a Batch job serves; None when it is not one of ours."""
+        item = self.job(job_id)
+        return (item["run_id"], item["config"]) if item else None
 
     def unpublished_runs(self) -> list[dict[str, Any]]:
         """Finished runs whose final status has not gone out yet (GitHub was down), oldest

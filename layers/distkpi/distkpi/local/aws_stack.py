@@ -3,6 +3,7 @@ from the same definitions as template.yaml, and S3 notifications going to an SQS
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 from collections.abc import Callable
@@ -40,7 +41,11 @@ class LocalAws:
     multi_node_definition: str
 
     def client(self, service: str) -> Any:
-        return boto3.client(service, endpoint_url=self.endpoint, region_name=REGION)  # type: ignore[call-overload]
+        return local_client(self.endpoint, service)
+
+
+def local_client(endpoint: str, service: str) -> Any:
+    return boto3.client(service, endpoint_url=endpoint, region_name=REGION)  # type: ignore[call-overload]
 
 
 def aws_environment(endpoint: str) -> dict[str, str]:
@@ -181,10 +186,7 @@ def create_local_aws(endpoint: str, template_path: Path, suite: Path) -> LocalAw
     # moto's Batch would start Docker containers; the local executor runs the jobs instead.
     requests.post(f"{endpoint}/moto-api/config", json={"batch": {"use_docker": False}}, timeout=10)
     template = load_template(template_path.read_text())
-
-    def client(service: str) -> Any:
-        return boto3.client(service, endpoint_url=endpoint, region_name=REGION)  # type: ignore[call-overload]
-
+    client = functools.partial(local_client, endpoint)
     webhook_secret, github_token = secrets.token_hex(20), "ghs_" + secrets.token_hex(18)
     made = provision(
         client, template, [suite], webhook_secret=webhook_secret, github_token=github_token

@@ -18,9 +18,10 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from distkpi.domain.judging import Judgement
 from distkpi.domain.kpis import RunKpis
@@ -43,6 +44,9 @@ from distkpi.local.handlers import (
     push_delivery,
     signed_function_url_event,
 )
+
+if TYPE_CHECKING:
+    from distkpi.adapters.dynamo import RunRepository
 
 SETTLE_TIMEOUT_S = 60
 BATCH_STATES = ("SUBMITTED", "PENDING", "RUNNABLE", "STARTING", "RUNNING", "SUCCEEDED", "FAILED")
@@ -150,10 +154,7 @@ class LocalStack:
 
     def submitted_jobs(self, run_ids: list[str]) -> list[LocalJob]:
         """The Batch jobs of these runs, whatever state moto has moved them to."""
-        from distkpi.adapters.dynamo import RunRepository
-
         batch = self.aws.client("batch")
-        records = RunRepository(TABLE)
         default = batch.describe_job_definitions(jobDefinitions=[self.aws.single_node_definition])[
             "jobDefinitions"
         ][0]["containerProperties"]["command"]
@@ -167,7 +168,7 @@ class LocalStack:
         }
         jobs = []
         for job_id in job_ids:
-            record = records.job(job_id)
+            record = self.records.job(job_id)
             if record is not None and record["run_id"] in run_ids:
                 jobs.append(job_from_request(job_id, record["config"], record["request"], default))
         return sorted(jobs, key=lambda j: j.name)
@@ -196,10 +197,14 @@ class LocalStack:
 
     # -- results -------------------------------------------------------------------------
 
-    def run_item(self, run_id: str) -> dict[str, Any]:
+    @cached_property
+    def records(self) -> RunRepository:
         from distkpi.adapters.dynamo import RunRepository
 
-        item = RunRepository(TABLE).get_run(run_id)
+        return RunRepository(TABLE)
+
+    def run_item(self, run_id: str) -> dict[str, Any]:
+        item = self.records.get_run(run_id)
         assert item is not None
         return item
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
-from distkpi.domain.history import HistoryRow
+from distkpi.domain.history import HistoryRow, series
 from distkpi.domain.judging import Judgement
 from distkpi.domain.kpis import RunKpis
 
@@ -79,14 +79,7 @@ def throughput_history_chart(
 
     figure, panels = plt.subplots(len(configs), 1, figsize=(6.5, 2.4 * len(configs)), squeeze=False)
     for axes, config in zip(panels[:, 0], configs, strict=True):
-        values = [
-            r.value
-            for r in history
-            if r.config == config
-            and r.kpi == "throughput"
-            and r.value is not None
-            and r.status == "ok"
-        ]
+        values = series(history, config, "throughput")
         axes.plot(range(len(values)), values, ".-", color="tab:blue", label="history")
         current = next((c.throughput for c in run.configs if c.name == config), None)
         if current is not None:

@@ -52,19 +52,7 @@ class FanIn:
         if state == "pending" and reported < expected:
             return
         if state == "pending":
-            run = self._run_spec(run_id)
-            evidence = gather_config(self.store.run(run_id), run.config(config))
-            kpis = config_kpis(evidence, run.target_accuracy, run.accuracy_pass)
-            if self.runs.settle_config(run_id, config, kpis.to_record(), kpis.status.value):
-                self.count("ConfigsCompleted")
-                self.count("ParseProblems", len(kpis.problems))
-                logger.info(
-                    "config complete",
-                    run_id=run_id,
-                    config=config,
-                    status=kpis.status.value,
-                    throughput=kpis.throughput,
-                )
+            self._settle(run_id, config, self._kpis_from_folder(run_id, config))
         self._config_done(run_id, config)
 
     def on_job_failed(self, job_id: str, reason: str) -> bool:
@@ -98,9 +86,7 @@ class FanIn:
 
     def fail_config(self, run_id: str, config: str, reason: str) -> None:
         """A config whose job failed: whatever its nodes left, marked failed with the reason."""
-        run = self._run_spec(run_id)
-        evidence = gather_config(self.store.run(run_id), run.config(config))
-        kpis = config_kpis(evidence, run.target_accuracy, run.accuracy_pass)
+        kpis = self._kpis_from_folder(run_id, config)
         failed = replace(
             kpis,
             status=ConfigStatus.FAILED,
@@ -108,9 +94,7 @@ class FanIn:
             throughput_samples=(),
             problems=(f"job failed: {reason}", *kpis.problems),
         )
-        if self.runs.settle_config(run_id, config, failed.to_record(), "failed"):
-            self.count("ConfigsFailed")
-            logger.info("config failed", run_id=run_id, config=config, reason=reason)
+        self._settle(run_id, config, failed)
         self._config_done(run_id, config)
 
     def expire_run(self, run_id: str, reason: str) -> list[str]:
@@ -129,35 +113,48 @@ class FanIn:
     def _settle_from_evidence(self, run_id: str, config: str, reason: str) -> None:
         """Settle a config from whatever its nodes left: ok when they all reported after all
         (only an event went missing), else failed or incomplete, with the reason."""
-        run = self._run_spec(run_id)
-        evidence = gather_config(self.store.run(run_id), run.config(config))
-        kpis = config_kpis(evidence, run.target_accuracy, run.accuracy_pass)
+        kpis = self._kpis_from_folder(run_id, config)
         if kpis.status is not ConfigStatus.OK:
             kpis = replace(kpis, problems=(reason, *kpis.problems))
-        if self.runs.settle_config(run_id, config, kpis.to_record(), kpis.status.value):
-            self.count(SETTLED_METRIC[kpis.status])
-            logger.info(
-                "config settled from its evidence",
-                run_id=run_id,
-                config=config,
-                status=kpis.status.value,
-            )
+        self._settle(run_id, config, kpis)
+
+    def _kpis_from_folder(self, run_id: str, config: str) -> ConfigKpis:
+        """The config's KPIs from whatever its nodes have put in the run folder."""
+        run = self._run_spec(run_id)
+        evidence = gather_config(self.store.run(run_id), run.config(config))
+        return config_kpis(evidence, run.target_accuracy, run.accuracy_pass)
+
+    def _settle(self, run_id: str, config: str, kpis: ConfigKpis) -> None:
+        """Store the config's KPIs, once whoever gets there first."""
+        if not self.runs.settle_config(run_id, config, kpis.to_record(), kpis.status.value):
+            return
+        self.count(SETTLED_METRIC[kpis.status])
+        self.count("ParseProblems", len(kpis.problems))
+        logger.info(
+            "config settled",
+            run_id=run_id,
+            config=config,
+            status=kpis.status.value,
+            throughput=kpis.throughput,
+            problems=list(kpis.problems),
+        )
 
     def _config_done(self, run_id: str, config: str) -> None:
         done, total = self.runs.add_config_done(run_id, config)
         if done >= total:
             self._finish(run_id)
 
-    def _run_spec(self, run_id: str) -> RunSpec:
+    def _run_item(self, run_id: str) -> dict[str, Any]:
         item = self.runs.get_run(run_id)
         if item is None:
             raise NotFoundError(f"no run {run_id}")
-        return RunSpec.model_validate(item["spec"])
+        return item
+
+    def _run_spec(self, run_id: str) -> RunSpec:
+        return RunSpec.model_validate(self._run_item(run_id)["spec"])
 
     def _finish(self, run_id: str) -> None:
-        item = self.runs.get_run(run_id)
-        if item is None:
-            raise NotFoundError(f"no run {run_id}")
+        item = self._run_item(run_id)
         run = RunSpec.model_validate(item["spec"])
         configs = {
             c["name"]: ConfigKpis.from_record(c["kpis"])
@@ -186,8 +183,8 @@ class FanIn:
     def _judge(
         self, item: dict[str, Any], result: RunKpis
     ) -> tuple[list[Judgement], list[HistoryRow]]:
-        settings = VerdictSettings.model_validate(item.get("verdict_settings") or {})
-        rows, resets = baseline_rows(self.runs, item, len(result.configs) * 4 * settings.window)
+        settings = verdict_settings(item)
+        rows, resets = baseline_rows(self.runs, item, settings.window, len(result.configs))
         return judge_run(result, rows, settings.judge_settings(), resets), rows
 
     def _write_report(self, report: Report) -> bool:
@@ -224,8 +221,7 @@ class FanIn:
         now = int(self.clock().timestamp())
         if not self.runs.claim_publication(run.run_id, now):
             return False
-        finished_at = self.clock().isoformat(timespec="seconds")
-        self.runs.put_history(_history_items(item, result, finished_at))
+        self.runs.put_history(_history_items(report.item, result))
         self.store.put_json(f"runs/{run.run_id}/kpis.json", result.to_json())
         written = self._write_report(report)
         if self.statuses.post(run, verdict.state, description, report=written):
@@ -242,14 +238,10 @@ class FanIn:
             if item is None or "result" not in item:
                 continue
             stored = item["result"]
-            result = RunKpis.from_json(stored["kpis"])
-            judgements = [Judgement.from_json(j) for j in stored.get("judgements", [])]
+            report = stored_report(self.runs, item)
             verdict = Verdict(State(stored["state"]), tuple(stored.get("reasons", ())))
-            window = VerdictSettings.model_validate(item.get("verdict_settings") or {}).window
-            rows, _ = baseline_rows(self.runs, item, len(result.configs) * 4 * window)
-            report = Report(item, result, judgements, rows)
-            if self._publish(item, result, verdict, stored["description"], report):
-                logger.info("status republished", run_id=result.run_id)
+            if self._publish(item, report.result, verdict, stored["description"], report):
+                logger.info("status republished", run_id=report.result.run_id)
                 posted += 1
         return posted
 
@@ -262,14 +254,31 @@ class Report:
     history: list[HistoryRow]
 
 
+def verdict_settings(item: Mapping[str, Any]) -> VerdictSettings:
+    """The suite's `verdict:` settings the run was started with."""
+    return VerdictSettings.model_validate(item.get("verdict_settings") or {})
+
+
+def stored_report(runs: RunRepository, item: Mapping[str, Any]) -> Report:
+    """The report of a finished run, from what its item stored and the history it was
+    judged against."""
+    stored = item["result"]
+    result = RunKpis.from_json(stored["kpis"])
+    judgements = [Judgement.from_json(j) for j in stored.get("judgements", [])]
+    rows, _ = baseline_rows(runs, item, verdict_settings(item).window, len(result.configs))
+    return Report(dict(item), result, judgements, rows)
+
+
 def baseline_rows(
-    runs: RunRepository, item: Mapping[str, Any], limit: int
+    runs: RunRepository, item: Mapping[str, Any], window: int, configs: int
 ) -> tuple[list[HistoryRow], dict[str, str]]:
     """The history a run is judged against, and the latest audited reset per config: for a
     pull request the base branch's runs up to the merge base (else its latest runs), for a
-    push the branch's own earlier runs."""
+    push the branch's own earlier runs. Reads ``window`` runs of each of ``configs``
+    configs, four times over, so that runs set aside (failed, older than the merge base or
+    a reset) still leave a full window."""
     branch = item["base_branch"] if item["event"] == "pull_request" else item["branch"]
-    records = runs.history(item["repo"], branch, item["model"], limit=limit)
+    records = runs.history(item["repo"], branch, item["model"], limit=4 * window * configs)
     rows = [r for r in rows_from_records(records) if r.run_id != item["run_id"]]
     if item["event"] == "pull_request":
         rows = until_commit(rows, item.get("base_sha"))
@@ -279,10 +288,9 @@ def baseline_rows(
     return rows, resets
 
 
-def _history_items(
-    run_item: dict[str, Any], result: RunKpis, finished_at: str
-) -> list[dict[str, Any]]:
-    """One record per config; keyed by the run's creation time so rewriting is harmless."""
+def _history_items(run_item: Mapping[str, Any], result: RunKpis) -> list[dict[str, Any]]:
+    """One record per config, finished when the run did; keyed by the run's creation time so
+    rewriting is harmless."""
     return [
         {
             "PK": history_key(run_item["repo"], run_item["branch"], run_item["model"]),
@@ -294,7 +302,7 @@ def _history_items(
             "sha": run_item["sha"],
             "run_id": result.run_id,
             "created_at": run_item["created_at"],
-            "finished_at": finished_at,
+            "finished_at": run_item["finished_at"],
             "kpis": c.to_record(),
         }
         for c in result.configs

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -38,7 +38,7 @@ class RunStarter:
             run_id = run_id_for(suite.name, trigger.sha, delivery)
             run = run_spec_for(run_id, trigger, suite)
             record = {
-                **_trigger_fields(trigger),
+                **asdict(trigger),
                 "run_id": run_id,
                 "model": suite.name,
                 "spec": run.to_json(),
@@ -125,17 +125,3 @@ class RunStarter:
         FanIn(self.runs, self.store, self.statuses, self.count, self.clock).fail_config(
             run_id, config, reason
         )
-
-
-def _trigger_fields(trigger: Trigger) -> dict[str, Any]:
-    return {
-        "repo": trigger.repo,
-        "sha": trigger.sha,
-        "ref": trigger.ref,
-        "branch": trigger.branch,
-        "event": trigger.event,
-        "base_branch": trigger.base_branch,
-        "base_sha": trigger.base_sha,
-        "pull_request": trigger.pull_request,
-        "updated_at": trigger.updated_at,
-    }
