@@ -73,7 +73,7 @@ def throughput_history_chart(
 ) -> bytes:
     """Throughput of each given config over the baseline's runs (one panel each, as their
     scales differ by the number of GPUs), with this run as a star at the end and the range
-    its verdict expected shaded (below it: a regression)."""
+    its verdict allowed shaded (below it: a regression)."""
     plt = _pyplot()
     from matplotlib.ticker import MaxNLocator
 
@@ -88,7 +88,9 @@ def throughput_history_chart(
             )
         judged = next((j for j in judgements if j.config == config and j.kpi == "throughput"), None)
         if judged is not None and judged.low is not None and judged.high is not None:
-            axes.axhspan(judged.low, judged.high, color="tab:green", alpha=0.12, label="expected")
+            axes.axhspan(
+                judged.low, judged.high, color="tab:green", alpha=0.12, label="allowed range"
+            )
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         axes.set_title(f"{config}: throughput (samples/s)", fontsize=9)
         axes.grid(alpha=0.3)
