@@ -14,7 +14,7 @@ class RunFolderError(DistkpiError):
 
 
 class StorageError(DistkpiError):
-    """S3 or DynamoDB refused or failed an operation."""
+    """S3, DynamoDB or a local folder refused or failed an operation."""
 
 
 class ConflictError(DistkpiError):

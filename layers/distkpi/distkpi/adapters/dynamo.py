@@ -185,14 +185,26 @@ class RunRepository:
             ExpressionAttributeValues={":job": job_id},
         )
 
-    def _add_member(self, key: dict[str, str], attribute: str, member: object) -> dict[str, Any]:
+    def _add_member(
+        self,
+        key: dict[str, str],
+        attribute: str,
+        member: object,
+        below: tuple[str, int] | None = None,
+    ) -> dict[str, Any]:
         """Add ``member`` to the item's set ``attribute`` (idempotent); the item after it, or
-        NotFoundError when there is no such item."""
+        NotFoundError when there is no such item, or ``below`` = (attribute, value) and the
+        item's attribute is not above that value."""
+        condition = "attribute_exists(PK)"
+        values: dict[str, Any] = {":member": {member}}
+        if below is not None:
+            condition += f" AND {below[0]} > :bound"
+            values[":bound"] = below[1]
         response = self._conditional(
             Key=key,
             UpdateExpression=f"ADD {attribute} :member",
-            ConditionExpression="attribute_exists(PK)",
-            ExpressionAttributeValues={":member": {member}},
+            ConditionExpression=condition,
+            ExpressionAttributeValues=values,
             ReturnValues="ALL_NEW",
         )
         if response is None:
@@ -200,9 +212,10 @@ class RunRepository:
         return cast("dict[str, Any]", response["Attributes"])
 
     def add_node(self, run_id: str, config: str, node: int) -> tuple[int, int, str]:
-        """Record that a node reported (idempotent); (nodes reported, nodes expected, state)."""
+        """Record that a node reported (idempotent); (nodes reported, nodes expected, state).
+        NotFoundError for a config that does not exist or has no such node."""
         key = {"PK": f"RUN#{run_id}", "SK": f"CONFIG#{config}"}
-        item = self._add_member(key, "nodes_reported", node)
+        item = self._add_member(key, "nodes_reported", node, below=("nodes_expected", node))
         return len(item.get("nodes_reported", ())), int(item["nodes_expected"]), str(item["state"])
 
     def settle_config(self, run_id: str, config: str, kpis: Mapping[str, Any], state: str) -> bool:

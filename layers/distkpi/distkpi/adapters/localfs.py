@@ -6,7 +6,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import BinaryIO
 
-from distkpi.exceptions import NotFoundError, RunFolderError
+from distkpi.exceptions import NotFoundError, RunFolderError, StorageError
+
+MISSING = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
 
 
 class LocalRunSource:
@@ -18,22 +20,27 @@ class LocalRunSource:
         self.root = root.resolve()
 
     def _path(self, relative: str) -> Path:
-        path = (self.root / relative).resolve()
+        try:
+            path = (self.root / relative).resolve()
+        except (OSError, ValueError) as exc:
+            raise StorageError(f"{relative!r} cannot be read: {exc}") from exc
         if not path.is_relative_to(self.root):
             raise NotFoundError(f"{relative} leaves the run folder")
         return path
 
     def read_bytes(self, path: str) -> bytes:
-        try:
-            return self._path(path).read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
-            raise NotFoundError(path) from exc
+        with self.open(path) as stream:
+            return stream.read()
 
     def open(self, path: str) -> AbstractContextManager[BinaryIO]:
+        """NotFoundError when absent; StorageError when the name or the file is unusable
+        (a NUL byte, a name too long, no permission)."""
         try:
             return self._path(path).open("rb")
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+        except MISSING as exc:
             raise NotFoundError(path) from exc
+        except (OSError, ValueError) as exc:
+            raise StorageError(f"{path!r} cannot be read: {exc}") from exc
 
     def list_names(self, folder: str) -> list[str]:
         directory = self._path(folder)

@@ -12,6 +12,11 @@ from distkpi.exceptions import ContractError
 
 SCHEMA_VERSION = 1
 CONFIG_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+# A manifest names its node's logs and GPU samples: a few per GPU. The bound keeps a hostile
+# manifest from making the collector read one file thousands of times.
+MAX_FILES_PER_MANIFEST = 256
+MAX_PATH_BYTES = 1024  # S3's key limit
+MAX_NAME_BYTES = 255  # a file name on Linux
 
 
 def require_unique_names(names: Iterable[str]) -> None:
@@ -87,8 +92,15 @@ class FileEntry(_Frozen):
     def _stays_in_config_folder(cls, path: str) -> str:
         if not path or path.startswith("/") or "\\" in path:
             raise ValueError("must be a relative path inside the config folder")
-        if ".." in path.split("/"):
+        parts = path.split("/")
+        if ".." in parts:
             raise ValueError("must not leave the config folder")
+        if any(ord(c) < 32 for c in path):
+            raise ValueError("must not hold control characters")
+        if len(path.encode()) > MAX_PATH_BYTES:
+            raise ValueError(f"must be at most {MAX_PATH_BYTES} bytes")
+        if any(len(part.encode()) > MAX_NAME_BYTES for part in parts):
+            raise ValueError(f"each name in it must be at most {MAX_NAME_BYTES} bytes")
         return path
 
 
@@ -98,7 +110,7 @@ class NodeManifest(_Frozen):
     exit_code: int
     started_at: datetime
     finished_at: datetime
-    files: tuple[FileEntry, ...]
+    files: Annotated[tuple[FileEntry, ...], Field(max_length=MAX_FILES_PER_MANIFEST)]
     peak_host_rss_mib: float | None = None
 
     def to_json(self) -> dict[str, Any]:

@@ -11,10 +11,11 @@ import re
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
+from distkpi.domain.bounds import fits
 from distkpi.domain.linescan import scan_lines
 
 _MEMORY_COLUMNS = ("memory.used", "used_memory")
-_VALUE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(MiB|MB|GiB|GB|KiB)?\s*$", re.IGNORECASE)
+_VALUE = re.compile(r"\s*+(\d++(?:\.\d++)?+)\s*+(MiB|MB|GiB|GB|KiB)?+\s*+$", re.IGNORECASE)
 _TO_MIB = {"": 1.0, "mib": 1.0, "mb": 1.0, "gib": 1024.0, "gb": 1024.0, "kib": 1 / 1024.0}
 
 
@@ -37,7 +38,8 @@ def _mib(text: str) -> float | None:
     m = _VALUE.match(text)
     if not m:
         return None
-    return float(m.group(1)) * _TO_MIB[(m.group(2) or "").lower()]
+    value = float(m.group(1)) * _TO_MIB[(m.group(2) or "").lower()]
+    return value if fits(value) else None
 
 
 def parse_gpu_memory(stream: BinaryIO) -> GpuMemorySummary:

@@ -194,7 +194,7 @@ def _time_to_accuracy(
         if log.summary.converge_speed_s is not None:
             return log.summary.converge_speed_s
     starts = [log.summary.run_start_s for log in trainers if log.summary.run_start_s is not None]
-    timed = [log for log in trainers if log.summary.timed_evals]
+    timed = [log for log in trainers if log.summary.accuracy_frontier]
     if not starts or not timed:
         problems.append(
             "time to accuracy unknown: the logs have no timed run_start and evaluations"

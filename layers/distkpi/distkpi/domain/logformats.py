@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from distkpi.domain.bounds import MAX_PASS, fits
 from distkpi.domain.linescan import scan_lines
 from distkpi.domain.logsummary import Level, LogSummary
 
@@ -21,29 +22,52 @@ NEEDLES: tuple[bytes, ...] = (
     b"kpis\t",
 )
 
-_NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+# Every pattern runs in time linear in the line's length: numbers are atomic groups, so a
+# failed match never re-splits a run of digits, and no unbounded wildcard sits between two
+# parts that can both repeat (see _paddle_iteration).
+_NUM = r"((?>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?))"
 _PASS_PERF = re.compile(
-    rf"Pass = (\d+), Training performance = {_NUM} imgs?/s"
+    rf"Pass = (\d++), Training performance = {_NUM} imgs?/s"
     rf"(?:.*?Test accuracy = {_NUM})?"
 )
-_PASS_ITER = re.compile(
-    rf"Pass = (\d+), Iters = \d+,.*?Speed = {_NUM} (?:imgs?|samples|examples)/s"
-)
-_TOTAL_EXAMPLES = re.compile(rf"Total examples: \d+, total time: {_NUM}, {_NUM} examples/se[cd]")
-_PASS_TEST_ACC = re.compile(rf"Pass: (\d+), Test Accuracy: {_NUM}")
-_CE_KPI = re.compile(rf"^\s*kpis\t([^\t]+)\t{_NUM}\s*$")
+_PASS_ITER_HEAD = re.compile(r"Pass = \d++, Iters = \d++,")
+_ITER_SPEED = re.compile(rf"Speed = {_NUM} (?:imgs?|samples|examples)/s")
+_TOTAL_EXAMPLES = re.compile(rf"Total examples: \d++, total time: {_NUM}, {_NUM} examples/se[cd]")
+_PASS_TEST_ACC = re.compile(rf"Pass: (\d++), Test Accuracy: {_NUM}")
+_CE_KPI = re.compile(rf"\s*+kpis\t([^\t]++)\t{_NUM}\s*+$")
 _METRICS = re.compile(r"\*\*metrics_data:(.*)")
-_METRIC_PAIR = re.compile(rf"(\w+)\s*=\s*{_NUM}")
-_ACC_N_PASSES = re.compile(r"acc_(\d+)passes")
+_METRIC_PAIR = re.compile(rf"(?<!\w)(\w++)\s*+=\s*+{_NUM}")
+_ACC_N_PASSES = re.compile(r"acc_(\d++)passes")
 _HVD_PER_GPU = re.compile(rf"Img/sec per GPU: {_NUM}")
-_HVD_TOTAL = re.compile(rf"Total img/sec on (\d+) GPU\(s\): {_NUM}")
+_HVD_TOTAL = re.compile(rf"Total img/sec on (\d++) GPU\(s\): {_NUM}")
 _TF_TOTAL = re.compile(rf"total images/sec: {_NUM}")
-_TF_STEP = re.compile(rf"^\s*\d+\s+images/sec: {_NUM}")
+_TF_STEP = re.compile(rf"\s*+\d++\s++images/sec: {_NUM}")
+
+NUMBER_DOES_NOT_FIT = "number out of range ignored"
+PASS_DOES_NOT_FIT = f"pass number over {MAX_PASS} ignored"
 
 
-def _finite(text: str) -> float | None:
+def _finite(text: str, out: LogSummary) -> float | None:
     value = float(text)
-    return value if math.isfinite(value) else None
+    if fits(value):
+        return value
+    out.note(NUMBER_DOES_NOT_FIT)
+    return None
+
+
+def _pass_number(value: object, out: LogSummary) -> int | None:
+    """A pass (epoch) number, from an int or a string of digits; None, noted, when too big."""
+    if isinstance(value, str):
+        if len(value) > len(str(MAX_PASS)):
+            out.note(PASS_DOES_NOT_FIT)
+            return None
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return None
+    if value > MAX_PASS:
+        out.note(PASS_DOES_NOT_FIT)
+        return None
+    return value
 
 
 def _mllog(line: str, out: LogSummary) -> bool:
@@ -52,7 +76,7 @@ def _mllog(line: str, out: LogSummary) -> bool:
         return False
     try:
         record = json.loads(line[at + len(":::MLLOG") :])
-    except ValueError:
+    except (ValueError, RecursionError):
         out.note("unreadable :::MLLOG line skipped")
         return True
     if not isinstance(record, dict):
@@ -61,17 +85,24 @@ def _mllog(line: str, out: LogSummary) -> bool:
     return True
 
 
-def _number(value: Any) -> float | None:
+def _number(value: Any, out: LogSummary) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if fits(number):
+        return number
+    out.note(NUMBER_DOES_NOT_FIT)
+    return None
 
 
 def _mllog_record(record: dict[str, Any], out: LogSummary) -> None:
     key = record.get("key")
     value = record.get("value")
     metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
-    time_ms = _number(record.get("time_ms"))
+    time_ms = _number(record.get("time_ms"), out)
     time_s = time_ms / 1000.0 if time_ms is not None else None
     if key == "run_start" and time_s is not None:
         out.mark_start(time_s)
@@ -79,17 +110,16 @@ def _mllog_record(record: dict[str, Any], out: LogSummary) -> None:
         status = metadata.get("status") if isinstance(metadata, dict) else None
         out.run_stop_status = str(status) if status is not None else "unknown"
     elif key == "eval_accuracy":
-        accuracy = _number(value)
+        accuracy = _number(value, out)
         epoch = metadata.get("epoch_num") if isinstance(metadata, dict) else None
         if accuracy is not None:
-            pass_num = epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None
-            out.add_accuracy(accuracy, pass_num, time_s)
+            out.add_accuracy(accuracy, _pass_number(epoch, out), time_s)
     elif key == "tracked_stats" and isinstance(value, dict):
-        throughput = _number(value.get("throughput"))
+        throughput = _number(value.get("throughput"), out)
         if throughput is not None and throughput > 0:
             out.add_throughput(throughput, Level.PASS)
     elif key == "global_batch_size":
-        size = _number(value)
+        size = _number(value, out)
         if size is not None:
             out.global_batch_size = int(size)
 
@@ -97,21 +127,33 @@ def _mllog_record(record: dict[str, Any], out: LogSummary) -> None:
 def _paddle_pass(line: str, out: LogSummary) -> bool:
     if m := _PASS_PERF.search(line):
         _positive_throughput(m.group(2), Level.PASS, out)
-        if m.group(3) is not None and (acc := _finite(m.group(3))) is not None:
-            out.add_accuracy(acc, int(m.group(1)), None)
+        if m.group(3) is not None and (acc := _finite(m.group(3), out)) is not None:
+            out.add_accuracy(acc, _pass_number(m.group(1), out), None)
         return True
-    if m := _PASS_ITER.search(line):
-        _positive_throughput(m.group(2), Level.ITERATION, out)
+    if _paddle_iteration(line, out):
         return True
     if m := _PASS_TEST_ACC.search(line):
-        if (acc := _finite(m.group(2))) is not None:
-            out.add_accuracy(acc, int(m.group(1)), None)
+        if (acc := _finite(m.group(2), out)) is not None:
+            out.add_accuracy(acc, _pass_number(m.group(1), out), None)
         return True
     return False
 
 
+def _paddle_iteration(line: str, out: LogSummary) -> bool:
+    """`Pass = N, Iters = M, ... Speed = X img/s`: the speed is looked for once, after the
+    first head, rather than by one pattern that would rescan the line from every head."""
+    head = _PASS_ITER_HEAD.search(line)
+    if head is None:
+        return False
+    speed = _ITER_SPEED.search(line, head.end())
+    if speed is None:
+        return False
+    _positive_throughput(speed.group(1), Level.ITERATION, out)
+    return True
+
+
 def _positive_throughput(text: str, level: Level, out: LogSummary) -> None:
-    value = _finite(text)
+    value = _finite(text, out)
     if value is not None and value > 0:
         out.add_throughput(value, level)
 
@@ -127,7 +169,7 @@ def _ce_kpi(line: str, out: LogSummary) -> bool:
     m = _CE_KPI.match(line)
     if not m:
         return False
-    name, value = m.group(1).lower(), _finite(m.group(2))
+    name, value = m.group(1).lower(), _finite(m.group(2), out)
     if value is None:
         return True
     if ("speed" in name and "converge" not in name) or "throughput" in name:
@@ -137,7 +179,7 @@ def _ce_kpi(line: str, out: LogSummary) -> bool:
         out.converge_speed_s = value
     elif "test_acc" in name:
         passes = _ACC_N_PASSES.search(name)
-        out.add_accuracy(value, int(passes.group(1)) if passes else None, None)
+        out.add_accuracy(value, _pass_number(passes.group(1), out) if passes else None, None)
     return True
 
 
@@ -150,28 +192,28 @@ def _metrics_data(line: str, out: LogSummary) -> bool:
         _positive_throughput(pairs["train_speed"], Level.PASS, out)
     for key, text in pairs.items():
         passes = _ACC_N_PASSES.fullmatch(key)
-        if passes and (acc := _finite(text)) is not None:
-            out.add_accuracy(acc, int(passes.group(1)), None)
+        if passes and (acc := _finite(text, out)) is not None:
+            out.add_accuracy(acc, _pass_number(passes.group(1), out), None)
     if "converge_speed" in pairs:
-        out.converge_speed_s = _finite(pairs["converge_speed"])
+        out.converge_speed_s = _finite(pairs["converge_speed"], out)
     return True
 
 
 def _horovod_tf(line: str, out: LogSummary) -> bool:
     if m := _HVD_TOTAL.search(line):
-        value = _finite(m.group(2))
+        value = _finite(m.group(2), out)
         if value is not None and value > 0:
             out.explicit_total = value
         return True
     if m := _HVD_PER_GPU.search(line):
-        value = _finite(m.group(1))
+        value = _finite(m.group(1), out)
         if value is not None and value > 0:
             out.per_gpu_throughput.add(value)
         return True
     if m := _TF_TOTAL.search(line):
         _positive_throughput(m.group(1), Level.SUMMARY, out)
         return True
-    if m := _TF_STEP.search(line):
+    if m := _TF_STEP.match(line):
         _positive_throughput(m.group(1), Level.ITERATION, out)
         return True
     return False

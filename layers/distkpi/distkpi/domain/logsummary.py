@@ -60,7 +60,6 @@ class LogSummary:
     run_stop_status: str | None = None
     converge_speed_s: float | None = None
     global_batch_size: int | None = None
-    timed_evals: int = 0
     lines_parsed: int = 0
     problem_counts: dict[str, int] = field(default_factory=dict)
 
@@ -78,11 +77,9 @@ class LogSummary:
         if pass_num is not None:
             self.accuracy_by_pass[pass_num] = value
         self.last_accuracy = value
-        if time_s is not None:
-            self.timed_evals += 1
-            best = self.accuracy_frontier[-1].accuracy if self.accuracy_frontier else -1.0
-            if value > best:
-                self.accuracy_frontier.append(EvalPoint(value, time_s))
+        improves = not self.accuracy_frontier or value > self.accuracy_frontier[-1].accuracy
+        if time_s is not None and improves:
+            self.accuracy_frontier.append(EvalPoint(value, time_s))
 
     def mark_start(self, time_s: float) -> None:
         if self.run_start_s is None or time_s < self.run_start_s:

@@ -1,7 +1,8 @@
 """Read a run folder (run.json, <config>/node-<i>.json and the files they name) from any source.
 
-The source is anything with ``read_bytes``/``open``/``list_nodes``: a local folder here, an
-S3 prefix in the collector. Problems with one node or file never stop the others.
+The source is anything with ``read_bytes``/``open``/``list_names``: a local folder here, an
+S3 prefix in the collector. Problems with one node or file never stop the others: a file
+that cannot be read or parsed is a problem of its config, so a config can always be settled.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import BinaryIO, Protocol
 
 from distkpi.domain.contracts import (
     ConfigSpec,
+    FileEntry,
     NodeManifest,
     RunSpec,
     parse_node_manifest,
@@ -30,9 +32,18 @@ from distkpi.domain.kpis import (
     run_kpis,
 )
 from distkpi.domain.logformats import parse_log
-from distkpi.exceptions import ContractError, NotFoundError, RunFolderError
+from distkpi.exceptions import ContractError, NotFoundError, RunFolderError, StorageError
 
-NODE_FILE = re.compile(r"^node-(\d+)\.json$")
+# Only node-<i>.json with i written as Python writes it counts: node-01.json beside
+# node-1.json must not count node 1 twice.
+NODE_FILE = re.compile(r"^node-(0|[1-9][0-9]{0,5})\.json$")
+LOOKS_LIKE_NODE_FILE = re.compile(r"^node-.*\.json$", re.DOTALL)
+
+
+def node_index(name: str) -> int | None:
+    """The node a manifest file name stands for; None when it is not a canonical one."""
+    match = NODE_FILE.match(name)
+    return int(match.group(1)) if match else None
 
 
 class RunSource(Protocol):
@@ -67,8 +78,19 @@ def read_run_spec(source: RunSource) -> RunSpec:
 
 
 def node_indices(source: RunSource, config: str) -> list[int]:
-    found = (NODE_FILE.match(name) for name in source.list_names(config))
-    return sorted(int(m.group(1)) for m in found if m)
+    return _indices(source.list_names(config))
+
+
+def _indices(names: list[str]) -> list[int]:
+    return sorted(i for i in map(node_index, names) if i is not None)
+
+
+def _stray_manifests(names: list[str]) -> list[str]:
+    return [
+        f"{name!r} ignored: not node-<i>.json with i written without leading zeros"
+        for name in names
+        if LOOKS_LIKE_NODE_FILE.match(name) and node_index(name) is None
+    ]
 
 
 def read_manifest(source: RunSource, config: str, node: int) -> NodeManifest:
@@ -78,7 +100,7 @@ def read_manifest(source: RunSource, config: str, node: int) -> NodeManifest:
         data = json.loads(source.read_bytes(where))
     except NotFoundError:
         raise
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ContractError(f"{where} is not JSON: {exc}") from exc
     manifest = parse_node_manifest(data, where)
     if manifest.node != node:
@@ -86,22 +108,49 @@ def read_manifest(source: RunSource, config: str, node: int) -> NodeManifest:
     return manifest
 
 
+def _parse_file(source: RunSource, config: str, entry: FileEntry) -> ParsedLog | ParsedGpuMemory:
+    with source.open(f"{config}/{entry.path}") as stream:
+        if entry.kind == "log":
+            return ParsedLog(entry.path, entry.role, entry.rank, parse_log(stream))
+        return ParsedGpuMemory(entry.path, entry.role, entry.rank, parse_gpu_memory(stream))
+
+
 def _parse_files(
     source: RunSource, config: str, manifest: NodeManifest, evidence: ConfigEvidence
 ) -> None:
     logs, gpus = list(evidence.logs), list(evidence.gpu_memory)
-    for entry in manifest.files:
-        path = f"{config}/{entry.path}"
+    for entry in _unique_entries(manifest, evidence):
         try:
-            with source.open(path) as stream:
-                if entry.kind == "log":
-                    logs.append(ParsedLog(entry.path, entry.role, entry.rank, parse_log(stream)))
-                else:
-                    summary = parse_gpu_memory(stream)
-                    gpus.append(ParsedGpuMemory(entry.path, entry.role, entry.rank, summary))
+            parsed = _parse_file(source, config, entry)
         except NotFoundError:
             evidence.problems.append(f"{entry.path}: named by node {manifest.node} but missing")
+            continue
+        except StorageError as exc:
+            evidence.problems.append(f"{entry.path}: cannot be read: {exc}")
+            continue
+        except Exception as exc:  # a parser bug must not leave the config unsettled forever
+            evidence.problems.append(f"{entry.path}: cannot be parsed: {type(exc).__name__}")
+            continue
+        if isinstance(parsed, ParsedLog):
+            logs.append(parsed)
+        else:
+            gpus.append(parsed)
     evidence.logs, evidence.gpu_memory = logs, gpus
+
+
+def _unique_entries(manifest: NodeManifest, evidence: ConfigEvidence) -> list[FileEntry]:
+    """The manifest's files not named before in this config: a file counts once."""
+    seen = {log.path for log in evidence.logs} | {gpu.path for gpu in evidence.gpu_memory}
+    unique = []
+    for entry in manifest.files:
+        if entry.path in seen:
+            evidence.problems.append(
+                f"{entry.path}: named again by node {manifest.node}; counted once"
+            )
+            continue
+        seen.add(entry.path)
+        unique.append(entry)
+    return unique
 
 
 def gather_config(source: RunSource, spec: ConfigSpec) -> ConfigEvidence:
@@ -109,7 +158,9 @@ def gather_config(source: RunSource, spec: ConfigSpec) -> ConfigEvidence:
     manifests: dict[int, NodeManifest] = {}
     invalid: dict[int, str] = {}
     evidence = ConfigEvidence(spec=spec, manifests=manifests, invalid_nodes=invalid)
-    for node in node_indices(source, spec.name):
+    names = source.list_names(spec.name)
+    evidence.problems.extend(_stray_manifests(names))
+    for node in _indices(names):
         if node >= spec.nodes:
             evidence.problems.append(
                 f"node-{node}.json ignored: the config has {spec.nodes} node(s)"
@@ -117,7 +168,9 @@ def gather_config(source: RunSource, spec: ConfigSpec) -> ConfigEvidence:
             continue
         try:
             manifests[node] = read_manifest(source, spec.name, node)
-        except ContractError as exc:
+        except NotFoundError:  # listed, then gone: it has not reported
+            continue
+        except (ContractError, StorageError) as exc:
             invalid[node] = str(exc)
             continue
         _parse_files(source, spec.name, manifests[node], evidence)

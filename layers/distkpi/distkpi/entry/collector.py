@@ -6,11 +6,12 @@ import re
 from collections.abc import Iterable
 from urllib.parse import unquote_plus
 
-from distkpi.entry.observability import logger
+from distkpi.domain.runfolder import node_index
+from distkpi.entry.observability import count, logger
 from distkpi.entry.wiring import wiring
 from distkpi.exceptions import NotFoundError
 
-NODE_KEY = re.compile(r"^runs/(?P<run>[^/]+)/(?P<config>[^/]+)/node-(?P<node>\d+)\.json$")
+MANIFEST_KEY = re.compile(r"^runs/(?P<run>[^/]+)/(?P<config>[^/]+)/(?P<name>node-[^/]*\.json)$")
 
 
 def handle_keys(keys: Iterable[str]) -> int:
@@ -19,16 +20,22 @@ def handle_keys(keys: Iterable[str]) -> int:
     handled = 0
     for raw in keys:
         key = unquote_plus(raw)
-        match = NODE_KEY.match(key)
+        match = MANIFEST_KEY.match(key)
         if not match:
             logger.info("object is not a node manifest", key=key)
             continue
-        run_id, config, node = match["run"], match["config"], int(match["node"])
+        node = node_index(match["name"])
+        if node is None:
+            logger.warning("manifest name not node-<i>.json with a canonical i; ignored", key=key)
+            count("ManifestsIgnored")
+            continue
+        run_id, config = match["run"], match["config"]
         logger.append_keys(run_id=run_id)
         try:
             pipeline.on_node_manifest(run_id, config, node)
         except NotFoundError:
-            logger.warning("manifest of an unknown run or config ignored", key=key)
+            logger.warning("manifest of an unknown run, config or node ignored", key=key)
+            count("ManifestsIgnored")
             continue
         handled += 1
     return handled

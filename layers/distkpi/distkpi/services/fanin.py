@@ -15,11 +15,18 @@ from distkpi.domain.commit_status import State
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.history import HistoryRow, judge_run, rows_from_records, until_commit
 from distkpi.domain.judging import Judgement
-from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis, config_kpis, run_kpis
+from distkpi.domain.kpis import (
+    ConfigEvidence,
+    ConfigKpis,
+    ConfigStatus,
+    RunKpis,
+    config_kpis,
+    run_kpis,
+)
 from distkpi.domain.runfolder import gather_config, node_indices
 from distkpi.domain.suites import VerdictSettings
 from distkpi.domain.verdict import Verdict, decide, describe
-from distkpi.exceptions import NotFoundError
+from distkpi.exceptions import NotFoundError, StorageError
 from distkpi.services.statuses import Clock, Counter, StatusPublisher, no_metrics, utcnow
 
 logger = Logger(child=True)
@@ -119,9 +126,15 @@ class FanIn:
         self._settle(run_id, config, kpis)
 
     def _kpis_from_folder(self, run_id: str, config: str) -> ConfigKpis:
-        """The config's KPIs from whatever its nodes have put in the run folder."""
+        """The config's KPIs from whatever its nodes have put in the run folder; a folder
+        that cannot even be listed leaves the config without nodes, and says why."""
         run = self._run_spec(run_id)
-        evidence = gather_config(self.store.run(run_id), run.config(config))
+        spec = run.config(config)
+        try:
+            evidence = gather_config(self.store.run(run_id), spec)
+        except StorageError as exc:
+            logger.exception("run folder not readable", run_id=run_id, config=config)
+            evidence = ConfigEvidence(spec, {}, problems=[f"run folder cannot be read: {exc}"])
         return config_kpis(evidence, run.target_accuracy, run.accuracy_pass)
 
     def _settle(self, run_id: str, config: str, kpis: ConfigKpis) -> None:
@@ -234,16 +247,25 @@ class FanIn:
         """Publish the runs that finished while GitHub was down; how many went out now."""
         posted = 0
         for key in self.runs.unpublished_runs():
-            item = self.runs.get_run(str(key["PK"]).removeprefix("RUN#"))
-            if item is None or "result" not in item:
-                continue
-            stored = item["result"]
-            report = stored_report(self.runs, item)
-            verdict = Verdict(State(stored["state"]), tuple(stored.get("reasons", ())))
-            if self._publish(item, report.result, verdict, stored["description"], report):
-                logger.info("status republished", run_id=report.result.run_id)
-                posted += 1
+            run_id = str(key["PK"]).removeprefix("RUN#")
+            try:
+                posted += self._republish(run_id)
+            except Exception:  # one broken run must not keep the others' statuses back
+                logger.exception("status not republished", run_id=run_id)
+                self.count("SweepFailures")
         return posted
+
+    def _republish(self, run_id: str) -> bool:
+        item = self.runs.get_run(run_id)
+        if item is None or "result" not in item:
+            return False
+        stored = item["result"]
+        report = stored_report(self.runs, item)
+        verdict = Verdict(State(stored["state"]), tuple(stored.get("reasons", ())))
+        if not self._publish(item, report.result, verdict, stored["description"], report):
+            return False
+        logger.info("status republished", run_id=run_id)
+        return True
 
 
 @dataclass(frozen=True)
