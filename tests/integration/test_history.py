@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import json
@@ -14,7 +15,7 @@ import pytest
 from distkpi.adapters.dynamo import RunRepository, history_key
 from distkpi.cli import main
 from distkpi.domain.history import HISTORY_COLUMNS
-from tests.integration.conftest import BUCKET, TABLE, Stack
+from tests.integration.conftest import BUCKET, TABLE, Stack, event
 from tests.integration.test_flow import THROUGHPUT, deliver_all, final_statuses, run_all_nodes
 
 REPO, MODEL = "PaddlePaddle/Paddle", "resnet50"
@@ -168,3 +169,31 @@ def test_the_runs_of_a_commit(stack: Stack, capsys: pytest.CaptureFixture[str]) 
     assert run_id in line and "done" in line and "success" in line
     assert main(["runs", "--repo", REPO, "--sha", "0" * 40, "--table", TABLE]) == 0
     assert "no runs" in capsys.readouterr().out
+
+
+def fork_pull_request_from_a_branch_named_develop(stack: Stack) -> dict[str, Any]:
+    payload = copy.deepcopy(event("pull_request")["payload"])
+    head = payload["pull_request"]["head"]
+    head["ref"], head["label"] = "develop", "stranger:develop"
+    head["repo"] = {**head["repo"], "full_name": "stranger/Paddle"}
+    return payload
+
+
+def test_a_fork_pull_request_from_develop_never_becomes_develops_baseline(stack: Stack) -> None:
+    # Given develop's history at the usual throughput
+    seed_history(stack, 12)
+    # When a fork's pull request, from its own branch named develop, reports 3x throughput
+    payload = fork_pull_request_from_a_branch_named_develop(stack)
+    (pr_run,) = stack.webhook(payload=payload, delivery="fork-pr")["json"]["runs"]
+    deliver_all(stack, run_all_nodes(stack, pr_run, scale=dict.fromkeys(THROUGHPUT, 3.0)), 1)
+    # Then its results are kept under the pull request, not under develop
+    repository = RunRepository(TABLE)
+    assert {r["run_id"] for r in repository.history(REPO, "develop", MODEL)} == {
+        f"push-{i}" for i in range(12)
+    }
+    number = payload["number"]
+    assert {r["run_id"] for r in repository.history(REPO, f"pr:{number}", MODEL)} == {pr_run}
+    # And the next push of unchanged develop code still passes against develop's own history
+    (push_run,) = stack.webhook("push", delivery="push-after-fork")["json"]["runs"]
+    deliver_all(stack, run_all_nodes(stack, push_run), copies=1)
+    assert [s["state"] for s in final_statuses(stack)] == ["success", "success"]

@@ -24,6 +24,16 @@ HISTORY_COLUMNS = (
 )
 
 
+def history_branch(event: str, branch: str, pull_request: int | None) -> str:
+    """Whose history a run's results join. A push (only to a configured branch starts runs)
+    joins its branch's. A pull request's runs stay apart under ``pr:<number>``, a name no git
+    branch can have: its head branch may be called ``develop`` in a fork, and a pull
+    request's numbers must never become a branch's baseline."""
+    if event != "pull_request":
+        return branch
+    return f"pr:{pull_request if pull_request is not None else branch}"
+
+
 @dataclass(frozen=True)
 class HistoryRow:
     """One KPI of one config of one finished run: a row of `distkpi history --format csv`."""

@@ -13,7 +13,13 @@ from distkpi.adapters.dynamo import RunRepository, history_key
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.commit_status import State
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.history import HistoryRow, judge_run, rows_from_records, until_commit
+from distkpi.domain.history import (
+    HistoryRow,
+    history_branch,
+    judge_run,
+    rows_from_records,
+    until_commit,
+)
 from distkpi.domain.judging import Judgement
 from distkpi.domain.kpis import (
     ConfigEvidence,
@@ -313,12 +319,13 @@ def baseline_rows(
 def _history_items(run_item: Mapping[str, Any], result: RunKpis) -> list[dict[str, Any]]:
     """One record per config, finished when the run did; keyed by the run's creation time so
     rewriting is harmless."""
+    branch = history_branch(run_item["event"], run_item["branch"], run_item.get("pull_request"))
     return [
         {
-            "PK": history_key(run_item["repo"], run_item["branch"], run_item["model"]),
+            "PK": history_key(run_item["repo"], branch, run_item["model"]),
             "SK": f"{run_item['created_at']}#{result.run_id}#{c.name}",
             "repo": run_item["repo"],
-            "branch": run_item["branch"],
+            "branch": branch,
             "model": run_item["model"],
             "config": c.name,
             "sha": run_item["sha"],
