@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
 
 from tests.integration.conftest import Stack, event
 
@@ -91,3 +96,64 @@ def test_an_invalid_suite_gets_an_error_status_and_the_others_still_run(stack: S
     assert error["description"].startswith("suites/broken.yaml: invalid suite: ")
     assert "accuracy_pass: Field required" in error["description"]
     assert len(error["description"]) <= 140
+
+
+def mutated(name: str, change: Callable[[dict[str, Any]], None]) -> bytes:
+    payload = copy.deepcopy(event(name)["payload"])
+    change(payload)
+    return json.dumps(payload).encode()
+
+
+def set_at(*path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(payload: dict[str, Any]) -> None:
+        node = payload
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return change
+
+
+NOT_WHAT_GITHUB_SENDS = [
+    ("pull_request", set_at("pull_request", "head", "sha", value="A" * 40), "head.sha"),
+    ("pull_request", set_at("pull_request", "head", "sha", value="abc"), "head.sha"),
+    ("pull_request", set_at("pull_request", "base", "sha", value="z" * 40), "base.sha"),
+    ("push", set_at("after", value="9F4E1C2B7A6D5E4F3A2B1C0D9E8F7A6B5C4D3E2F"), "after"),
+    ("pull_request", set_at("repository", "full_name", value="no-slash"), "full_name"),
+    ("pull_request", set_at("repository", "full_name", value="a/b/c"), "full_name"),
+    ("push", set_at("repository", "full_name", value="a/../b c"), "full_name"),
+    ("pull_request", set_at("number", value=10**38), "number"),
+    ("pull_request", set_at("number", value=-1), "number"),
+    ("pull_request", set_at("number", value=1.5), "number"),
+    ("pull_request", set_at("pull_request", "head", "ref", value="x" * 300), "head.ref"),
+    ("pull_request", set_at("pull_request", "base", "ref", value="develop\x00"), "base.ref"),
+]
+
+
+@pytest.mark.parametrize(("name", "change", "field"), NOT_WHAT_GITHUB_SENDS)
+def test_a_signed_payload_github_would_never_send_is_400_naming_the_field(
+    stack: Stack, name: str, change: Callable[[dict[str, Any]], None], field: str
+) -> None:
+    body = mutated(name, change)
+    response = stack.webhook(name, body=body, delivery=f"bad-{field}")
+    assert response["statusCode"] == 400
+    assert field in response["json"]["message"]
+    assert nothing_started(stack)
+    assert not stack.table.get_item(Key={"PK": f"DELIVERY#bad-{field}", "SK": "DELIVERY"}).get(
+        "Item"
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b'{"action": "opened", "number": NaN}', "NaN is not a JSON number"),
+        (b'{"action": "opened", "number": Infinity}', "Infinity is not a JSON number"),
+        (b'{"a": ' * 1000 + b"1" + b"}" * 1000, "nested too deeply"),
+    ],
+)
+def test_json_that_is_not_plain_json_is_400(stack: Stack, body: bytes, says: str) -> None:
+    response = stack.webhook("pull_request", body=body)
+    assert response["statusCode"] == 400
+    assert says in response["json"]["message"]
+    assert nothing_started(stack)

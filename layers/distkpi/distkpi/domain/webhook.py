@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 PR_ACTIONS = frozenset({"opened", "synchronize", "reopened"})
+SHA = re.compile(r"[0-9a-f]{40}")
+FULL_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
+MAX_NUMBER = 2**31 - 1  # GitHub's issue and pull request numbers are 32-bit
+MAX_REF_BYTES = 255
 
 
 def signature_matches(secret: bytes, body: bytes, header: str | None) -> bool:
@@ -44,6 +49,44 @@ class Ignored:
     reason: str
 
 
+@dataclass(frozen=True)
+class Invalid:
+    """A signed delivery that is not what GitHub sends: which field, and why."""
+
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.reason}"
+
+
+def _invalid_field(trigger: Trigger) -> Invalid | None:
+    """The first field of a trigger that GitHub would never send, else None."""
+    if not FULL_NAME.fullmatch(trigger.repo):
+        return Invalid("repository.full_name", "not owner/name")
+    sha_field = "pull_request.head.sha" if trigger.event == "pull_request" else "after"
+    if not SHA.fullmatch(trigger.sha):
+        return Invalid(sha_field, "not a 40-digit lower-case hex commit sha")
+    if trigger.base_sha is not None and not SHA.fullmatch(trigger.base_sha):
+        return Invalid("pull_request.base.sha", "not a 40-digit lower-case hex commit sha")
+    refs = {"pull_request.head.ref": trigger.branch, "pull_request.base.ref": trigger.base_branch}
+    if trigger.event != "pull_request":
+        refs = {"ref": trigger.ref}
+    for field, ref in refs.items():
+        if len(ref.encode()) > MAX_REF_BYTES or any(ord(c) < 32 for c in ref):
+            return Invalid(
+                field, f"not a git ref (control characters, or over {MAX_REF_BYTES} bytes)"
+            )
+    return None
+
+
+def _number(payload: Mapping[str, Any]) -> int | Invalid:
+    number = payload.get("number")
+    if isinstance(number, bool) or not isinstance(number, int) or not 0 < number <= MAX_NUMBER:
+        return Invalid("number", f"not a pull request number (1 to {MAX_NUMBER})")
+    return number
+
+
 def _dig(payload: Mapping[str, Any], *path: str) -> Any:
     node: Any = payload
     for key in path:
@@ -57,7 +100,7 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _pull_request(payload: Mapping[str, Any]) -> Trigger | Ignored:
+def _pull_request(payload: Mapping[str, Any]) -> Trigger | Ignored | Invalid:
     action = payload.get("action")
     if action not in PR_ACTIONS:
         return Ignored(f"pull_request action {action!r} does not start runs")
@@ -69,21 +112,23 @@ def _pull_request(payload: Mapping[str, Any]) -> Trigger | Ignored:
     base_ref = _dig(payload, "pull_request", "base", "ref")
     if not all(isinstance(v, str) for v in (repo, sha, head_ref, base_ref)):
         return Ignored("pull_request payload lacks repository, head or base")
-    number = payload.get("number")
+    number = _number(payload)
+    if isinstance(number, Invalid):
+        return number
     return Trigger(
         repo=repo,
         sha=sha,
-        ref=f"refs/pull/{number}/head" if isinstance(number, int) else f"refs/heads/{head_ref}",
+        ref=f"refs/pull/{number}/head",
         branch=head_ref,
         event="pull_request",
         base_branch=base_ref,
-        base_sha=_dig(payload, "pull_request", "base", "sha"),
-        pull_request=number if isinstance(number, int) else None,
+        base_sha=_text(_dig(payload, "pull_request", "base", "sha")),
+        pull_request=number,
         updated_at=_text(_dig(payload, "pull_request", "updated_at")),
     )
 
 
-def _push(payload: Mapping[str, Any], branches: Collection[str]) -> Trigger | Ignored:
+def _push(payload: Mapping[str, Any], branches: Collection[str]) -> Trigger | Ignored | Invalid:
     ref, repo, sha = (
         payload.get("ref"),
         _dig(payload, "repository", "full_name"),
@@ -101,10 +146,17 @@ def _push(payload: Mapping[str, Any], branches: Collection[str]) -> Trigger | Ig
     return Trigger(repo=repo, sha=sha, ref=ref, branch=branch, event="push", base_branch=branch)
 
 
-def decide(event: str, payload: Mapping[str, Any], branches: Collection[str]) -> Trigger | Ignored:
-    """Whether a delivery (already authenticated) starts runs, and for which commit."""
+def decide(
+    event: str, payload: Mapping[str, Any], branches: Collection[str]
+) -> Trigger | Ignored | Invalid:
+    """Whether a delivery (already authenticated) starts runs, and for which commit; Invalid
+    for one that would start runs but holds what GitHub never sends."""
     if event == "pull_request":
-        return _pull_request(payload)
-    if event == "push":
-        return _push(payload, branches)
-    return Ignored(f"event {event!r} does not start runs")
+        decided = _pull_request(payload)
+    elif event == "push":
+        decided = _push(payload, branches)
+    else:
+        return Ignored(f"event {event!r} does not start runs")
+    if isinstance(decided, Trigger):
+        return _invalid_field(decided) or decided
+    return decided

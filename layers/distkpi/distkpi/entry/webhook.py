@@ -11,7 +11,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 
-from distkpi.domain.webhook import Ignored, Trigger, decide, signature_matches
+from distkpi.domain.webhook import Ignored, Invalid, Trigger, decide, signature_matches
 from distkpi.entry.observability import count, logger
 from distkpi.entry.wiring import wiring
 
@@ -52,21 +52,38 @@ def receive() -> Response[str]:
         logger.warning("webhook signature missing or wrong")
         count("SignatureRejected")
         return _reply(HTTPStatus.UNAUTHORIZED, message="signature missing or wrong")
-    try:
-        payload = json.loads(body)
-    except ValueError:
-        return _reply(HTTPStatus.BAD_REQUEST, message="body is not JSON")
-    if not isinstance(payload, dict):
-        return _reply(HTTPStatus.BAD_REQUEST, message="body is not a JSON object")
+    payload = _payload(body)
+    if isinstance(payload, Response):
+        return payload
     event, delivery = _header("X-GitHub-Event") or "", _header("X-GitHub-Delivery") or ""
     logger.append_keys(delivery=delivery, github_event=event)
     return _dispatch(event, delivery, payload)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _payload(body: bytes) -> dict[str, Any] | Response[str]:
+    """The delivery's JSON object, or the 400 that says why there is none."""
+    try:
+        payload = json.loads(body, parse_constant=_no_constant)
+    except ValueError as exc:
+        return _reply(HTTPStatus.BAD_REQUEST, message=f"body is not JSON: {exc}")
+    except RecursionError:
+        return _reply(HTTPStatus.BAD_REQUEST, message="body is not JSON: nested too deeply")
+    if not isinstance(payload, dict):
+        return _reply(HTTPStatus.BAD_REQUEST, message="body is not a JSON object")
+    return payload
 
 
 def _dispatch(event: str, delivery: str, payload: dict[str, Any]) -> Response[str]:
     if event == "ping":
         return _reply(HTTPStatus.OK, message="pong")
     trigger = decide(event, payload, wiring().settings.branches)
+    if isinstance(trigger, Invalid):
+        logger.warning("delivery not what GitHub sends", field=trigger.field, reason=trigger.reason)
+        return _reply(HTTPStatus.BAD_REQUEST, message=str(trigger), field=trigger.field)
     if isinstance(trigger, Ignored):
         logger.info("delivery ignored", reason=trigger.reason)
         return _reply(HTTPStatus.ACCEPTED, message=f"ignored: {trigger.reason}")
