@@ -15,32 +15,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
-from samtranslator.translator.transform import transform
-from samtranslator.yaml_helper import yaml_parse
-
-
-class OfflinePolicyLoader:
-    """SAM asks IAM for managed policy ARNs by name; this template names none."""
-
-    def load(self) -> dict[str, str]:
-        return {}
-
-
-def packaged(template: dict[str, Any]) -> dict[str, Any]:
-    for name, resource in template.get("Resources", {}).items():
-        props = resource.get("Properties", {})
-        for key in ("CodeUri", "ContentUri"):
-            if isinstance(props.get(key), str) and not props[key].startswith("s3://"):
-                props[key] = f"s3://lint-artifacts/{name}.zip"
-    return template
-
-
-def expand(path: Path) -> dict[str, Any]:
-    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    template = packaged(yaml_parse(path.read_text()))
-    return transform(template, {}, OfflinePolicyLoader())  # type: ignore[no-any-return]
+from distkpi.local.sam import expand
 
 
 def main() -> int:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import json
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -16,14 +18,31 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from moto.core.authorization import enable_iam_authentication
 
-from distkpi.domain.template import load_template
+from distkpi.domain.template import load_template, resources_of_type
 from distkpi.domain.webhook import sign
 from distkpi.entry import wiring
-from distkpi.local.aws_stack import BUCKET, TABLE, function_environment, provision
+from distkpi.local.aws_stack import (
+    BUCKET,
+    REGION,
+    STACK_NAME,
+    TABLE,
+    function_environment,
+    provision,
+)
 from distkpi.local.github_standin import GitHubStandIn
 from distkpi.local.handlers import LambdaContext, load_handlers
+from distkpi.local.iam import (
+    ADMIN,
+    Identity,
+    Resolver,
+    create_identity,
+    function_roles,
+    role_statements,
+)
 from distkpi.local.run import BATCH_STATES
+from distkpi.local.sam import expand
 from tests.conftest import offline_aws
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +62,9 @@ class Stack:
     batch: Any
     table: Any
     queue: str
-    handlers: dict[str, ModuleType] = field(default_factory=dict)
+    job_s3: Any = None
+    identities: Any = None
+    handlers: dict[str, Any] = field(default_factory=dict)
 
     def webhook(
         self,
@@ -143,6 +164,85 @@ def make_dynamodb_writes_atomic(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(DynamoDBBackend, name, locked)
 
 
+@functools.cache
+def template_grants() -> dict[str, list[dict[str, Any]]]:
+    """The statements template.yaml, expanded by SAM, grants each handler (named as its
+    folder) and the benchmark job; expanded once per test session."""
+    expanded = expand(ROOT / "template.yaml")
+    resolve = Resolver(STACK_NAME, REGION)
+    folders = {
+        name: Path(props["CodeUri"]).name
+        for name, props in resources_of_type(
+            load_template((ROOT / "template.yaml").read_text()), "AWS::Serverless::Function"
+        ).items()
+    }
+    grants = {
+        folders[function]: role_statements(expanded, role, resolve)
+        for function, role in function_roles(expanded).items()
+    }
+    return {**grants, "job": role_statements(expanded, "JobRole", resolve)}
+
+
+def function_identities(iam: Any) -> dict[str, Identity]:
+    """An identity per handler, the benchmark job's, and the tests' own (allowed anything)."""
+    made = {name: create_identity(iam, name, grants) for name, grants in template_grants().items()}
+    return {**made, "tests": create_identity(iam, "tests", ADMIN)}
+
+
+class Identities:
+    """Whose credentials the process's AWS calls carry, as in Lambda, where each function's
+    come from its environment: a handler's own while it runs, the tests' between calls.
+    Calls of one handler may overlap (events are delivered from several threads); another
+    identity waits for them to end. Each switch starts the handlers' wiring afresh, as a
+    new container would."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, made: dict[str, Identity]) -> None:
+        self.monkeypatch, self.made = monkeypatch, made
+        # one boto3 session per identity: a new session would load botocore's models again
+        self.sessions = {name: boto3.Session(**i.credentials()) for name, i in made.items()}
+        self.changed = threading.Condition()
+        self.current, self.running = "", 0
+        self._switch("tests")
+        monkeypatch.setattr(boto3, "DEFAULT_SESSION", self.sessions["tests"])
+
+    def _switch(self, name: str) -> None:
+        identity = self.made[name]
+        self.monkeypatch.setenv("AWS_ACCESS_KEY_ID", identity.access_key_id)
+        self.monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", identity.secret_access_key)
+        boto3.DEFAULT_SESSION = self.sessions[name]
+        wiring.reset()
+        self.current = name
+
+    @contextmanager
+    def acting_as(self, name: str) -> Iterator[None]:
+        with self.changed:
+            self.changed.wait_for(lambda: self.current == name or self.running == 0)
+            if self.current != name:
+                self._switch(name)
+            self.running += 1
+        try:
+            yield
+        finally:
+            with self.changed:
+                self.running -= 1
+                if self.running == 0:
+                    self._switch("tests")
+                self.changed.notify_all()
+
+
+@dataclass
+class HandlerAs:
+    """A handler module whose lambda_handler runs with its function's credentials."""
+
+    module: ModuleType
+    name: str
+    identities: Identities
+
+    def lambda_handler(self, event: Any, context: Any) -> Any:
+        with self.identities.acting_as(self.name):
+            return self.module.lambda_handler(event, context)
+
+
 @pytest.fixture
 def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
     make_dynamodb_writes_atomic(monkeypatch)
@@ -169,16 +269,22 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         for key, value in environment.items():
             monkeypatch.setenv(key, value)
         monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED")
-        s3, batch = boto3.client("s3"), boto3.client("batch")
-        wiring.reset()
+        identities = Identities(monkeypatch, function_identities(boto3.client("iam")))
+        tests = identities.made["tests"].credentials()
         stack = Stack(
             github=github,
-            s3=s3,
-            batch=batch,
-            table=boto3.resource("dynamodb").Table(TABLE),
+            s3=boto3.client("s3", **tests),
+            batch=boto3.client("batch", **tests),
+            table=boto3.resource("dynamodb", **tests).Table(TABLE),
             queue=made.job_queue,
+            job_s3=boto3.client("s3", **identities.made["job"].credentials()),
+            identities=identities,
         )
-        stack.handlers = load_handlers(ROOT)
-        yield stack
+        stack.handlers = {
+            name: HandlerAs(module, name, identities)  # type: ignore[misc]
+            for name, module in load_handlers(ROOT).items()
+        }
+        with enable_iam_authentication():
+            yield stack
         wiring.reset()
     github.stop()

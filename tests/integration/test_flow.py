@@ -44,9 +44,9 @@ def upload_node(
     """What the job entrypoint does: the node's files first, its manifest last."""
     prefix = f"runs/{run_id}/{config}/"
     log_path, gpu_path = f"logs/{role}-{rank}.log", f"logs/{role}-{rank}.gpu.csv"
-    stack.s3.put_object(Bucket=BUCKET, Key=prefix + log_path, Body=log)
+    stack.job_s3.put_object(Bucket=BUCKET, Key=prefix + log_path, Body=log)
     gpu = "timestamp, index, memory.used [MiB]\n2026/11/30 00:00:00.000, 0, 12000 MiB\n"
-    stack.s3.put_object(Bucket=BUCKET, Key=prefix + gpu_path, Body=gpu)
+    stack.job_s3.put_object(Bucket=BUCKET, Key=prefix + gpu_path, Body=gpu)
     manifest = {
         "schema": 1,
         "node": node,
@@ -59,7 +59,7 @@ def upload_node(
         ],
     }
     key = f"{prefix}node-{node}.json"
-    stack.s3.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(manifest))
+    stack.job_s3.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(manifest))
     return key
 
 
@@ -161,10 +161,10 @@ def test_a_pull_request_from_webhook_to_commit_status(stack: Stack) -> None:
     assert float(kpis["4x8-8ps"]["speedup"]) == pytest.approx(20.0)
     assert float(kpis["2x8-4ps"]["pserver_gpu_memory_mib"]) == 12000
     assert "published_at" in run
-    # and in the history, finished when the run did
+    # and in the pull request's own history (never its head branch's), finished when the run did
     history = stack.table.query(
         KeyConditionExpression="PK = :pk",
-        ExpressionAttributeValues={":pk": f"HIST#{run['repo']}#{run['branch']}#resnet50"},
+        ExpressionAttributeValues={":pk": f"HIST#{run['repo']}#pr:{run['pull_request']}#resnet50"},
     )["Items"]
     assert {h["config"] for h in history} == set(THROUGHPUT)
     assert {h["finished_at"] for h in history} == {run["finished_at"]}

@@ -23,8 +23,11 @@ from distkpi.domain.template import (
 )
 
 REGION = "us-east-1"
+ACCOUNT = "123456789012"  # moto's default account
+STACK_NAME = "distkpi"
 TABLE = "distkpi-local"
-BUCKET = "distkpi-local-runs"
+# named as template.yaml names it, so that the S3 ARNs of its IAM policies match this bucket
+BUCKET = f"{STACK_NAME}-runs-{ACCOUNT}-{REGION}"
 QUEUE = "distkpi-local-node-manifests"
 WEBHOOK_SECRET_ID = "distkpi-local-webhook"
 GITHUB_TOKEN_SECRET_ID = "distkpi-local-github-token"
