@@ -2,6 +2,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# checkov pins packaging<24, which pytest cannot use: it gets an environment of its own
+CHECKOV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV)/.installed
 
 .PHONY: demo test lint typecheck unit bench clean
 
@@ -11,13 +14,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+$(CHECKOV_STAMP):
+	$(PYTHON) -m venv $(CHECKOV)
+	$(CHECKOV)/bin/pip install --quiet checkov==3.3.30
+	touch $(CHECKOV_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/distkpi local
 
-lint: $(STAMP)
+lint: $(STAMP) $(CHECKOV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	PATH=$(CURDIR)/$(BIN):$$PATH $(BIN)/python infra/lint_template.py
+	PATH=$(CURDIR)/$(BIN):$(CURDIR)/$(CHECKOV)/bin:$$PATH $(BIN)/python infra/lint_template.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -31,4 +39,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/parse_throughput.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache out
+	rm -rf $(VENV) $(CHECKOV) .mypy_cache .ruff_cache .pytest_cache out

@@ -30,6 +30,9 @@ class Settings(BaseModel):
     suites_prefix: Annotated[str, Field(alias="SUITES_PREFIX")] = "suites/"
     github_retries: Annotated[int, Field(alias="GITHUB_RETRIES", ge=0)] = 4
     github_backoff_s: Annotated[float, Field(alias="GITHUB_BACKOFF_S", ge=0)] = 0.5
+    github_timeout_s: Annotated[float, Field(alias="GITHUB_TIMEOUT_S", gt=0)] = 10.0
+    # the webhook's GitHub calls, in all, per delivery; unset: no bound but the timeouts
+    github_budget_s: Annotated[float | None, Field(alias="GITHUB_BUDGET_S", gt=0)] = None
     run_timeout_s: Annotated[int, Field(alias="RUN_TIMEOUT_S", ge=0)] = 8 * 3600
     cancel_superseded: Annotated[bool, Field(alias="CANCEL_SUPERSEDED_RUNS")] = True
 

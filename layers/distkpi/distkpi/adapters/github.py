@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -23,6 +24,25 @@ class CommitStatus:
     context: str
     description: str
     target_url: str | None = None
+
+
+@dataclass
+class TimeBudget:
+    """The seconds GitHub calls may take in all from the last ``start()``: the webhook starts
+    one per delivery, since GitHub stops waiting for an answer after 10 s."""
+
+    seconds: float
+    clock: Callable[[], float] = time.monotonic
+    _until: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        self.start()
+
+    def start(self) -> None:
+        self._until = self.clock() + self.seconds
+
+    def left(self) -> float:
+        return max(0.0, self._until - self.clock())
 
 
 def _session(retries: int, backoff_s: float) -> requests.Session:
@@ -50,11 +70,24 @@ class GitHubStatusClient:
         retries: int = 4,
         backoff_s: float = 0.5,
         timeout_s: tuple[float, float] = (3.05, 10.0),
+        budget: TimeBudget | None = None,
     ) -> None:
         self.api_url = api_url.rstrip("/")
         self._token = token
         self.session = session or _session(retries, backoff_s)
         self.timeout_s = timeout_s
+        self.attempts = retries + 1
+        self.budget = budget
+
+    def _timeout(self) -> tuple[float, float]:
+        """Each attempt's (connect, read) timeout: within what is left of the budget, shared
+        by the attempts still possible."""
+        if self.budget is None:
+            return self.timeout_s
+        share = self.budget.left() / self.attempts
+        if share < 0.1:
+            raise GitHubError("no time left for GitHub in this delivery")
+        return min(self.timeout_s[0], share), min(self.timeout_s[1], share)
 
     def post(self, status: CommitStatus) -> None:
         body: dict[str, str] = {
@@ -70,8 +103,9 @@ class GitHubStatusClient:
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28",
         }
+        timeout = self._timeout()
         try:
-            response = self.session.post(url, json=body, headers=headers, timeout=self.timeout_s)
+            response = self.session.post(url, json=body, headers=headers, timeout=timeout)
         except requests.RequestException as exc:
             raise GitHubError(f"GitHub unreachable: {type(exc).__name__}") from exc
         if response.status_code != 201:

@@ -43,6 +43,8 @@ def _header(name: str) -> str | None:
 
 @app.post("/")
 def receive() -> Response[str]:
+    if (budget := wiring().github_budget) is not None:
+        budget.start()
     body = _raw_body()
     if body is None:
         return _reply(HTTPStatus.BAD_REQUEST, message="body is not valid base64")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from distkpi.adapters.batch import BatchLauncher
 from distkpi.adapters.dynamo import RunRepository
-from distkpi.adapters.github import GitHubStatusClient
+from distkpi.adapters.github import GitHubStatusClient, TimeBudget
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.adapters.secrets import SecretReader
 from distkpi.domain.suites import BrokenSuite, Suite, parse_deployed_suites
@@ -62,6 +62,11 @@ class Wiring:
         return f"{base.rstrip('/')}/{key}" if base else self.store.presigned_url(key)
 
     @cached_property
+    def github_budget(self) -> TimeBudget | None:
+        budget = self.settings.github_budget_s
+        return TimeBudget(budget) if budget is not None else None
+
+    @cached_property
     def statuses(self) -> StatusPublisher:
         s = self.settings
         github = GitHubStatusClient(
@@ -69,6 +74,8 @@ class Wiring:
             self.github_token,
             retries=s.github_retries,
             backoff_s=s.github_backoff_s,
+            timeout_s=(min(3.05, s.github_timeout_s), s.github_timeout_s),
+            budget=self.github_budget,
         )
         return StatusPublisher(github, self.report_url, count)
 

@@ -1,0 +1,139 @@
+"""What template.yaml, expanded by SAM, grants each function and the benchmark job (the calls
+the code makes and no more, and the conditions moto cannot check: the integration tests
+enforce the actions and S3 resources), and the settings that keep the stack safe to run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distkpi.domain.template import load_template, resources_of_type
+from distkpi.local.aws_stack import REGION, STACK_NAME
+from distkpi.local.iam import Resolver, function_roles, role_statements
+from distkpi.local.sam import expand
+
+ROOT = Path(__file__).resolve().parents[2]
+NEVER = {
+    "dynamodb:Scan",
+    "dynamodb:BatchGetItem",
+    "s3:DeleteObject",
+    "s3:PutObjectAcl",
+    "s3:PutLifecycleConfiguration",
+    "*",
+}
+
+
+@pytest.fixture(scope="module")
+def grants() -> dict[str, list[dict[str, Any]]]:
+    expanded = expand(ROOT / "template.yaml")
+    resolve = Resolver(STACK_NAME, REGION)
+    roles = {**function_roles(expanded), "Job": "JobRole"}
+    return {name: role_statements(expanded, role, resolve) for name, role in roles.items()}
+
+
+def actions(statement: dict[str, Any]) -> list[str]:
+    found = statement["Action"]
+    return found if isinstance(found, list) else [found]
+
+
+def granting(statements: list[dict[str, Any]], action: str) -> list[dict[str, Any]]:
+    return [s for s in statements if action in actions(s)]
+
+
+def test_no_role_is_granted_what_no_code_calls(grants: dict[str, list[dict[str, Any]]]) -> None:
+    for name, statements in grants.items():
+        granted = {a for s in statements for a in actions(s)}
+        assert not granted & NEVER, name
+
+
+def test_only_the_webhook_deletes_items_its_delivery_claims(
+    grants: dict[str, list[dict[str, Any]]],
+) -> None:
+    deleting = {
+        n for n, ss in grants.items() if any("dynamodb:DeleteItem" in actions(s) for s in ss)
+    }
+    assert deleting == {"WebhookFunction"}
+
+
+def test_jobs_are_stopped_only_when_tagged_as_distkpi_runs(
+    grants: dict[str, list[dict[str, Any]]],
+) -> None:
+    terminating = [s for ss in grants.values() for s in granting(ss, "batch:TerminateJob")]
+    assert len(terminating) == 2  # the webhook (superseded runs) and the sweeper (deadlines)
+    for statement in terminating:
+        assert statement["Condition"] == {"StringLike": {"aws:ResourceTag/distkpi:run": "*"}}
+
+
+def test_listing_is_limited_to_the_prefixes_each_role_reads(
+    grants: dict[str, list[dict[str, Any]]],
+) -> None:
+    prefixes = {
+        name: [
+            s["Condition"]["StringLike"]["s3:prefix"] for s in ss if "s3:ListBucket" in actions(s)
+        ]
+        for name, ss in grants.items()
+    }
+    assert prefixes == {
+        "WebhookFunction": [["suites/*"]],
+        "CollectorFunction": [["runs/*"]],
+        "JobEventsFunction": [["runs/*"]],
+        "SweeperFunction": [["runs/*"]],
+        "Job": [["runs/*"]],
+    }
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return load_template((ROOT / "template.yaml").read_text())
+
+
+def test_every_function_reserves_concurrency_and_the_webhook_answers_within_10_s(
+    template: dict[str, Any],
+) -> None:
+    functions = resources_of_type(template, "AWS::Serverless::Function")
+    assert all("ReservedConcurrentExecutions" in f for f in functions.values())
+    webhook = functions["WebhookFunction"]
+    assert webhook["Timeout"] < 10
+    env = webhook["Environment"]["Variables"]
+    retries, timeout, budget = (
+        float(env[k]) for k in ("GITHUB_RETRIES", "GITHUB_TIMEOUT_S", "GITHUB_BUDGET_S")
+    )
+    assert budget < webhook["Timeout"] and (retries + 1) * timeout <= budget
+
+
+def test_containers_cannot_reach_the_instance_role(template: dict[str, Any]) -> None:
+    (launch,) = resources_of_type(template, "AWS::EC2::LaunchTemplate").values()
+    options = launch["LaunchTemplateData"]["MetadataOptions"]
+    assert options["HttpTokens"] == "required" and options["HttpPutResponseHopLimit"] == 1
+    (environment,) = resources_of_type(template, "AWS::Batch::ComputeEnvironment").values()
+    assert "LaunchTemplate" in environment["ComputeResources"]
+
+
+def test_the_bucket_refuses_plain_http_and_expires_old_versions(template: dict[str, Any]) -> None:
+    (policy,) = resources_of_type(template, "AWS::S3::BucketPolicy").values()
+    (deny,) = policy["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny"
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    (rule,) = resources_of_type(template, "AWS::S3::Bucket")["RunsBucket"][
+        "LifecycleConfiguration"
+    ]["Rules"]
+    assert rule["NoncurrentVersionExpiration"]["NoncurrentDays"] > 0
+    assert resources_of_type(template, "AWS::DynamoDB::Table")["RunsTable"][
+        "DeletionProtectionEnabled"
+    ]
+
+
+def test_alarms_watch_the_dead_letter_queue_and_the_failure_metrics(
+    template: dict[str, Any],
+) -> None:
+    alarms = resources_of_type(template, "AWS::CloudWatch::Alarm").values()
+    watched = {a["MetricName"] for a in alarms}
+    assert watched == {
+        "ApproximateNumberOfMessagesVisible",
+        "SweepFailures",
+        "StatusPostFailures",
+        "ReportFailures",
+    }
+    assert all(a["AlarmActions"] == [{"Ref": "AlarmTopic"}] for a in alarms)
