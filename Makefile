@@ -37,6 +37,7 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/parse_throughput.py
+	$(BIN)/python bench/hostile_input.py
 
 clean:
 	rm -rf $(VENV) $(CHECKOV) .mypy_cache .ruff_cache .pytest_cache out
