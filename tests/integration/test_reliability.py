@@ -132,3 +132,31 @@ def test_a_run_folder_that_cannot_be_listed_is_settled_by_the_sweeper(
     problems = config_item(stack, broken, "1x1")["kpis"]["problems"]
     assert any(p.startswith("run folder cannot be read") for p in problems)
     assert stack.table.get_item(Key={"PK": f"RUN#{fine}", "SK": "RUN"})["Item"]["status"] == "done"
+
+
+def test_one_run_that_cannot_be_republished_does_not_keep_the_others_back(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given two runs that finished while GitHub was down
+    (broken,) = stack.webhook("pull_request")["json"]["runs"]
+    (fine,) = stack.webhook("push")["json"]["runs"]
+    stack.github.stop()
+    deliver_all(stack, run_all_nodes(stack, broken) + run_all_nodes(stack, fine), copies=1)
+    # and one whose stored result no longer reads
+    stack.table.update_item(
+        Key={"PK": f"RUN#{broken}", "SK": "RUN"},
+        UpdateExpression="SET #result.kpis = :garbage",
+        ExpressionAttributeNames={"#result": "result"},
+        ExpressionAttributeValues={":garbage": {"configs": "not a mapping"}},
+    )
+    # When GitHub is back and the sweeper runs
+    stack.github.start()
+    monkeypatch.setenv("GITHUB_API_URL", stack.github.url)
+    from distkpi.entry import wiring
+
+    wiring.reset()
+    # Then the other run's status goes out, and the broken one is logged
+    assert sweep(stack) == {"timed_out": 0, "republished": 1}
+    (final,) = final_statuses(stack)
+    assert final["description"].startswith("32 GPUs")
+    assert "status not republished" in caplog.text
