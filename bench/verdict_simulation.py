@@ -18,9 +18,9 @@ import argparse
 import random
 
 from distkpi.domain.changepoints import baseline_after_change
-from distkpi.domain.judging import JudgeSettings, KpiVerdict, judge_kpi
+from distkpi.domain.judging import KpiVerdict, VerdictSettings, judge_kpi
 
-SETTINGS = JudgeSettings()
+SETTINGS = VerdictSettings()
 START = 40
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from distkpi.adapters.localfs import LocalRunSource
 from distkpi.domain.runfolder import compute_run_kpis
-from distkpi.local.run import run_local
+from distkpi.local.demo import run_local
 from tests.unit.test_cli_kpis import schema
 
 pytestmark = pytest.mark.e2e

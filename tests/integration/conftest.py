@@ -31,6 +31,7 @@ from distkpi.local.aws_stack import (
     function_environment,
     provision,
 )
+from distkpi.local.dispatch import BATCH_STATES
 from distkpi.local.github_standin import GitHubStandIn
 from distkpi.local.handlers import LambdaContext, load_handlers
 from distkpi.local.iam import (
@@ -41,7 +42,6 @@ from distkpi.local.iam import (
     function_roles,
     role_statements,
 )
-from distkpi.local.run import BATCH_STATES
 from distkpi.local.sam import expand
 from tests.conftest import offline_aws
 

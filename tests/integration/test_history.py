@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
-from distkpi.adapters.dynamo import RunRepository, history_key
+from distkpi.adapters.dynamo import DynamoTable, HistoryRepository
 from distkpi.cli import main
 from distkpi.domain.history import HISTORY_COLUMNS
+from distkpi.domain.kpis import ConfigKpis
+from distkpi.domain.records import HistoryRecord
 from tests.integration.conftest import BUCKET, TABLE, Stack, event
 from tests.integration.test_flow import THROUGHPUT, deliver_all, final_statuses, run_all_nodes
 
@@ -22,10 +24,14 @@ REPO, MODEL = "PaddlePaddle/Paddle", "resnet50"
 ON_TABLE = ["--repo", REPO, "--model", MODEL, "--table", TABLE]
 
 
+def history(page_size: int | None = None) -> HistoryRepository:
+    return HistoryRepository(DynamoTable(TABLE, page_size=page_size))
+
+
 def seed_history(stack: Stack, runs: int, scale: float = 1.0) -> None:
     """``runs`` earlier pushes to develop, as the collector records them."""
     rng = random.Random(5)
-    items: list[dict[str, Any]] = []
+    records: list[HistoryRecord] = []
     for i in range(runs):
         created = f"2026-10-{1 + i // 24:02d}T{i % 24:02d}:00:00.000+00:00"
         for config, total in THROUGHPUT.items():
@@ -44,30 +50,28 @@ def seed_history(stack: Stack, runs: int, scale: float = 1.0) -> None:
                 "gpus": 1,
                 "problems": [],
             }
-            items.append(
-                {
-                    "PK": history_key(REPO, "develop", MODEL),
-                    "SK": f"{created}#push-{i}#{config}",
-                    "repo": REPO,
-                    "branch": "develop",
-                    "model": MODEL,
-                    "config": config,
-                    "sha": f"{i:040x}",
-                    "run_id": f"push-{i}",
-                    "created_at": created,
-                    "finished_at": created,
-                    "kpis": kpis,
-                }
+            records.append(
+                HistoryRecord(
+                    repo=REPO,
+                    branch="develop",
+                    model=MODEL,
+                    config=config,
+                    sha=f"{i:040x}",
+                    run_id=f"push-{i}",
+                    created_at=created,
+                    finished_at=created,
+                    kpis=ConfigKpis.from_record(kpis),
+                )
             )
-    RunRepository(TABLE).put_history(items)
+    history().put(records)
 
 
 def test_history_queries_page_through_hundreds_of_runs(stack: Stack) -> None:
     seed_history(stack, 300)
-    records = list(RunRepository(TABLE, page_size=50).history(REPO, "develop", MODEL))
+    records = list(history(page_size=50).history(REPO, "develop", MODEL))
     assert len(records) == 1200
-    assert records[0]["run_id"] == "push-299"  # newest first
-    assert len(list(RunRepository(TABLE).history(REPO, "develop", MODEL, limit=10))) == 10
+    assert records[0].run_id == "push-299"  # newest first
+    assert len(list(history().history(REPO, "develop", MODEL, limit=10))) == 10
 
 
 def test_history_cli_filters_and_writes_the_columns_judge_reads(
@@ -118,8 +122,8 @@ def test_an_audited_reset_starts_the_baseline_afresh(
     seed_history(stack, 12)
     reset = ["baseline", "reset", "--config", "4x8-8ps", "--who", "tester"]
     assert main([*reset, "--reason", "new NCCL, slower on purpose", *ON_TABLE]) == 0
-    (reset,) = RunRepository(TABLE).resets(REPO, "develop", MODEL)
-    assert reset["reason"] == "new NCCL, slower on purpose" and reset["who"] == "tester"
+    (reset,) = history().resets(REPO, "develop", MODEL)
+    assert reset.reason == "new NCCL, slower on purpose" and reset.who == "tester"
     (run_id,) = stack.webhook("pull_request")["json"]["runs"]
     deliver_all(stack, run_all_nodes(stack, run_id, scale={"4x8-8ps": 0.75}), copies=1)
     (final,) = final_statuses(stack)
@@ -187,12 +191,12 @@ def test_a_fork_pull_request_from_develop_never_becomes_develops_baseline(stack:
     (pr_run,) = stack.webhook(payload=payload, delivery="fork-pr")["json"]["runs"]
     deliver_all(stack, run_all_nodes(stack, pr_run, scale=dict.fromkeys(THROUGHPUT, 3.0)), 1)
     # Then its results are kept under the pull request, not under develop
-    repository = RunRepository(TABLE)
-    assert {r["run_id"] for r in repository.history(REPO, "develop", MODEL)} == {
+    repository = history()
+    assert {r.run_id for r in repository.history(REPO, "develop", MODEL)} == {
         f"push-{i}" for i in range(12)
     }
     number = payload["number"]
-    assert {r["run_id"] for r in repository.history(REPO, f"pr:{number}", MODEL)} == {pr_run}
+    assert {r.run_id for r in repository.history(REPO, f"pr:{number}", MODEL)} == {pr_run}
     # And the next push of unchanged develop code still passes against develop's own history
     (push_run,) = stack.webhook("push", delivery="push-after-fork")["json"]["runs"]
     deliver_all(stack, run_all_nodes(stack, push_run), copies=1)

@@ -5,9 +5,9 @@ import random
 import pytest
 
 from distkpi.domain.changepoints import baseline_after_change, last_change_point
-from distkpi.domain.judging import JudgeSettings, KpiVerdict, judge_kpi, t_quantile
+from distkpi.domain.judging import KpiVerdict, VerdictSettings, judge_kpi, t_quantile
 
-SETTINGS = JudgeSettings()
+SETTINGS = VerdictSettings()
 
 
 def noisy(mean: float, cv: float, n: int, seed: int = 1) -> list[float]:
@@ -52,7 +52,7 @@ def test_the_range_follows_the_noise() -> None:
 
 
 def test_fewer_than_five_values_fall_back_to_the_suite_tolerance() -> None:
-    settings = JudgeSettings(tolerance={"throughput": 0.1})
+    settings = VerdictSettings(tolerance={"throughput": 0.1})
     judged = judge_kpi("c", "throughput", 91.0, [100.0, 100.0, 100.0], settings)
     assert (judged.low, judged.high) == (pytest.approx(90.0), pytest.approx(110.0))
     assert judged.verdict is KpiVerdict.PASS
@@ -75,7 +75,7 @@ def test_never_converging_is_a_regression_not_a_missing_value() -> None:
 
 def test_no_history_and_not_enforced() -> None:
     assert judge_kpi("c", "throughput", 1.0, [], SETTINGS).verdict is KpiVerdict.NO_BASELINE
-    settings = JudgeSettings(enforced=frozenset({"speedup"}))
+    settings = VerdictSettings(enforced=("speedup",))
     assert (
         judge_kpi("c", "throughput", 1.0, [100.0] * 9, settings).verdict is KpiVerdict.NOT_ENFORCED
     )

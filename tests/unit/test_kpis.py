@@ -1,4 +1,4 @@
-"""Each KPI rule of ARCHITECTURE.md, on run folders written like real jobs write them."""
+"""Each KPI rule of docs/architecture.md, on run folders written like real jobs write them."""
 
 import json
 

@@ -9,12 +9,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from distkpi.exceptions import DistkpiError
+from distkpi.adapters.history_files import FORMATS
+from distkpi.exceptions import ContractError, DistkpiError, RunFolderError
 
 if TYPE_CHECKING:
-    from distkpi.adapters.dynamo import RunRepository
+    from distkpi.adapters.dynamo import DynamoTable
+    from distkpi.domain.records import RunRecord
 
+FAILURE = 1
 USAGE_ERROR = 2
+
+
+class UsageError(DistkpiError):
+    """The command line names nothing usable (no table given or set, no such run)."""
+
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -54,34 +62,16 @@ def _cmd_local(args: argparse.Namespace) -> int:
     import hashlib
     import time
 
-    from distkpi.domain.table import render_judgements, render_table
-    from distkpi.local.run import run_local
+    from distkpi.local.demo import print_result, run_local
 
     sha = args.sha or hashlib.sha1(f"distkpi-local-{time.time()}".encode()).hexdigest()
     faults = {(c, n): e for c, n, e in args.fail or []}
     result = run_local(Path(args.suite), Path(args.out), sha, commits=args.commits, faults=faults)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
-        return 0 if result.ok else 1
-    for run in result.runs[:-1]:
-        print(f"{run.event:12s} {run.run_id}: {run.state} - {run.description}")
-    last = result.runs[-1]
-    print(render_table(last.kpis, last.target_accuracy))
-    if any(j.baseline is not None for j in last.judgements):
-        print("\nagainst the baseline (develop):")
-        print(render_judgements(last.judgements))
     else:
-        print("\nno baseline yet: develop has no history (--commits 3 builds one first)")
-    print(f"\nverdict: {last.state} - {last.description}")
-    print(f"logs and KPIs: {last.folder}  (distkpi kpis {last.folder})")
-    print(f"report: {last.report}\n")
-    print("statuses GitHub received:")
-    for status in result.statuses:
-        print(
-            f"  {status['sha'][:10]}  {status['context']:16s} {status['state']:8s} "
-            f"{status['description']}"
-        )
-    return 0 if result.ok else 1
+        print_result(result)
+    return 0 if result.ok else FAILURE
 
 
 def _add_local(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -109,26 +99,22 @@ def _add_local(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def _cmd_judge(args: argparse.Namespace) -> int:
     from distkpi.adapters.history_files import read_history_csv
     from distkpi.adapters.localfs import LocalRunSource
-    from distkpi.domain.history import judge_run
-    from distkpi.domain.judging import JudgeSettings
+    from distkpi.domain.evaluation import evaluate
+    from distkpi.domain.judging import VerdictSettings
     from distkpi.domain.runfolder import compute_run_kpis, read_run_spec
     from distkpi.domain.suites import load_suite
     from distkpi.domain.table import render_judgements
-    from distkpi.domain.verdict import decide, describe
 
     source = LocalRunSource(Path(args.run_dir))
     run = compute_run_kpis(source)
     history = read_history_csv(Path(args.history))
-    settings = (
-        load_suite(Path(args.suite)).verdict.judge_settings() if args.suite else JudgeSettings()
-    )
-    judgements = judge_run(run, history, settings)
+    settings = load_suite(Path(args.suite)).verdict if args.suite else VerdictSettings()
+    evaluation = evaluate(run, history, settings, read_run_spec(source).accuracy_tolerance)
     if args.json:
-        print(json.dumps([j.to_json() for j in judgements], indent=2))
+        print(json.dumps([j.to_json() for j in evaluation.judgements], indent=2))
         return 0
-    print(render_judgements(judgements))
-    verdict = decide(run, read_run_spec(source).accuracy_tolerance, judgements)
-    print(f"\n{verdict.state.value}: {describe(run, verdict, judgements)}")
+    print(render_judgements(evaluation.judgements))
+    print(f"\n{evaluation.verdict.state.value}: {evaluation.description}")
     return 0
 
 
@@ -143,24 +129,28 @@ def _add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=_cmd_judge)
 
 
-def _repository(args: argparse.Namespace) -> RunRepository:
+def _table(args: argparse.Namespace) -> DynamoTable:
     import os
 
-    from distkpi.adapters.dynamo import RunRepository
+    import boto3
 
-    if args.endpoint_url:
-        os.environ["AWS_ENDPOINT_URL"] = args.endpoint_url
-    table = args.table or os.environ.get("TABLE_NAME")
-    if not table:
-        raise DistkpiError("no table: give --table or set TABLE_NAME (the stack's RunsTableName)")
-    return RunRepository(table)
+    from distkpi.adapters.aws import CLIENT_CONFIG
+    from distkpi.adapters.dynamo import DynamoTable
+
+    name = args.table or os.environ.get("TABLE_NAME")
+    if not name:
+        raise UsageError("no table: give --table or set TABLE_NAME (the stack's RunsTableName)")
+    resource = boto3.resource("dynamodb", endpoint_url=args.endpoint_url, config=CLIENT_CONFIG)
+    return DynamoTable(name, resource.Table(name))
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
+    from distkpi.adapters.dynamo import HistoryRepository
     from distkpi.adapters.history_files import write_history
     from distkpi.domain.history import rows_from_records
 
-    records = _repository(args).history(args.repo, args.branch, args.model, since=args.since)
+    history = HistoryRepository(_table(args))
+    records = history.history(args.repo, args.branch, args.model, since=args.since)
     rows = [
         r
         for r in rows_from_records(records)
@@ -179,11 +169,13 @@ def _cmd_reset(args: argparse.Namespace) -> int:
     import getpass
     from datetime import UTC, datetime
 
+    from distkpi.adapters.dynamo import HistoryRepository
+    from distkpi.domain.records import ResetRecord
+
     at = datetime.now(UTC).isoformat(timespec="seconds")
     who = args.who or getpass.getuser()
-    _repository(args).record_reset(
-        args.repo, args.branch, args.model, config=args.config, reason=args.reason, who=who, at=at
-    )
+    reset = ResetRecord(args.repo, args.branch, args.model, args.config, args.reason, who, at)
+    HistoryRepository(_table(args)).record_reset(reset)
     print(
         f"baseline of {args.repo} {args.branch} {args.model} {args.config} reset at {at} by {who}"
     )
@@ -191,17 +183,17 @@ def _cmd_reset(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from distkpi.adapters.dynamo import HistoryRepository, RunRepository
     from distkpi.reporting.page import build_report
-    from distkpi.services.fanin import stored_report
+    from distkpi.services.baseline import baseline_of
 
-    runs = _repository(args)
-    item = runs.get_run(args.run_id)
-    if item is None or "result" not in item:
-        raise DistkpiError(f"no finished run {args.run_id} in {runs.table_name}")
-    report = stored_report(runs, item)
+    table = _table(args)
+    run = RunRepository(table).get(args.run_id)
+    if run is None or run.evaluation is None:
+        raise UsageError(f"no finished run {args.run_id} in {table.table_name}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    files = build_report(report.item, report.result, report.judgements, report.history)
+    files = build_report(run, baseline_of(HistoryRepository(table), run).rows)
     for name, data in files.items():
         (out / name).write_bytes(data)
     print(out / "index.html")
@@ -209,7 +201,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_runs(args: argparse.Namespace) -> int:
-    runs = _repository(args).runs_of_commit(args.repo, args.sha)
+    from distkpi.adapters.dynamo import RunRepository
+
+    runs = RunRepository(_table(args)).of_commit(args.repo, args.sha)
     if args.json:
         print(json.dumps([_run_summary(r) for r in runs], indent=2))
         return 0
@@ -223,17 +217,16 @@ def _cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_summary(item: dict[str, object]) -> dict[str, object]:
-    result = item.get("result") if isinstance(item.get("result"), dict) else {}
-    assert isinstance(result, dict)
+def _run_summary(run: RunRecord) -> dict[str, object]:
+    evaluation = run.evaluation
     return {
-        "run_id": item["run_id"],
-        "model": item["model"],
-        "event": item["event"],
-        "created_at": item["created_at"],
-        "status": item["status"],
-        "state": result.get("state"),
-        "description": result.get("description") or item.get("cancelled_reason"),
+        "run_id": run.run_id,
+        "model": run.model,
+        "event": run.trigger.event,
+        "created_at": run.created_at,
+        "status": run.status.value,
+        "state": evaluation.verdict.state.value if evaluation else None,
+        "description": evaluation.description if evaluation else run.cancelled_reason,
     }
 
 
@@ -253,7 +246,7 @@ def _add_history(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("--kpi")
     p.add_argument("--since", help="ISO date or time: only runs created since then")
     p.add_argument("--limit", type=int, help="only the newest N runs")
-    p.add_argument("--format", choices=("table", "csv", "json", "parquet"), default="table")
+    p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--out", help="file to write (needed for parquet)")
     p.set_defaults(func=_cmd_history)
     b = sub.add_parser("baseline", help="manage baselines").add_subparsers(
@@ -295,9 +288,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     func: Command = args.func
     try:
         return func(args)
-    except DistkpiError as exc:
+    except (UsageError, RunFolderError, ContractError) as exc:  # unusable arguments or inputs
         print(f"distkpi {args.command}: {exc}", file=sys.stderr)
         return USAGE_ERROR
+    except DistkpiError as exc:
+        print(f"distkpi {args.command}: {exc}", file=sys.stderr)
+        return FAILURE
     except BrokenPipeError:
         return 0
 

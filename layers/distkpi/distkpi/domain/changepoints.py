@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from distkpi.domain.judging import JudgeSettings
+from distkpi.domain.judging import VerdictSettings
 
 
 def _split_scores(distances: np.ndarray, min_size: int) -> np.ndarray:
@@ -58,7 +58,7 @@ def last_change_point(
     return found
 
 
-def baseline_after_change(history: Sequence[float], settings: JudgeSettings) -> list[float]:
+def baseline_after_change(history: Sequence[float], settings: VerdictSettings) -> list[float]:
     """The part of the history after its last real step change."""
     recent = list(history)[-2 * settings.window :]
     cut = last_change_point(recent, settings.change_point_p) if len(recent) >= 8 else None

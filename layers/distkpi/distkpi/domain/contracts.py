@@ -1,4 +1,4 @@
-"""The run-folder contract of ARCHITECTURE.md: run.json and <config>/node-<i>.json."""
+"""The run-folder contract (docs/architecture.md): run.json and <config>/node-<i>.json."""
 
 from __future__ import annotations
 

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from distkpi.domain.changepoints import baseline_after_change
-from distkpi.domain.judging import KPIS, Judgement, JudgeSettings, judge_kpi
+from distkpi.domain.judging import KPIS, Judgement, VerdictSettings, judge_kpi
 from distkpi.domain.kpis import ConfigStatus, RunKpis
+from distkpi.domain.records import HistoryRecord
 
 HISTORY_COLUMNS = (
     "finished_at",
@@ -22,16 +23,6 @@ HISTORY_COLUMNS = (
     "value",
     "status",
 )
-
-
-def history_branch(event: str, branch: str, pull_request: int | None) -> str:
-    """Whose history a run's results join. A push (only to a configured branch starts runs)
-    joins its branch's. A pull request's runs stay apart under ``pr:<number>``, a name no git
-    branch can have: its head branch may be called ``develop`` in a fork, and a pull
-    request's numbers must never become a branch's baseline."""
-    if event != "pull_request":
-        return branch
-    return f"pr:{pull_request if pull_request is not None else branch}"
 
 
 @dataclass(frozen=True)
@@ -53,20 +44,20 @@ class HistoryRow:
         return {c: getattr(self, c) for c in HISTORY_COLUMNS}
 
 
-def rows_from_records(records: Iterable[Mapping[str, Any]]) -> list[HistoryRow]:
-    """History items (one per run and config, with its KPI record) as rows, oldest first."""
+def rows_from_records(records: Iterable[HistoryRecord]) -> list[HistoryRow]:
+    """History records (one per run and config) as rows, one per KPI, oldest first."""
     rows = [
         HistoryRow(
-            finished_at=str(r["finished_at"]),
-            repo=r["repo"],
-            branch=r["branch"],
-            model=r["model"],
-            config=r["config"],
-            sha=r["sha"],
-            run_id=r["run_id"],
+            finished_at=r.finished_at,
+            repo=r.repo,
+            branch=r.branch,
+            model=r.model,
+            config=r.config,
+            sha=r.sha,
+            run_id=r.run_id,
             kpi=kpi,
-            value=None if r["kpis"].get(kpi) is None else float(r["kpis"][kpi]),
-            status=str(r["kpis"].get("status", "ok")),
+            value=getattr(r.kpis, kpi),
+            status=r.kpis.status.value,
         )
         for r in records
         for kpi in KPIS
@@ -100,7 +91,7 @@ def series(
 def judge_run(
     run: RunKpis,
     history: Sequence[HistoryRow],
-    settings: JudgeSettings,
+    settings: VerdictSettings,
     resets: Mapping[str, str] | None = None,
 ) -> list[Judgement]:
     """Every KPI of every ok config against its baseline (resets: config -> time, '*' all)."""
@@ -113,11 +104,7 @@ def judge_run(
         values = config.to_json()
         for kpi in KPIS:
             baseline = baseline_after_change(series(history, config.name, kpi, reset), settings)
-            never = (
-                kpi == "time_to_accuracy_s"
-                and values[kpi] is None
-                and any("never reached" in p for p in config.problems)
-            )
+            never = kpi == "time_to_accuracy_s" and config.converged is False
             samples = config.throughput_samples if kpi == "throughput" else ()
             out.append(
                 judge_kpi(

@@ -13,9 +13,11 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 HIGHER_IS_BETTER = {
     "throughput": True,
@@ -37,17 +39,32 @@ class KpiVerdict(StrEnum):
     NOT_ENFORCED = "not-enforced"
 
 
-@dataclass(frozen=True)
-class JudgeSettings:
-    """Per suite: which KPIs fail a merge request, and how sure a regression must be."""
+class VerdictSettings(BaseModel):
+    """Which KPIs fail a merge request and how sure a regression must be (suite `verdict:`)."""
 
-    enforced: frozenset[str] = frozenset(KPIS)
-    tolerance: Mapping[str, float] = field(default_factory=dict)
-    default_tolerance: float = 0.05
-    confidence: float = 0.995
-    window: int = 30
-    min_history: int = 5
-    change_point_p: float = 0.01
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enforced: tuple[str, ...] = KPIS
+    tolerance: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+    default_tolerance: Annotated[float, Field(ge=0)] = 0.05
+    confidence: Annotated[float, Field(gt=0.5, lt=1)] = 0.995
+    window: Annotated[int, Field(ge=2)] = 30
+    min_history: Annotated[int, Field(ge=2)] = 5
+    change_point_p: Annotated[float, Field(gt=0, lt=1)] = 0.01
+
+    @field_validator("enforced")
+    @classmethod
+    def _known(cls, kpis: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(kpis) - set(KPIS))
+        if unknown:
+            raise ValueError(f"unknown KPI(s) {', '.join(unknown)}; known: {', '.join(KPIS)}")
+        return kpis
+
+    @field_validator("tolerance")
+    @classmethod
+    def _known_tolerances(cls, tolerance: dict[str, float]) -> dict[str, float]:
+        cls._known(tuple(tolerance))
+        return tolerance
 
     def tolerance_of(self, kpi: str) -> float:
         return self.tolerance.get(kpi, self.default_tolerance)
@@ -116,7 +133,7 @@ def t_quantile(p: float, df: int) -> float:
 
 
 def allowed_range(
-    kpi: str, history: Sequence[float], samples: Sequence[float], settings: JudgeSettings
+    kpi: str, history: Sequence[float], samples: Sequence[float], settings: VerdictSettings
 ) -> tuple[float, float, float, str]:
     """(baseline, low, high, how): the range inside which a value is not a regression."""
     recent = list(history)[-settings.window :]
@@ -139,7 +156,7 @@ def judge_kpi(
     kpi: str,
     value: float | None,
     history: Sequence[float],
-    settings: JudgeSettings,
+    settings: VerdictSettings,
     *,
     samples: Sequence[float] = (),
     never_converged: bool = False,

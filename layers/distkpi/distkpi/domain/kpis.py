@@ -1,4 +1,4 @@
-"""KPI maths of ARCHITECTURE.md: per config from its parsed files, then across the run."""
+"""KPI maths (docs/architecture.md): per config from its parsed files, then across the run."""
 
 from __future__ import annotations
 
@@ -61,6 +61,8 @@ class ConfigKpis:
     efficiency: float | None = None
     accuracy_delta: float | None = None
     throughput_samples: tuple[float, ...] = ()
+    # whether accuracy reached the target: False means it never did; None, the logs cannot say
+    converged: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,6 +85,7 @@ class ConfigKpis:
             **self.to_json(),
             "name": self.name,
             "throughput_samples": list(self.throughput_samples),
+            "converged": self.converged,
         }
 
     @classmethod
@@ -105,7 +108,19 @@ class ConfigKpis:
             pserver_gpu_memory_mib=number("pserver_gpu_memory_mib"),
             problems=tuple(str(p) for p in data.get("problems", ())),
             throughput_samples=tuple(float(v) for v in data.get("throughput_samples", ())),
+            converged=_converged(data),
         )
+
+
+def _converged(data: Mapping[str, Any]) -> bool | None:
+    """Stored records know it; older ones (and `distkpi kpis --json`) said it in a problem."""
+    if "converged" in data:
+        return None if data["converged"] is None else bool(data["converged"])
+    if data.get("time_to_accuracy_s") is not None:
+        return True
+    if any(str(p).startswith("accuracy never reached") for p in data.get("problems", ())):
+        return False
+    return None
 
 
 @dataclass(frozen=True)
@@ -135,11 +150,12 @@ class RunKpis:
         }
 
 
-def _status(evidence: ConfigEvidence, problems: list[str]) -> ConfigStatus:
-    failed = False
-    for node, reason in sorted(evidence.invalid_nodes.items()):
-        problems.append(f"node {node}: {reason}")
-        failed = True
+Problems = tuple[str, ...]
+
+
+def _status(evidence: ConfigEvidence) -> tuple[ConfigStatus, Problems]:
+    problems = [f"node {node}: {reason}" for node, reason in sorted(evidence.invalid_nodes.items())]
+    failed = bool(problems)
     for node, manifest in sorted(evidence.manifests.items()):
         if manifest.exit_code != 0:
             problems.append(f"node {node} exited with code {manifest.exit_code}")
@@ -149,8 +165,8 @@ def _status(evidence: ConfigEvidence, problems: list[str]) -> ConfigStatus:
     if missing:
         problems.append(f"node(s) {', '.join(map(str, missing))} never reported")
     if failed:
-        return ConfigStatus.FAILED
-    return ConfigStatus.INCOMPLETE if missing else ConfigStatus.OK
+        return ConfigStatus.FAILED, tuple(problems)
+    return (ConfigStatus.INCOMPLETE if missing else ConfigStatus.OK), tuple(problems)
 
 
 def _log_throughput(log: ParsedLog, gpus_per_trainer: int) -> float | None:
@@ -162,16 +178,17 @@ def _log_throughput(log: ParsedLog, gpus_per_trainer: int) -> float | None:
 
 
 def _throughput(
-    spec: ConfigSpec, trainers: Sequence[ParsedLog], problems: list[str]
-) -> tuple[float | None, tuple[float, ...]]:
+    spec: ConfigSpec, trainers: Sequence[ParsedLog]
+) -> tuple[tuple[float | None, tuple[float, ...]], Problems]:
+    """(the config's throughput, its within-run samples), and why either is missing."""
     totals = [log.summary.explicit_total for log in trainers if log.summary.explicit_total]
     if totals:
-        return totals[0], ()
+        return (totals[0], ()), ()
     if not trainers:
-        problems.append("no trainer log")
-        return None, ()
+        return (None, ()), ("no trainer log",)
     values: list[float] = []
     samples: list[float] = []
+    problems: list[str] = []
     for log in trainers:
         value = _log_throughput(log, spec.gpus_per_trainer)
         if value is None:
@@ -182,97 +199,105 @@ def _throughput(
     if len(values) < len(trainers):
         if values:
             problems.append("throughput not given: a sum over some trainers only would be partial")
-        return None, ()
+        return (None, ()), tuple(problems)
     # Per-sample totals only make sense when a single trainer log carries them.
-    return sum(values), tuple(samples) if len(trainers) == 1 else ()
+    return (sum(values), tuple(samples) if len(trainers) == 1 else ()), tuple(problems)
 
 
 def _time_to_accuracy(
-    trainers: Sequence[ParsedLog], target: float, problems: list[str]
-) -> float | None:
+    trainers: Sequence[ParsedLog], target: float
+) -> tuple[tuple[float | None, bool | None], Problems]:
+    """(seconds to the target, whether it was reached: None when the logs cannot tell)."""
     for log in trainers:
         if log.summary.converge_speed_s is not None:
-            return log.summary.converge_speed_s
+            return (log.summary.converge_speed_s, True), ()
     starts = [log.summary.run_start_s for log in trainers if log.summary.run_start_s is not None]
     timed = [log for log in trainers if log.summary.accuracy_frontier]
     if not starts or not timed:
-        problems.append(
-            "time to accuracy unknown: the logs have no timed run_start and evaluations"
-        )
-        return None
+        unknown = "time to accuracy unknown: the logs have no timed run_start and evaluations"
+        return (None, None), (unknown,)
     reached = [t for log in timed if (t := log.summary.first_time_reaching(target)) is not None]
     if not reached:
         best = max(log.summary.accuracy_frontier[-1].accuracy for log in timed)
-        problems.append(f"accuracy never reached the target {target:g} (best {best:.4f})")
-        return None
-    return max(0.0, min(reached) - min(starts))
+        return (None, False), (f"accuracy never reached the target {target:g} (best {best:.4f})",)
+    return (max(0.0, min(reached) - min(starts)), True), ()
 
 
 def _test_accuracy(
-    trainers: Sequence[ParsedLog], accuracy_pass: int, problems: list[str]
-) -> float | None:
+    trainers: Sequence[ParsedLog], accuracy_pass: int
+) -> tuple[float | None, Problems]:
     for log in trainers:
         summary = log.summary
         if summary.last_accuracy is None:
             continue
+        problems: Problems = ()
         if accuracy_pass not in summary.accuracy_by_pass:
-            problems.append(f"no test accuracy for pass {accuracy_pass}; the last reported is used")
+            problems = (f"no test accuracy for pass {accuracy_pass}; the last reported is used",)
         value = summary.accuracy_at(accuracy_pass)
         if value is not None and not 0.0 <= value <= 1.0:
-            problems.append(f"test accuracy {value:g} is outside [0, 1]; ignored")
-            return None
-        return value
-    problems.append("no test accuracy reported")
-    return None
+            return None, (*problems, f"test accuracy {value:g} is outside [0, 1]; ignored")
+        return value, problems
+    return None, ("no test accuracy reported",)
 
 
 def _peak_memory(
-    evidence: ConfigEvidence, role: Role, expected: bool, problems: list[str]
-) -> float | None:
+    evidence: ConfigEvidence, role: Role, expected: bool
+) -> tuple[float | None, Problems]:
     peaks = [
         g.summary.peak_mib
         for g in evidence.gpu_memory
         if g.role == role and g.summary.peak_mib is not None
     ]
     if peaks:
-        return max(peaks)
-    if expected:
-        rss = [
-            m.peak_host_rss_mib
-            for m in evidence.manifests.values()
-            if m.peak_host_rss_mib is not None and any(f.role == role for f in m.files)
-        ]
-        host = f"; peak host RSS {max(rss):.0f} MiB, not GPU memory" if rss else ""
-        problems.append(f"no GPU memory samples for the {role}s (no GPU?){host}")
-    return None
+        return max(peaks), ()
+    if not expected:
+        return None, ()
+    rss = [
+        m.peak_host_rss_mib
+        for m in evidence.manifests.values()
+        if m.peak_host_rss_mib is not None and any(f.role == role for f in m.files)
+    ]
+    host = f"; peak host RSS {max(rss):.0f} MiB, not GPU memory" if rss else ""
+    return None, (f"no GPU memory samples for the {role}s (no GPU?){host}",)
 
 
 def config_kpis(evidence: ConfigEvidence, target_accuracy: float, accuracy_pass: int) -> ConfigKpis:
     """One config's own KPIs; speedup, efficiency and accuracy delta come from run_kpis."""
     spec = evidence.spec
-    problems = list(evidence.problems)
-    status = _status(evidence, problems)
-    for log in evidence.logs:
-        problems.extend(f"{log.path}: {p}" for p in log.summary.problems)
-    for gpu in evidence.gpu_memory:
-        problems.extend(f"{gpu.path}: {p}" for p in gpu.summary.problems)
+    status, node_problems = _status(evidence)
+    file_problems = [f"{log.path}: {p}" for log in evidence.logs for p in log.summary.problems]
+    file_problems += [f"{g.path}: {p}" for g in evidence.gpu_memory for p in g.summary.problems]
     trainers = sorted((log for log in evidence.logs if log.role == "trainer"), key=lambda x: x.rank)
-    throughput, samples = _throughput(spec, trainers, problems)
+    (throughput, samples), throughput_problems = _throughput(spec, trainers)
     if throughput is None and status is ConfigStatus.OK:
         status = ConfigStatus.FAILED
     if status is not ConfigStatus.OK:
         throughput, samples = None, ()
+    (tta, converged), tta_problems = _time_to_accuracy(trainers, target_accuracy)
+    accuracy, accuracy_problems = _test_accuracy(trainers, accuracy_pass)
+    trainer_memory, trainer_memory_problems = _peak_memory(evidence, "trainer", True)
+    pserver_memory, pserver_memory_problems = _peak_memory(evidence, "pserver", spec.pservers > 0)
     return ConfigKpis(
         name=spec.name,
         gpus=spec.gpus,
         status=status,
         throughput=throughput,
         throughput_samples=samples,
-        time_to_accuracy_s=_time_to_accuracy(trainers, target_accuracy, problems),
-        test_accuracy=_test_accuracy(trainers, accuracy_pass, problems),
-        trainer_gpu_memory_mib=_peak_memory(evidence, "trainer", True, problems),
-        pserver_gpu_memory_mib=_peak_memory(evidence, "pserver", spec.pservers > 0, problems),
-        problems=tuple(problems),
+        time_to_accuracy_s=tta,
+        converged=converged,
+        test_accuracy=accuracy,
+        trainer_gpu_memory_mib=trainer_memory,
+        pserver_gpu_memory_mib=pserver_memory,
+        problems=(
+            *evidence.problems,
+            *node_problems,
+            *file_problems,
+            *throughput_problems,
+            *tta_problems,
+            *accuracy_problems,
+            *trainer_memory_problems,
+            *pserver_memory_problems,
+        ),
     )
 
 

@@ -1,4 +1,4 @@
-"""Per-line parsers for the log formats of ARCHITECTURE.md, auto-detected line by line."""
+"""Per-line parsers for the log formats (docs/architecture.md), auto-detected line by line."""
 
 from __future__ import annotations
 
@@ -106,9 +106,6 @@ def _mllog_record(record: dict[str, Any], out: LogSummary) -> None:
     time_s = time_ms / 1000.0 if time_ms is not None else None
     if key == "run_start" and time_s is not None:
         out.mark_start(time_s)
-    elif key == "run_stop":
-        status = metadata.get("status") if isinstance(metadata, dict) else None
-        out.run_stop_status = str(status) if status is not None else "unknown"
     elif key == "eval_accuracy":
         accuracy = _number(value, out)
         epoch = metadata.get("epoch_num") if isinstance(metadata, dict) else None
@@ -118,10 +115,6 @@ def _mllog_record(record: dict[str, Any], out: LogSummary) -> None:
         throughput = _number(value.get("throughput"), out)
         if throughput is not None and throughput > 0:
             out.add_throughput(throughput, Level.PASS)
-    elif key == "global_batch_size":
-        size = _number(value, out)
-        if size is not None:
-            out.global_batch_size = int(size)
 
 
 def _paddle_pass(line: str, out: LogSummary) -> bool:
@@ -231,11 +224,7 @@ _PARSERS: tuple[Callable[[str, LogSummary], bool], ...] = (
 
 def parse_line(line: str, out: LogSummary) -> bool:
     """Feed one line to the first parser that recognises it; False for an unknown line."""
-    for parser in _PARSERS:
-        if parser(line, out):
-            out.lines_parsed += 1
-            return True
-    return False
+    return any(parser(line, out) for parser in _PARSERS)
 
 
 def parse_log(stream: BinaryIO) -> LogSummary:

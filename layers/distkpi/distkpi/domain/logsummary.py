@@ -57,10 +57,7 @@ class LogSummary:
     last_accuracy: float | None = None
     accuracy_frontier: list[EvalPoint] = field(default_factory=list)
     run_start_s: float | None = None
-    run_stop_status: str | None = None
     converge_speed_s: float | None = None
-    global_batch_size: int | None = None
-    lines_parsed: int = 0
     problem_counts: dict[str, int] = field(default_factory=dict)
 
     def note(self, problem: str) -> None:

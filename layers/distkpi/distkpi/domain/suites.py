@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from distkpi.domain.contracts import CONFIG_NAME_PATTERN, ConfigSpec, require_unique_names
-from distkpi.domain.judging import KPIS, JudgeSettings
+from distkpi.domain.judging import VerdictSettings
 from distkpi.exceptions import ContractError
 
 
@@ -32,43 +32,6 @@ class SuiteConfig(BaseModel):
             pservers=self.pservers,
             batch_size=self.batch_size,
             nodes=self.trainers + self.pservers,
-        )
-
-
-class VerdictSettings(BaseModel):
-    """Which KPIs fail a merge request and how sure a regression must be (suite `verdict:`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    enforced: tuple[str, ...] = KPIS
-    tolerance: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
-    default_tolerance: Annotated[float, Field(ge=0)] = 0.05
-    confidence: Annotated[float, Field(gt=0.5, lt=1)] = 0.995
-    window: Annotated[int, Field(ge=2)] = 30
-    min_history: Annotated[int, Field(ge=2)] = 5
-
-    @field_validator("enforced")
-    @classmethod
-    def _known(cls, kpis: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = sorted(set(kpis) - set(KPIS))
-        if unknown:
-            raise ValueError(f"unknown KPI(s) {', '.join(unknown)}; known: {', '.join(KPIS)}")
-        return kpis
-
-    @field_validator("tolerance")
-    @classmethod
-    def _known_tolerances(cls, tolerance: dict[str, float]) -> dict[str, float]:
-        cls._known(tuple(tolerance))
-        return tolerance
-
-    def judge_settings(self) -> JudgeSettings:
-        return JudgeSettings(
-            enforced=frozenset(self.enforced),
-            tolerance=dict(self.tolerance),
-            default_tolerance=self.default_tolerance,
-            confidence=self.confidence,
-            window=self.window,
-            min_history=self.min_history,
         )
 
 

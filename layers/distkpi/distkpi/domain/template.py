@@ -59,16 +59,6 @@ def ttl_attribute(template: dict[str, Any], logical_id: str) -> str | None:
     return spec.get("AttributeName") if spec.get("Enabled") else None
 
 
-def environment_of(template: dict[str, Any], function: str) -> dict[str, Any]:
-    """A function's environment: Globals first, then its own variables."""
-    globals_env = (
-        template.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})
-    )
-    props = resources_of_type(template, "AWS::Serverless::Function")[function]
-    own = props.get("Environment", {}).get("Variables", {})
-    return {**globals_env, **own}
-
-
 def bucket_settings(template: dict[str, Any], logical_id: str) -> dict[str, Any]:
     """The template's encryption and public access block of a bucket, as S3 API requests."""
     props = resources_of_type(template, "AWS::S3::Bucket")[logical_id]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from distkpi.entry.observability import logger
-from distkpi.entry.wiring import wiring
+from distkpi.entry.wiring import fanin
 
 
 def handle_event(event: dict[str, Any]) -> bool:
@@ -16,9 +16,9 @@ def handle_event(event: dict[str, Any]) -> bool:
     logger.append_keys(job_id=job_id)
     if status == "FAILED" and job_id:
         reason = detail.get("statusReason") or "no reason given by Batch"
-        return wiring().fanin.on_job_failed(job_id, str(reason))
+        return fanin().settler.on_job_failed(job_id, str(reason))
     # A node of a multi-node job (<job>#<node>) succeeds while the others may still run.
     if status == "SUCCEEDED" and job_id and "#" not in job_id:
-        return wiring().fanin.on_job_succeeded(job_id)
+        return fanin().settler.on_job_succeeded(job_id)
     logger.info("job event ignored", status=status)
     return False

@@ -4,12 +4,12 @@ the runs past their deadline."""
 from __future__ import annotations
 
 from distkpi.entry.observability import logger
-from distkpi.entry.wiring import wiring
-from distkpi.services import deadlines, fanin  # noqa: F401 - loaded at init, not on the first event
+from distkpi.entry.wiring import sweeper
+from distkpi.services import deadlines, publish  # noqa: F401 - loaded at init, not on the first event
 
 
 def handle_schedule() -> dict[str, int]:
-    timed_out = wiring().deadlines.expire_overdue()
-    posted = wiring().fanin.republish_unpublished()
+    timed_out = sweeper().deadlines.expire_overdue()
+    posted = sweeper().publisher.republish_unpublished()
     logger.info("sweep done", timed_out=timed_out, republished=posted)
     return {"timed_out": timed_out, "republished": posted}

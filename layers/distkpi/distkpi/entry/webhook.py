@@ -5,15 +5,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import time
 from http import HTTPStatus
 from typing import Any
 
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 
-from distkpi.domain.webhook import Ignored, Invalid, Trigger, decide, signature_matches
+from distkpi.domain.webhook import Ignored, Invalid, decide, signature_matches
 from distkpi.entry.observability import count, logger
-from distkpi.entry.wiring import wiring
+from distkpi.entry.wiring import webhook
+from distkpi.services.launch import Outcome
 
 MAX_BODY_BYTES = 1024 * 1024
 
@@ -43,14 +43,14 @@ def _header(name: str) -> str | None:
 
 @app.post("/")
 def receive() -> Response[str]:
-    if (budget := wiring().github_budget) is not None:
+    if (budget := webhook().github_budget) is not None:
         budget.start()
     body = _raw_body()
     if body is None:
         return _reply(HTTPStatus.BAD_REQUEST, message="body is not valid base64")
     if len(body) > MAX_BODY_BYTES:
         return _reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, message="body over 1 MiB")
-    if not signature_matches(wiring().webhook_secret(), body, _header("X-Hub-Signature-256")):
+    if not signature_matches(webhook().webhook_secret(), body, _header("X-Hub-Signature-256")):
         logger.warning("webhook signature missing or wrong")
         count("SignatureRejected")
         return _reply(HTTPStatus.UNAUTHORIZED, message="signature missing or wrong")
@@ -82,7 +82,7 @@ def _payload(body: bytes) -> dict[str, Any] | Response[str]:
 def _dispatch(event: str, delivery: str, payload: dict[str, Any]) -> Response[str]:
     if event == "ping":
         return _reply(HTTPStatus.OK, message="pong")
-    trigger = decide(event, payload, wiring().settings.branches)
+    trigger = decide(event, payload, webhook().settings.branches)
     if isinstance(trigger, Invalid):
         logger.warning("delivery not what GitHub sends", field=trigger.field, reason=trigger.reason)
         return _reply(HTTPStatus.BAD_REQUEST, message=str(trigger), field=trigger.field)
@@ -92,32 +92,12 @@ def _dispatch(event: str, delivery: str, payload: dict[str, Any]) -> Response[st
     if not delivery:
         return _reply(HTTPStatus.BAD_REQUEST, message="X-GitHub-Delivery header missing")
     logger.append_keys(sha=trigger.sha)
-    runs = wiring().runs
-    if not runs.claim_delivery(delivery, int(time.time())):
-        logger.info("delivery seen before; nothing started")
+    handled = webhook().starter.handle_delivery(trigger, delivery)
+    if handled.outcome is Outcome.DUPLICATE:
         return _reply(HTTPStatus.OK, message="duplicate delivery", runs=[])
-    starter = wiring().starter
-    try:
-        suites, broken = wiring().suites()
-        started = starter.start_runs(trigger, delivery, suites)
-    except Exception:
-        runs.release_delivery(delivery)  # let GitHub's redelivery try again
-        raise
-    starter.report_broken(trigger, broken)
-    if wiring().settings.cancel_superseded:
-        _supersede(trigger, [s.name for s in suites])
     return _reply(
         HTTPStatus.CREATED,
         message="runs started",
-        runs=started,
-        invalid_suites=[s.name for s in broken],
+        runs=handled.runs,
+        invalid_suites=handled.invalid_suites,
     )
-
-
-def _supersede(trigger: Trigger, models: list[str]) -> None:
-    """The new runs have started whatever happens here, so a failure is logged, not raised."""
-    try:
-        wiring().starter.supersede(trigger, models)
-    except Exception:
-        logger.exception("superseded runs not cancelled")
-        count("SupersedeFailures")

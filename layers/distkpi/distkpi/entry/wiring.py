@@ -1,35 +1,48 @@
-"""Adapters built once per Lambda container, on first use (never at import time)."""
+"""Each function's adapters and services, made once per container from its settings. Wiring
+only wires: what to read, decide or write lives in the services and adapters it builds."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from distkpi.adapters.batch import BatchLauncher
-from distkpi.adapters.dynamo import RunRepository
+from distkpi.adapters.dynamo import (
+    DeliveryRepository,
+    DynamoTable,
+    HistoryRepository,
+    JobRepository,
+    PullRequestRepository,
+    RunRepository,
+)
 from distkpi.adapters.github import GitHubStatusClient, TimeBudget
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.adapters.secrets import SecretReader
-from distkpi.domain.suites import BrokenSuite, Suite, parse_deployed_suites
+from distkpi.adapters.suite_catalog import SuiteCatalog
+from distkpi.domain.layout import report_key
 from distkpi.entry.observability import count
 from distkpi.services.launch import RunStarter
 from distkpi.services.statuses import StatusPublisher
-from distkpi.settings import Settings, load_settings
+from distkpi.settings import (
+    BatchSettings,
+    FunctionSettings,
+    SweeperSettings,
+    WebhookSettings,
+    load_settings,
+)
 
 if TYPE_CHECKING:
     from distkpi.services.deadlines import RunDeadlines
-    from distkpi.services.fanin import FanIn
+    from distkpi.services.publish import Publisher
+    from distkpi.services.settle import ConfigSettler
 
 
 class Wiring:
-    def __init__(self, environ: Mapping[str, str]) -> None:
-        self.environ = environ
+    """What every function has: storage, GitHub and the fan-in (collector, job_events)."""
 
-    @cached_property
-    def settings(self) -> Settings:
-        return load_settings(self.environ)
+    def __init__(self, settings: FunctionSettings) -> None:
+        self.settings = settings
 
     @cached_property
     def secrets(self) -> SecretReader:
@@ -39,25 +52,29 @@ class Wiring:
     def store(self) -> S3RunStore:
         return S3RunStore(self.settings.bucket_name)
 
-    def webhook_secret(self) -> bytes:
-        secret_id = self.settings.webhook_secret_id
-        if not secret_id:
-            raise RuntimeError("WEBHOOK_SECRET_ID is not set")
-        return self.secrets.get(secret_id).encode()
+    @cached_property
+    def table(self) -> DynamoTable:
+        return DynamoTable(self.settings.table_name)
+
+    @cached_property
+    def runs(self) -> RunRepository:
+        return RunRepository(self.table)
+
+    @cached_property
+    def jobs(self) -> JobRepository:
+        return JobRepository(self.table)
+
+    @cached_property
+    def history(self) -> HistoryRepository:
+        return HistoryRepository(self.table)
 
     def github_token(self) -> str:
         return self.secrets.get(self.settings.github_token_secret_id)
 
-    def launcher(self) -> BatchLauncher | None:
-        s = self.settings
-        if not (s.job_queue and s.single_node_job_definition and s.multi_node_job_definition):
-            return None
-        return BatchLauncher(s.job_queue, s.single_node_job_definition, s.multi_node_job_definition)
-
     def report_url(self, run_id: str) -> str:
         """REPORT_BASE_URL/reports/<run>/index.html, else a presigned link to the object
         (valid while the function's credentials are, hours: set a base URL for good links)."""
-        key = f"reports/{run_id}/index.html"
+        key = report_key(run_id)
         base = self.settings.report_base_url
         return f"{base.rstrip('/')}/{key}" if base else self.store.presigned_url(key)
 
@@ -80,48 +97,85 @@ class Wiring:
         return StatusPublisher(github, self.report_url, count)
 
     @cached_property
-    def runs(self) -> RunRepository:
-        return RunRepository(self.settings.table_name)
+    def publisher(self) -> Publisher:
+        from distkpi.services.publish import Publisher
+
+        return Publisher(self.runs, self.history, self.store, self.statuses, count)
+
+    @cached_property
+    def settler(self) -> ConfigSettler:
+        from distkpi.services.finish import RunFinisher
+        from distkpi.services.settle import ConfigSettler
+
+        finisher = RunFinisher(self.runs, self.history, self.publisher)
+        return ConfigSettler(self.runs, self.jobs, self.store, finisher, count)
+
+
+class BatchWiring(Wiring):
+    settings: BatchSettings
+
+    @cached_property
+    def launcher(self) -> BatchLauncher:
+        s = self.settings
+        return BatchLauncher(s.job_queue, s.single_node_job_definition, s.multi_node_job_definition)
+
+
+class WebhookWiring(BatchWiring):
+    settings: WebhookSettings
+
+    def webhook_secret(self) -> bytes:
+        return self.secrets.get(self.settings.webhook_secret_id).encode()
 
     @cached_property
     def starter(self) -> RunStarter:
-        return RunStarter(self.runs, self.store, self.statuses, self.launcher(), count)
+        return RunStarter(
+            runs=self.runs,
+            deliveries=DeliveryRepository(self.table),
+            jobs=self.jobs,
+            pull_requests=PullRequestRepository(self.table),
+            store=self.store,
+            catalog=SuiteCatalog(self.store, self.settings.suites_prefix),
+            statuses=self.statuses,
+            launcher=self.launcher,
+            cancel_superseded=self.settings.cancel_superseded,
+            settler=lambda: self.settler,
+            count=count,
+        )
 
-    @cached_property
-    def fanin(self) -> FanIn:
-        from distkpi.services.fanin import FanIn
 
-        return FanIn(self.runs, self.store, self.statuses, count)
+class SweeperWiring(BatchWiring):
+    settings: SweeperSettings
 
     @cached_property
     def deadlines(self) -> RunDeadlines:
         from distkpi.services.deadlines import RunDeadlines
 
-        return RunDeadlines(
-            self.runs, self.fanin, self.launcher(), self.settings.run_timeout_s, count
-        )
-
-    def suites(self) -> tuple[list[Suite], list[BrokenSuite]]:
-        """The suites deployed under SUITES_PREFIX in the bucket, read on every delivery."""
-        prefix = self.settings.suites_prefix
-        names = [n for n in self.store.list_names(prefix) if n.endswith((".yaml", ".yml"))]
-        return parse_deployed_suites(
-            ((name, self.store.read_bytes(prefix + name)) for name in names),
-            prefix,
-        )
+        s = self.settings
+        return RunDeadlines(self.runs, self.settler, self.launcher, s.run_timeout_s, count)
 
 
-_wiring: Wiring | None = None
+_made: dict[str, Wiring] = {}
 
 
-def wiring() -> Wiring:
-    global _wiring  # noqa: PLW0603 - one per container, made on first use
-    if _wiring is None:
-        _wiring = Wiring(dict(os.environ))
-    return _wiring
+def webhook() -> WebhookWiring:
+    if "webhook" not in _made:
+        _made["webhook"] = WebhookWiring(load_settings(WebhookSettings, os.environ))
+    return _made["webhook"]  # type: ignore[return-value]
+
+
+def fanin() -> Wiring:
+    """The collector's and job_events'."""
+    if "fanin" not in _made:
+        _made["fanin"] = Wiring(load_settings(FunctionSettings, os.environ))
+    return _made["fanin"]
+
+
+def sweeper() -> SweeperWiring:
+    if "sweeper" not in _made:
+        _made["sweeper"] = SweeperWiring(load_settings(SweeperSettings, os.environ))
+    return _made["sweeper"]  # type: ignore[return-value]
 
 
 def reset() -> None:
-    """Forget the container's adapters (tests start each case with a fresh AWS)."""
-    global _wiring  # noqa: PLW0603
-    _wiring = None
+    """Forget every function's wiring (tests start each case with a fresh AWS)."""
+    _made.clear()

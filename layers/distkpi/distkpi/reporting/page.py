@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
 from distkpi.domain.history import HistoryRow
 from distkpi.domain.judging import Judgement, KpiVerdict
 from distkpi.domain.kpis import ConfigKpis, RunKpis
+from distkpi.domain.records import RunRecord
 from distkpi.domain.table import ROWS
 from distkpi.reporting.charts import speedup_chart, throughput_history_chart
 
@@ -69,15 +70,15 @@ def _img(name: str, png: bytes, alt: str) -> str:
     return f'<p><img src="data:image/png;base64,{data}" alt="{escape(alt)}" title="{name}"></p>'
 
 
-def build_report(
-    item: Mapping[str, Any],
-    run: RunKpis,
-    judgements: Sequence[Judgement],
-    history: Sequence[HistoryRow],
-) -> dict[str, bytes]:
-    """index.html (charts inlined, so a presigned link shows them) and the charts as PNGs."""
-    result = item.get("result") or {}
-    state = str(result.get("state", "pending"))
+def build_report(record: RunRecord, history: Sequence[HistoryRow]) -> dict[str, bytes]:
+    """index.html (charts inlined, so a presigned link shows them) and the charts as PNGs,
+    of a finished run judged against ``history``."""
+    evaluation = record.evaluation
+    if evaluation is None:
+        raise ValueError(f"run {record.run_id} has not finished")
+    run, judgements = evaluation.kpis, evaluation.judgements
+    state = evaluation.verdict.state.value
+    trigger = record.trigger
     base = min(run.configs, key=lambda c: c.gpus).name if run.configs else None
     largest = max(run.configs, key=lambda c: c.gpus).name if run.configs else None
     charts = {
@@ -87,20 +88,18 @@ def build_report(
         ),
     }
 
-    def field(key: str) -> str:
-        return escape(str(item.get(key, "")))
-
     title = f"distkpi {escape(run.model)} {escape(run.run_id)}"
-    description = escape(str(result.get("description", "")))
+    description = escape(evaluation.description)
     speedup = _img("speedup.png", charts["speedup.png"], "speedup vs GPUs")
     history_img = _img("throughput_history.png", charts["throughput_history.png"], "history")
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>{STYLE}</style></head><body>
-<h1>distkpi/{escape(run.model)} on {field("repo")}@{escape(str(item["sha"])[:10])}</h1>
+<h1>distkpi/{escape(run.model)} on {escape(trigger.repo)}@{escape(trigger.sha[:10])}</h1>
 <p><span class="state {escape(state)}">{escape(state)}</span> {description}</p>
-<p>run {escape(run.run_id)} &middot; {field("event")} on {field("branch")}
-&middot; judged against {field("base_branch")} &middot; finished {field("finished_at")}</p>
+<p>run {escape(run.run_id)} &middot; {escape(trigger.event)} on {escape(trigger.branch)}
+&middot; judged against {escape(trigger.base_branch)} &middot; finished
+{escape(record.finished_at or "")}</p>
 <h2>KPIs</h2>{_kpi_table(run)}
 <h2>Against the baseline</h2>{_judgement_table(judgements)}
 <h2>Scaling</h2>{speedup}

@@ -10,9 +10,9 @@ from aws_lambda_powertools import Logger
 
 from distkpi.adapters.batch import BatchLauncher
 from distkpi.adapters.dynamo import RunRepository
-from distkpi.services.fanin import FanIn
 from distkpi.services.jobs import stop_jobs
-from distkpi.services.statuses import Clock, Counter, no_metrics, utcnow
+from distkpi.services.ports import Clock, Counter, no_metrics, utcnow
+from distkpi.services.settle import ConfigSettler
 
 logger = Logger(child=True)
 
@@ -28,7 +28,7 @@ def duration(seconds: int) -> str:
 @dataclass
 class RunDeadlines:
     runs: RunRepository
-    fanin: FanIn
+    settler: ConfigSettler
     launcher: BatchLauncher | None
     timeout_s: int
     count: Counter = no_metrics
@@ -37,14 +37,13 @@ class RunDeadlines:
     def expire_overdue(self) -> int:
         """Settle every run still running `timeout_s` after it started; how many there were."""
         cutoff = self.clock() - timedelta(seconds=self.timeout_s)
-        overdue = self.runs.runs_started_before(cutoff.isoformat(timespec="milliseconds"))
+        overdue = self.runs.running_since_before(cutoff.isoformat(timespec="milliseconds"))
         reason = f"timed out: no result {duration(self.timeout_s)} after the run started"
         expired = 0
-        for key in overdue:
-            run_id = str(key["PK"]).removeprefix("RUN#")
+        for run_id in overdue:
             logger.warning("run past its deadline", run_id=run_id, timeout_s=self.timeout_s)
             try:
-                jobs = self.fanin.expire_run(run_id, reason)
+                jobs = self.settler.expire_run(run_id, reason)
             except Exception:  # one broken run must not keep the others from their deadline
                 logger.exception("overdue run not settled", run_id=run_id)
                 self.count("SweepFailures")

@@ -8,7 +8,7 @@ from aws_lambda_powertools import Logger
 
 from distkpi.adapters.batch import BatchLauncher
 from distkpi.exceptions import LaunchError
-from distkpi.services.statuses import Counter
+from distkpi.services.ports import Counter
 
 logger = Logger(child=True)
 

@@ -1,62 +1,129 @@
-"""The webhook's side: a run per suite, its records, one Batch job per config, `pending`."""
+"""The webhook's side: a delivery's transaction, a run per suite with its records, one Batch
+job per config, `pending`, and the superseding of a pull request's older runs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
 from distkpi.adapters.batch import BatchLauncher
-from distkpi.adapters.dynamo import RunRepository
+from distkpi.adapters.dynamo import (
+    DeliveryRepository,
+    JobRepository,
+    PullRequestRepository,
+    RunRepository,
+)
 from distkpi.adapters.s3_runs import S3RunStore
+from distkpi.adapters.suite_catalog import SuiteCatalog
 from distkpi.domain.commit_status import State, pending_description
 from distkpi.domain.contracts import RunSpec
+from distkpi.domain.layout import run_spec_key
 from distkpi.domain.planning import plan_jobs, run_id_for, run_spec_for
+from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord
 from distkpi.domain.suites import BrokenSuite, Suite
 from distkpi.domain.webhook import Trigger
 from distkpi.exceptions import LaunchError
 from distkpi.services.jobs import stop_jobs
-from distkpi.services.statuses import Clock, Counter, StatusPublisher, no_metrics, utcnow
+from distkpi.services.ports import Clock, Counter, no_metrics, utcnow
+from distkpi.services.statuses import StatusPublisher
+
+if TYPE_CHECKING:
+    from distkpi.services.settle import ConfigSettler
 
 logger = Logger(child=True)
+
+
+class Outcome(Enum):
+    STARTED = "started"
+    DUPLICATE = "duplicate"
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What a delivery started: its runs, and the suite files that could not be read."""
+
+    outcome: Outcome
+    runs: list[str] = field(default_factory=list)
+    invalid_suites: list[str] = field(default_factory=list)
 
 
 @dataclass
 class RunStarter:
     runs: RunRepository
+    deliveries: DeliveryRepository
+    jobs: JobRepository
+    pull_requests: PullRequestRepository
     store: S3RunStore
+    catalog: SuiteCatalog
     statuses: StatusPublisher
     launcher: BatchLauncher | None
+    cancel_superseded: bool = True
+    # the fan-in, made only when Batch refuses a job: the KPI engine stays off the cold start
+    settler: Callable[[], ConfigSettler] | None = None
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
+
+    def handle_delivery(self, trigger: Trigger, delivery: str) -> Delivery:
+        """A delivery's whole transaction: claimed once; if starting fails, released for
+        GitHub's redelivery; broken suites reported; older runs of a pull request superseded."""
+        if not self.deliveries.claim(delivery, int(self.clock().timestamp())):
+            logger.info("delivery seen before; nothing started")
+            return Delivery(Outcome.DUPLICATE)
+        try:
+            suites, broken = self.catalog.suites()
+            started = self.start_runs(trigger, delivery, suites)
+        except Exception:
+            self.deliveries.release(delivery)
+            raise
+        self.report_broken(trigger, broken)
+        if self.cancel_superseded:
+            self._supersede_quietly(trigger, [s.name for s in suites])
+        return Delivery(Outcome.STARTED, started, [s.name for s in broken])
 
     def start_runs(self, trigger: Trigger, delivery: str, suites: Iterable[Suite]) -> list[str]:
         started: list[str] = []
         for suite in suites:
             run_id = run_id_for(suite.name, trigger.sha, delivery)
-            run = run_spec_for(run_id, trigger, suite)
-            record = {
-                **asdict(trigger),
-                "run_id": run_id,
-                "model": suite.name,
-                "spec": run.to_json(),
-                "delivery": delivery,
-                "verdict_settings": suite.verdict.model_dump(mode="json"),
-            }
+            spec = run_spec_for(run_id, trigger, suite)
             created_at = self.clock().isoformat(timespec="milliseconds")
-            if not self.runs.create_run(record, {c.name: c.nodes for c in run.configs}, created_at):
+            record = RunRecord(
+                run_id=run_id,
+                trigger=trigger,
+                model=suite.name,
+                spec=spec,
+                delivery=delivery,
+                verdict_settings=suite.verdict,
+                created_at=created_at,
+                configs_total=len(spec.configs),
+            )
+            if not self.runs.create(record, {c.name: c.nodes for c in spec.configs}):
                 logger.info("run exists already", run_id=run_id)
                 continue
-            self.store.put_json(f"runs/{run_id}/run.json", run.to_json())
-            self._submit(run, suite)
+            if trigger.pull_request is not None:
+                entry = PullRequestRun(
+                    run_id, trigger.sha, suite.name, trigger.updated_at or "", created_at
+                )
+                self.pull_requests.add(trigger.repo, trigger.pull_request, entry)
+            self.store.put_json(run_spec_key(run_id), spec.to_json())
+            self._submit(spec, suite)
             self.count("RunsStarted")
             started.append(run_id)
-            gpus = max(c.gpus for c in run.configs)
-            self.statuses.post(run, State.PENDING, pending_description(len(run.configs), gpus))
+            gpus = max(c.gpus for c in spec.configs)
+            self.statuses.post(spec, State.PENDING, pending_description(len(spec.configs), gpus))
             logger.info("run started", run_id=run_id, sha=trigger.sha, model=suite.name)
         return started
+
+    def _supersede_quietly(self, trigger: Trigger, models: list[str]) -> None:
+        """The new runs have started whatever happens here, so a failure is logged."""
+        try:
+            self.supersede(trigger, models)
+        except Exception:
+            logger.exception("superseded runs not cancelled")
+            self.count("SupersedeFailures")
 
     def supersede(self, trigger: Trigger, models: Iterable[str]) -> list[str]:
         """Keep only the runs of a pull request's newest head, per suite: the others are
@@ -68,30 +135,29 @@ class RunStarter:
         wanted = set(models)
         entries = [
             e
-            for e in self.runs.runs_of_pull_request(trigger.repo, trigger.pull_request)
-            if e["model"] in wanted
+            for e in self.pull_requests.runs(trigger.repo, trigger.pull_request)
+            if e.model in wanted
         ]
         cancelled = []
         for model in sorted(wanted):
-            runs = [e for e in entries if e["model"] == model]
+            runs = [e for e in entries if e.model == model]
             if not runs:
                 continue
-            newest = max(runs, key=lambda e: (str(e.get("updated_at") or ""), str(e["SK"])))
+            newest = max(runs, key=lambda e: (e.updated_at, e.created_at, e.run_id))
             for entry in runs:
-                if entry["sha"] != newest["sha"] and self._cancel(entry, str(newest["sha"])):
-                    cancelled.append(str(entry["run_id"]))
+                if entry.sha != newest.sha and self._cancel(entry.run_id, newest.sha):
+                    cancelled.append(entry.run_id)
         return cancelled
 
-    def _cancel(self, entry: dict[str, Any], by_sha: str) -> bool:
-        run_id = str(entry["run_id"])
+    def _cancel(self, run_id: str, by_sha: str) -> bool:
         reason = f"cancelled: superseded by {by_sha[:10]}"
-        if not self.runs.cancel_run(run_id, reason, self.clock().isoformat(timespec="seconds")):
+        if not self.runs.cancel(run_id, reason, self.clock().isoformat(timespec="seconds")):
             return False  # finished, or cancelled already
-        item = self.runs.get_run(run_id)
-        if item is not None:
-            self.statuses.post(RunSpec.model_validate(item["spec"]), State.ERROR, reason)
-        pending = [c for c in self.runs.configs(run_id) if c["state"] == "pending"]
-        jobs = [str(c["job_id"]) for c in pending if "job_id" in c]
+        run = self.runs.get(run_id)
+        if run is not None:
+            self.statuses.post(run.spec, State.ERROR, reason)
+        pending = [c for c in self.runs.configs(run_id) if c.state is ConfigState.PENDING]
+        jobs = [c.job_id for c in pending if c.job_id is not None]
         stop_jobs(self.launcher, jobs, run_id, reason, self.count)
         self.count("RunsSuperseded")
         logger.info("run superseded", run_id=run_id, by=by_sha)
@@ -114,14 +180,11 @@ class RunStarter:
                 logger.exception("job not submitted", run_id=run.run_id, config=plan.config)
                 self._fail(run.run_id, plan.config, str(exc))
                 continue
-            self.runs.record_job(job_id, run.run_id, plan.config, request)
+            self.jobs.record(JobRecord(job_id, run.run_id, plan.config, request))
+            self.runs.set_job(run.run_id, plan.config, job_id)
             logger.info("job submitted", run_id=run.run_id, config=plan.config, job_id=job_id)
 
     def _fail(self, run_id: str, config: str, reason: str) -> None:
-        # The fan-in, and the KPI engine with it, is imported only on this rare path, to keep
-        # it off the webhook's cold start.
-        from distkpi.services.fanin import FanIn
-
-        FanIn(self.runs, self.store, self.statuses, self.count, self.clock).fail_config(
-            run_id, config, reason
-        )
+        if self.settler is None:
+            raise LaunchError(f"job of {run_id} {config} refused, and no fan-in to settle it")
+        self.settler().fail_config(run_id, config, reason)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Protocol
 
 from aws_lambda_powertools import Logger
 
@@ -15,23 +13,9 @@ from distkpi.domain.contracts import RunSpec
 from distkpi.domain.suites import BrokenSuite
 from distkpi.domain.webhook import Trigger
 from distkpi.exceptions import GitHubError
+from distkpi.services.ports import Counter, no_metrics
 
 logger = Logger(child=True)
-
-
-class Counter(Protocol):
-    def __call__(self, name: str, value: int = 1) -> None: ...
-
-
-def no_metrics(name: str, value: int = 1) -> None:
-    del name, value
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-Clock = Callable[[], datetime]
 
 
 @dataclass

@@ -1,0 +1,90 @@
+"""KPI history per (repo, branch, model), newest first, and its audited baseline resets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from boto3.dynamodb.conditions import Key
+
+from distkpi.adapters.dynamo import keys
+from distkpi.adapters.dynamo.table import DynamoTable
+from distkpi.domain.records import HistoryRecord, ResetRecord
+
+
+def history_item(record: HistoryRecord) -> dict[str, Any]:
+    return {
+        "PK": keys.history(record.repo, record.branch, record.model),
+        "SK": keys.history_entry(record.created_at, record.run_id, record.config),
+        "repo": record.repo,
+        "branch": record.branch,
+        "model": record.model,
+        "config": record.config,
+        "sha": record.sha,
+        "run_id": record.run_id,
+        "created_at": record.created_at,
+        "finished_at": record.finished_at,
+        "kpis": record.kpis.to_record(),
+    }
+
+
+def history_record(item: Mapping[str, Any]) -> HistoryRecord:
+    from distkpi.domain.kpis import ConfigKpis  # the KPI engine stays off the webhook's imports
+
+    return HistoryRecord(
+        repo=str(item["repo"]),
+        branch=str(item["branch"]),
+        model=str(item["model"]),
+        config=str(item["config"]),
+        sha=str(item["sha"]),
+        run_id=str(item["run_id"]),
+        created_at=str(item["created_at"]),
+        finished_at=str(item["finished_at"]),
+        kpis=ConfigKpis.from_record({"name": item["config"], **item["kpis"]}),
+    )
+
+
+class HistoryRepository:
+    def __init__(self, table: DynamoTable) -> None:
+        self.table = table
+
+    def put(self, records: Iterable[HistoryRecord]) -> None:
+        """Keyed by the run's creation time, so writing a run's records again is harmless."""
+        self.table.put_all(history_item(r) for r in records)
+
+    def history(
+        self, repo: str, branch: str, model: str, since: str | None = None, limit: int | None = None
+    ) -> Iterator[HistoryRecord]:
+        """History records of (repo, branch, model), newest first."""
+        condition: Any = Key("PK").eq(keys.history(repo, branch, model))
+        if since:
+            condition = condition & Key("SK").gte(since)
+        found = self.table.query(KeyConditionExpression=condition, ScanIndexForward=False)
+        for count, item in enumerate(found):
+            if limit is not None and count >= limit:
+                return
+            yield history_record(item)
+
+    def record_reset(self, reset: ResetRecord) -> None:
+        self.table.put(
+            {
+                "PK": keys.reset(reset.repo, reset.branch, reset.model),
+                "SK": f"{reset.at}#{reset.config}",
+                "config": reset.config,
+                "reason": reset.reason,
+                "who": reset.who,
+                "at": reset.at,
+            }
+        )
+
+    def resets(self, repo: str, branch: str, model: str) -> list[ResetRecord]:
+        """Audited baseline resets of (repo, branch, model), oldest first."""
+        found = self.table.query(
+            KeyConditionExpression=Key("PK").eq(keys.reset(repo, branch, model))
+        )
+        return [
+            ResetRecord(
+                repo, branch, model, str(r["config"]), str(r["reason"]), str(r["who"]), str(r["at"])
+            )
+            for r in found
+        ]

@@ -1,0 +1,69 @@
+"""The key of every item kind in the one table (PK / SK), and of its two indexes.
+
+RUN#<run_id>                  / RUN                 a run
+                                GSI1: COMMIT#<repo>#<sha> / <created>#<run_id>
+                                GSI2: RUNNING, then UNPUBLISHED / <time>#<run_id>
+RUN#<run_id>                  / CONFIG#<name>       one of its configs
+JOB#<job_id>                  / JOB                 the run and config a Batch job serves
+DELIVERY#<id>                 / DELIVERY            a webhook delivery seen (TTL)
+PR#<repo>#<number>            / <created>#<run_id>  a run of a pull request (TTL)
+HIST#<repo>#<branch>#<model>  / <created>#<run_id>#<config>  one config's KPIs of a run
+RESET#<repo>#<branch>#<model> / <at>#<config>       an audited baseline reset
+"""
+
+from __future__ import annotations
+
+RUNNING = "RUNNING"
+UNPUBLISHED = "UNPUBLISHED"
+_RUN = "RUN#"
+
+Key = dict[str, str]
+
+
+def run(run_id: str) -> Key:
+    return {"PK": f"{_RUN}{run_id}", "SK": "RUN"}
+
+
+def config(run_id: str, name: str) -> Key:
+    return {"PK": f"{_RUN}{run_id}", "SK": f"CONFIG#{name}"}
+
+
+def configs_of(run_id: str) -> tuple[str, str]:
+    """The partition and sort-key prefix of a run's configs."""
+    return f"{_RUN}{run_id}", "CONFIG#"
+
+
+def run_id_of(partition: str) -> str:
+    return partition.removeprefix(_RUN)
+
+
+def commit(repo: str, sha: str) -> str:
+    return f"COMMIT#{repo}#{sha}"
+
+
+def ordered(at: str, run_id: str) -> str:
+    return f"{at}#{run_id}"
+
+
+def job(job_id: str) -> Key:
+    return {"PK": f"JOB#{job_id}", "SK": "JOB"}
+
+
+def delivery(delivery_id: str) -> Key:
+    return {"PK": f"DELIVERY#{delivery_id}", "SK": "DELIVERY"}
+
+
+def pull_request(repo: str, number: int) -> str:
+    return f"PR#{repo}#{number}"
+
+
+def history(repo: str, branch: str, model: str) -> str:
+    return f"HIST#{repo}#{branch}#{model}"
+
+
+def history_entry(created_at: str, run_id: str, config_name: str) -> str:
+    return f"{created_at}#{run_id}#{config_name}"
+
+
+def reset(repo: str, branch: str, model: str) -> str:
+    return f"RESET#{repo}#{branch}#{model}"

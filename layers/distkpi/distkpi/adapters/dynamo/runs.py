@@ -1,0 +1,261 @@
+"""Runs and their configs. The fan-in is exactly-once through conditions on their state,
+never through locks in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, fields
+from typing import TYPE_CHECKING, Any
+
+from boto3.dynamodb.conditions import Key
+
+from distkpi.adapters.dynamo import keys
+from distkpi.adapters.dynamo.table import DynamoTable, to_dynamo
+from distkpi.domain.contracts import RunSpec
+from distkpi.domain.judging import VerdictSettings
+from distkpi.domain.records import ConfigRecord, ConfigState, RunRecord, RunStatus
+from distkpi.domain.webhook import Trigger
+from distkpi.exceptions import NotFoundError
+
+if TYPE_CHECKING:
+    from distkpi.domain.evaluation import Evaluation
+    from distkpi.domain.kpis import ConfigKpis
+
+TRIGGER_FIELDS = tuple(f.name for f in fields(Trigger))
+
+
+def run_item(run: RunRecord) -> dict[str, Any]:
+    return {
+        **keys.run(run.run_id),
+        **asdict(run.trigger),
+        "run_id": run.run_id,
+        "model": run.model,
+        "spec": run.spec.to_json(),
+        "delivery": run.delivery,
+        "verdict_settings": run.verdict_settings.model_dump(mode="json"),
+        "created_at": run.created_at,
+        "configs_total": run.configs_total,
+        "status": run.status.value,
+        "GSI1PK": keys.commit(run.trigger.repo, run.trigger.sha),
+        "GSI1SK": keys.ordered(run.created_at, run.run_id),
+        "GSI2PK": keys.RUNNING,
+        "GSI2SK": keys.ordered(run.created_at, run.run_id),
+    }
+
+
+def run_record(item: Mapping[str, Any]) -> RunRecord:
+    result = item.get("result")
+    evaluation = None
+    if result:
+        # only a finished run has one: the KPI engine stays off the webhook's imports
+        from distkpi.domain.evaluation import Evaluation
+
+        evaluation = Evaluation.from_json(result)
+    return RunRecord(
+        run_id=str(item["run_id"]),
+        trigger=Trigger(**{name: item.get(name) for name in TRIGGER_FIELDS}),  # type: ignore[arg-type]
+        model=str(item["model"]),
+        spec=RunSpec.model_validate(item["spec"]),
+        delivery=str(item.get("delivery", "")),
+        verdict_settings=VerdictSettings.model_validate(item.get("verdict_settings") or {}),
+        created_at=str(item["created_at"]),
+        configs_total=int(item["configs_total"]),
+        status=RunStatus(item["status"]),
+        configs_done=frozenset(item.get("configs_done", ())),
+        evaluation=evaluation,
+        finished_at=item.get("finished_at"),
+        published_at=item.get("published_at"),
+        cancelled_reason=item.get("cancelled_reason"),
+    )
+
+
+def config_record(item: Mapping[str, Any]) -> ConfigRecord:
+    kpis = None
+    if item.get("kpis"):
+        from distkpi.domain.kpis import ConfigKpis  # only settled configs have KPIs
+
+        kpis = ConfigKpis.from_record(item["kpis"])
+    return ConfigRecord(
+        run_id=keys.run_id_of(str(item["PK"])),
+        name=str(item["name"]),
+        nodes_expected=int(item["nodes_expected"]),
+        state=ConfigState(item["state"]),
+        nodes_reported=frozenset(int(n) for n in item.get("nodes_reported", ())),
+        kpis=kpis,
+        job_id=item.get("job_id"),
+    )
+
+
+class RunRepository:
+    def __init__(self, table: DynamoTable) -> None:
+        self.table = table
+
+    def create(self, run: RunRecord, configs: Mapping[str, int]) -> bool:
+        """The run and one pending config per (name -> nodes); False if the run exists."""
+        created = self.table.conditional(
+            Item=to_dynamo(run_item(run)), ConditionExpression="attribute_not_exists(PK)"
+        )
+        if created is None:
+            return False
+        for name, nodes in configs.items():
+            config = {
+                **keys.config(run.run_id, name),
+                "name": name,
+                "nodes_expected": nodes,
+                "state": ConfigState.PENDING.value,
+            }
+            self.table.conditional(Item=config, ConditionExpression="attribute_not_exists(PK)")
+        return True
+
+    def get(self, run_id: str) -> RunRecord | None:
+        item = self.table.get(keys.run(run_id), consistent=True)
+        return run_record(item) if item is not None else None
+
+    def configs(self, run_id: str) -> list[ConfigRecord]:
+        partition, prefix = keys.configs_of(run_id)
+        found = self.table.query(
+            KeyConditionExpression=Key("PK").eq(partition) & Key("SK").begins_with(prefix),
+            ConsistentRead=True,
+        )
+        return [config_record(item) for item in found]
+
+    def set_job(self, run_id: str, config: str, job_id: str) -> None:
+        self.table.update(
+            Key=keys.config(run_id, config),
+            UpdateExpression="SET job_id = :job",
+            ExpressionAttributeValues={":job": job_id},
+        )
+
+    def _add_member(
+        self, key: dict[str, str], attribute: str, member: object, below: tuple[str, int] | None
+    ) -> dict[str, Any]:
+        """Add ``member`` to the item's set ``attribute`` (idempotent); the item after it, or
+        NotFoundError when there is no such item, or ``below`` = (attribute, value) and the
+        item's attribute is not above that value."""
+        condition = "attribute_exists(PK)"
+        values: dict[str, Any] = {":member": {member}}
+        if below is not None:
+            condition += f" AND {below[0]} > :bound"
+            values[":bound"] = below[1]
+        response = self.table.conditional(
+            Key=key,
+            UpdateExpression=f"ADD {attribute} :member",
+            ConditionExpression=condition,
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+        )
+        if response is None:
+            raise NotFoundError(f"no item {key['PK']} {key['SK']}")
+        return dict(response["Attributes"])
+
+    def add_node(self, run_id: str, config: str, node: int) -> ConfigRecord:
+        """Record that a node reported (idempotent); the config after it. NotFoundError for
+        a config that does not exist or has no such node."""
+        key = keys.config(run_id, config)
+        item = self._add_member(key, "nodes_reported", node, below=("nodes_expected", node))
+        return config_record(item)
+
+    def settle_config(self, run_id: str, kpis: ConfigKpis) -> bool:
+        """Store a config's KPIs once: True for the caller that settled it."""
+        response = self.table.conditional(
+            Key=keys.config(run_id, kpis.name),
+            UpdateExpression="SET #state = :state, kpis = :kpis",
+            ConditionExpression="#state = :pending",
+            ExpressionAttributeNames={"#state": "state"},
+            ExpressionAttributeValues={
+                ":state": ConfigState.settled_as(kpis.status).value,
+                ":kpis": to_dynamo(kpis.to_record()),
+                ":pending": ConfigState.PENDING.value,
+            },
+        )
+        return response is not None
+
+    def add_config_done(self, run_id: str, config: str) -> tuple[int, int]:
+        """Record that a config settled (idempotent); (configs done, configs in the run)."""
+        item = self._add_member(keys.run(run_id), "configs_done", config, below=None)
+        return len(item.get("configs_done", ())), int(item["configs_total"])
+
+    def finish(self, run_id: str, evaluation: Evaluation, finished_at: str) -> bool:
+        """Store the run's evaluation once: True for the caller that did."""
+        response = self.table.conditional(
+            Key=keys.run(run_id),
+            UpdateExpression="SET #status = :done, #result = :result, finished_at = :at, "
+            "GSI2PK = :unpublished, GSI2SK = :order",
+            ConditionExpression="#status = :running",
+            ExpressionAttributeNames={"#status": "status", "#result": "result"},
+            ExpressionAttributeValues={
+                ":done": RunStatus.DONE.value,
+                ":result": to_dynamo(evaluation.to_json()),
+                ":at": finished_at,
+                ":running": RunStatus.RUNNING.value,
+                ":unpublished": keys.UNPUBLISHED,
+                ":order": keys.ordered(finished_at, run_id),
+            },
+        )
+        return response is not None
+
+    def cancel(self, run_id: str, reason: str, at: str) -> bool:
+        """Stop a running run from ever finishing (its late results publish nothing): True for
+        the caller that cancelled it."""
+        response = self.table.conditional(
+            Key=keys.run(run_id),
+            UpdateExpression="SET #status = :cancelled, cancelled_reason = :reason, "
+            "finished_at = :at REMOVE GSI2PK, GSI2SK",
+            ConditionExpression="#status = :running",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={
+                ":cancelled": RunStatus.CANCELLED.value,
+                ":reason": reason,
+                ":at": at,
+                ":running": RunStatus.RUNNING.value,
+            },
+        )
+        return response is not None
+
+    def claim_publication(self, run_id: str, now: int, lease_s: int = 300) -> bool:
+        """One publisher of the final status at a time; a stale lease can be taken over."""
+        response = self.table.conditional(
+            Key=keys.run(run_id),
+            UpdateExpression="SET publish_lease = :until",
+            ConditionExpression="#status = :done AND attribute_not_exists(published_at) "
+            "AND (attribute_not_exists(publish_lease) OR publish_lease < :now)",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={
+                ":until": now + lease_s,
+                ":now": now,
+                ":done": RunStatus.DONE.value,
+            },
+        )
+        return response is not None
+
+    def mark_published(self, run_id: str, now: int) -> None:
+        self.table.update(
+            Key=keys.run(run_id),
+            UpdateExpression="SET published_at = :now REMOVE publish_lease, GSI2PK, GSI2SK",
+            ExpressionAttributeValues={":now": now},
+        )
+
+    def release_publication(self, run_id: str) -> None:
+        self.table.update(Key=keys.run(run_id), UpdateExpression="REMOVE publish_lease")
+
+    def _index(self, partition: str, before: str | None = None) -> list[str]:
+        condition: Any = Key("GSI2PK").eq(partition)
+        if before is not None:
+            condition = condition & Key("GSI2SK").lt(before)
+        found = self.table.query(IndexName="GSI2", KeyConditionExpression=condition)
+        return [keys.run_id_of(str(item["PK"])) for item in found]
+
+    def unpublished(self) -> list[str]:
+        """Finished runs whose final status has not gone out yet (GitHub was down), oldest
+        first: a sparse index, so only those runs are in it."""
+        return self._index(keys.UNPUBLISHED)
+
+    def running_since_before(self, created_before: str) -> list[str]:
+        """Runs still running that were created before the given ISO time, oldest first."""
+        return self._index(keys.RUNNING, before=created_before)
+
+    def of_commit(self, repo: str, sha: str) -> list[RunRecord]:
+        found = self.table.query(
+            IndexName="GSI1", KeyConditionExpression=Key("GSI1PK").eq(keys.commit(repo, sha))
+        )
+        return [run_record(item) for item in found]

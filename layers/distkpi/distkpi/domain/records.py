@@ -1,0 +1,137 @@
+"""What the pipeline stores, as records. The DynamoDB repositories (adapters/dynamo) map
+items to these and back, so no code above them knows an attribute name or a key."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from distkpi.domain.contracts import RunSpec
+from distkpi.domain.judging import VerdictSettings
+from distkpi.domain.webhook import Trigger
+
+if TYPE_CHECKING:  # the KPI engine stays off the webhook's imports
+    from distkpi.domain.evaluation import Evaluation
+    from distkpi.domain.kpis import ConfigKpis, ConfigStatus
+
+
+def history_branch(event: str, branch: str, pull_request: int | None) -> str:
+    """Whose history a run's results join. A push (only to a configured branch starts runs)
+    joins its branch's. A pull request's runs stay apart under ``pr:<number>``, a name no git
+    branch can have: its head branch may be called ``develop`` in a fork, and a pull
+    request's numbers must never become a branch's baseline."""
+    if event != "pull_request":
+        return branch
+    return f"pr:{pull_request if pull_request is not None else branch}"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    DONE = "done"
+    CANCELLED = "cancelled"
+
+
+class ConfigState(StrEnum):
+    """Pending, then settled as its KPIs' status (domain.kpis.ConfigStatus)."""
+
+    PENDING = "pending"
+    OK = "ok"
+    FAILED = "failed"
+    INCOMPLETE = "incomplete"
+
+    @classmethod
+    def settled_as(cls, status: ConfigStatus) -> ConfigState:
+        return cls(status.value)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run: a suite for one commit, from the delivery that started it to its verdict."""
+
+    run_id: str
+    trigger: Trigger
+    model: str
+    spec: RunSpec
+    delivery: str
+    verdict_settings: VerdictSettings
+    created_at: str
+    configs_total: int
+    status: RunStatus = RunStatus.RUNNING
+    configs_done: frozenset[str] = frozenset()
+    evaluation: Evaluation | None = None
+    finished_at: str | None = None
+    published_at: int | None = None
+    cancelled_reason: str | None = None
+
+    @property
+    def history_branch(self) -> str:
+        """Whose history this run's results join (see domain.history.history_branch)."""
+        t = self.trigger
+        return history_branch(t.event, t.branch, t.pull_request)
+
+    @property
+    def baseline_branch(self) -> str:
+        """Whose history it is judged against: a pull request's base, a push's own branch."""
+        return self.trigger.base_branch
+
+
+@dataclass(frozen=True)
+class ConfigRecord:
+    run_id: str
+    name: str
+    nodes_expected: int
+    state: ConfigState = ConfigState.PENDING
+    nodes_reported: frozenset[int] = frozenset()
+    kpis: ConfigKpis | None = None
+    job_id: str | None = None
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """Which run and config a Batch job serves, and exactly what was submitted."""
+
+    job_id: str
+    run_id: str
+    config: str
+    request: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PullRequestRun:
+    """A run started for a pull request (so a newer push can supersede it)."""
+
+    run_id: str
+    sha: str
+    model: str
+    updated_at: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class HistoryRecord:
+    """One config's KPIs of one finished run, under (repo, branch, model)."""
+
+    repo: str
+    branch: str
+    model: str
+    config: str
+    sha: str
+    run_id: str
+    created_at: str
+    finished_at: str
+    kpis: ConfigKpis
+
+
+@dataclass(frozen=True)
+class ResetRecord:
+    """An audited baseline reset: history before ``at`` no longer counts for ``config``."""
+
+    repo: str
+    branch: str
+    model: str
+    config: str
+    reason: str
+    who: str
+    at: str

@@ -1,0 +1,140 @@
+"""The local stack: moto's server on 127.0.0.1 for AWS, an HTTP server on 127.0.0.1 for
+GitHub, and the real handlers, given real event shapes as AWS would give them."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from types import ModuleType
+from typing import TextIO
+from unittest import mock
+
+from distkpi.adapters.dynamo import DynamoTable, JobRepository, RunRepository
+from distkpi.local.aws_stack import (
+    TABLE,
+    LocalAws,
+    aws_environment,
+    create_local_aws,
+    function_environment,
+)
+from distkpi.local.github_standin import GitHubStandIn
+from distkpi.local.handlers import (
+    LambdaContext,
+    batch_job_event,
+    load_handlers,
+    project_root,
+    pull_request_delivery,
+    push_delivery,
+    signed_function_url_event,
+)
+
+
+@dataclass
+class LocalStack:
+    """A running local stack; use `local_stack()` to get one that cleans up after itself."""
+
+    root: Path
+    aws: LocalAws
+    github: GitHubStandIn
+    handlers: dict[str, ModuleType]
+    progress: TextIO
+    events_delivered: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def say(self, message: str) -> None:
+        print(
+            f"[{time.monotonic() - self.started:6.1f}s] {message}", file=self.progress, flush=True
+        )
+
+    @cached_property
+    def runs(self) -> RunRepository:
+        return RunRepository(DynamoTable(TABLE))
+
+    @cached_property
+    def jobs(self) -> JobRepository:
+        return JobRepository(DynamoTable(TABLE))
+
+    def send_webhook(self, repo: str, sha: str, base_sha: str, *, push: bool = False) -> list[str]:
+        """A signed delivery to the real webhook handler: a pull request onto develop at
+        ``base_sha``, or a push of ``sha`` to develop on top of it."""
+        delivery = str(uuid.uuid4())
+        build = push_delivery if push else pull_request_delivery
+        headers, body = build(repo, sha, base_sha, delivery)
+        event = signed_function_url_event(self.aws.webhook_secret, headers, body)
+        response = self.handlers["webhook"].lambda_handler(event, LambdaContext())
+        answer = json.loads(response.get("body") or "{}")
+        if response["statusCode"] != 201:
+            raise RuntimeError(f"webhook answered {response['statusCode']}: {answer}")
+        kind = "push to develop" if push else "pull_request"
+        self.say(f"webhook: {kind} {sha[:10]} -> runs {', '.join(answer['runs'])}")
+        return list(answer["runs"])
+
+    def drain_s3_events(self) -> int:
+        """Deliver every queued S3 notification to the collector; how many were delivered."""
+        sqs = self.aws.client("sqs")
+        delivered = 0
+        while True:
+            messages = sqs.receive_message(QueueUrl=self.aws.queue_url, MaxNumberOfMessages=10).get(
+                "Messages", []
+            )
+            if not messages:
+                self.events_delivered += delivered
+                return delivered
+            for message in messages:
+                body = json.loads(message["Body"])
+                if body.get("Event") != "s3:TestEvent" and body.get("Records"):
+                    self.handlers["collector"].lambda_handler(body, LambdaContext())
+                    delivered += 1
+                sqs.delete_message(
+                    QueueUrl=self.aws.queue_url, ReceiptHandle=message["ReceiptHandle"]
+                )
+
+    def job_ended(self, job_id: str, name: str, failed: bool, reason: str | None) -> None:
+        """A Batch Job State Change event, as EventBridge sends it, to job_events."""
+        status = "FAILED" if failed else "SUCCEEDED"
+        reason = reason or "Essential container in task exited"
+        event = batch_job_event(job_id, name, self.aws.job_queue, status, reason)
+        result = self.handlers["job_events"].lambda_handler(event, LambdaContext())
+        if failed or result["settled_config"]:
+            self.say(f"job_events: {name} {status} ({reason})")
+
+    def worker_environment(self) -> dict[str, str]:
+        """What a job's processes need to reach this stack's AWS."""
+        return aws_environment(self.aws.endpoint)
+
+
+@contextmanager
+def local_stack(suite: Path, progress: TextIO = sys.stderr) -> Iterator[LocalStack]:
+    """Up on free ports, with ``suite`` deployed; down (and the environment as it was)
+    afterwards."""
+    from moto.server import ThreadedMotoServer
+
+    from distkpi.entry import wiring
+
+    root = project_root()
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    github = GitHubStandIn()
+    try:
+        # everything set in the environment from here on is undone on the way out
+        with mock.patch.dict(os.environ):
+            host, port = server.get_host_and_port()
+            aws = create_local_aws(f"http://{host}:{port}", root / "template.yaml", suite)
+            github.token = aws.github_token
+            os.environ.update(function_environment(aws, github.start()))
+            wiring.reset()
+            yield LocalStack(root, aws, github, load_handlers(root), progress)
+    finally:
+        github.stop()
+        server.stop()
+        wiring.reset()

@@ -1,0 +1,105 @@
+"""A finished run's results go out once, as they were stored: its history records, kpis.json,
+the report and the final commit status, by the one holder of the publication lease."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from aws_lambda_powertools import Logger
+
+from distkpi.adapters.dynamo import HistoryRepository, RunRepository
+from distkpi.adapters.s3_runs import S3RunStore
+from distkpi.domain.evaluation import Evaluation
+from distkpi.domain.layout import kpis_key, report_key
+from distkpi.domain.records import HistoryRecord, RunRecord
+from distkpi.services.baseline import baseline_of
+from distkpi.services.ports import Clock, Counter, no_metrics, utcnow
+from distkpi.services.statuses import StatusPublisher
+
+logger = Logger(child=True)
+
+
+@dataclass
+class Publisher:
+    runs: RunRepository
+    history: HistoryRepository
+    store: S3RunStore
+    statuses: StatusPublisher
+    count: Counter = no_metrics
+    clock: Clock = field(default=utcnow)
+
+    def publish(self, run: RunRecord) -> bool:
+        """Publish a finished run's stored evaluation. A publisher that dies leaves its lease
+        to expire; the next one redoes all of it (every write here is idempotent)."""
+        evaluation = run.evaluation
+        if evaluation is None:
+            raise ValueError(f"run {run.run_id} has no evaluation to publish")
+        now = int(self.clock().timestamp())
+        if not self.runs.claim_publication(run.run_id, now):
+            return False
+        self.history.put(history_records(run, evaluation))
+        self.store.put_json(kpis_key(run.run_id), evaluation.kpis.to_json())
+        written = self._write_report(run)
+        state, description = evaluation.verdict.state, evaluation.description
+        if self.statuses.post(run.spec, state, description, report=written):
+            self.runs.mark_published(run.run_id, now)
+            return True
+        self.runs.release_publication(run.run_id)
+        return False
+
+    def republish_unpublished(self) -> int:
+        """Publish the runs that finished while GitHub was down; how many went out now."""
+        posted = 0
+        for run_id in self.runs.unpublished():
+            try:
+                posted += self._republish(run_id)
+            except Exception:  # one broken run must not keep the others' statuses back
+                logger.exception("status not republished", run_id=run_id)
+                self.count("SweepFailures")
+        return posted
+
+    def _republish(self, run_id: str) -> bool:
+        run = self.runs.get(run_id)
+        if run is None or run.evaluation is None or not self.publish(run):
+            return False
+        logger.info("status republished", run_id=run_id)
+        return True
+
+    def report_files(self, run: RunRecord) -> dict[str, bytes]:
+        """The run's report, drawn against the history it was judged against."""
+        from distkpi.reporting.page import build_report  # matplotlib: only when a run ends
+
+        return build_report(run, baseline_of(self.history, run).rows)
+
+    def _write_report(self, run: RunRecord) -> bool:
+        """reports/<run_id>/: a report that cannot be drawn is logged and counted, and the
+        status still goes out, without the link."""
+        try:
+            files = self.report_files(run)
+        except Exception:
+            logger.exception("report not written", run_id=run.run_id)
+            self.count("ReportFailures")
+            return False
+        for name, data in files.items():
+            kind = "text/html; charset=utf-8" if name.endswith(".html") else "image/png"
+            self.store.put_bytes(report_key(run.run_id, name), data, kind)
+        return True
+
+
+def history_records(run: RunRecord, evaluation: Evaluation) -> list[HistoryRecord]:
+    """One record per config, finished when the run did, under the branch whose history the
+    run joins (a pull request's own, never its head branch's)."""
+    return [
+        HistoryRecord(
+            repo=run.trigger.repo,
+            branch=run.history_branch,
+            model=run.model,
+            config=c.name,
+            sha=run.trigger.sha,
+            run_id=run.run_id,
+            created_at=run.created_at,
+            finished_at=run.finished_at or "",
+            kpis=c,
+        )
+        for c in evaluation.kpis.configs
+    ]

@@ -1,0 +1,148 @@
+"""Nodes fan in to their config: a config is settled once, with its KPIs, by whoever gets
+there first (the collector on the last manifest, job_events on the job's end, the sweeper
+at the deadline), and the finisher is told."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from aws_lambda_powertools import Logger
+
+from distkpi.adapters.dynamo import JobRepository, RunRepository
+from distkpi.adapters.s3_runs import S3RunStore
+from distkpi.domain.contracts import RunSpec
+from distkpi.domain.kpis import ConfigEvidence, ConfigKpis, ConfigStatus, config_kpis
+from distkpi.domain.records import ConfigState
+from distkpi.domain.runfolder import gather_config, node_indices
+from distkpi.exceptions import NotFoundError, StorageError
+from distkpi.services.finish import RunFinisher
+from distkpi.services.ports import Counter, no_metrics
+
+logger = Logger(child=True)
+
+SETTLED_METRIC = {
+    ConfigStatus.OK: "ConfigsCompleted",
+    ConfigStatus.FAILED: "ConfigsFailed",
+    ConfigStatus.INCOMPLETE: "ConfigsIncomplete",
+}
+
+
+@dataclass
+class ConfigSettler:
+    runs: RunRepository
+    jobs: JobRepository
+    store: S3RunStore
+    finisher: RunFinisher
+    count: Counter = no_metrics
+
+    def on_node_manifest(self, run_id: str, config: str, node: int) -> None:
+        """A node's manifest landed; NotFoundError when it is no node of a known config."""
+        record = self.runs.add_node(run_id, config, node)
+        logger.info(
+            "node reported",
+            run_id=run_id,
+            config=config,
+            node=node,
+            reported=len(record.nodes_reported),
+            expected=record.nodes_expected,
+        )
+        if record.state is ConfigState.PENDING:
+            if len(record.nodes_reported) < record.nodes_expected:
+                return
+            self._settle(run_id, self._kpis_from_folder(self._spec(run_id), config))
+        self.finisher.config_done(run_id, config)
+
+    def on_job_failed(self, job_id: str, reason: str) -> bool:
+        """A Batch job FAILED: False when the job is not one of ours."""
+        job = self.jobs.get(job_id.split("#", maxsplit=1)[0])
+        if job is None:
+            logger.info("failed job is not ours", job_id=job_id)
+            return False
+        self.fail_config(job.run_id, job.config, reason)
+        return True
+
+    def on_job_succeeded(self, job_id: str) -> bool:
+        """A Batch job SUCCEEDED: its nodes have all exited (on Batch the main node waits for
+        the others' manifests), so a manifest missing now will never come. True when one
+        was missing and the config is settled from what the others left; False when every
+        node reported (the collector's part) or the job is not ours."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            logger.info("succeeded job is not ours", job_id=job_id)
+            return False
+        spec = self._spec(job.run_id)
+        expected = spec.config(job.config).nodes
+        reported = set(node_indices(self.store.run(job.run_id), job.config))
+        missing = [str(n) for n in range(expected) if n not in reported]
+        if not missing:
+            return False
+        reason = f"job succeeded but node(s) {', '.join(missing)} never reported"
+        self._settle_from_evidence(spec, job.config, reason)
+        self.finisher.config_done(job.run_id, job.config)
+        return True
+
+    def fail_config(self, run_id: str, config: str, reason: str) -> None:
+        """A config whose job failed: whatever its nodes left, marked failed with the reason."""
+        kpis = self._kpis_from_folder(self._spec(run_id), config)
+        failed = replace(
+            kpis,
+            status=ConfigStatus.FAILED,
+            throughput=None,
+            throughput_samples=(),
+            problems=(f"job failed: {reason}", *kpis.problems),
+        )
+        self._settle(run_id, failed)
+        self.finisher.config_done(run_id, config)
+
+    def expire_run(self, run_id: str, reason: str) -> list[str]:
+        """Settle a run past its deadline, each config still pending from whatever its nodes
+        left; the Batch jobs of those configs."""
+        spec = self._spec(run_id)
+        jobs = []
+        for config in self.runs.configs(run_id):
+            if config.state is ConfigState.PENDING:
+                self._settle_from_evidence(spec, config.name, reason)
+                if config.job_id is not None:
+                    jobs.append(config.job_id)
+            self.finisher.config_done(run_id, config.name)
+        return jobs
+
+    def _spec(self, run_id: str) -> RunSpec:
+        run = self.runs.get(run_id)
+        if run is None:
+            raise NotFoundError(f"no run {run_id}")
+        return run.spec
+
+    def _settle_from_evidence(self, run: RunSpec, config: str, reason: str) -> None:
+        """Settle a config from whatever its nodes left: ok when they all reported after all
+        (only an event went missing), else failed or incomplete, with the reason."""
+        kpis = self._kpis_from_folder(run, config)
+        if kpis.status is not ConfigStatus.OK:
+            kpis = replace(kpis, problems=(reason, *kpis.problems))
+        self._settle(run.run_id, kpis)
+
+    def _kpis_from_folder(self, run: RunSpec, config: str) -> ConfigKpis:
+        """The config's KPIs from whatever its nodes have put in the run folder; a folder
+        that cannot even be listed leaves the config without nodes, and says why."""
+        spec = run.config(config)
+        try:
+            evidence = gather_config(self.store.run(run.run_id), spec)
+        except StorageError as exc:
+            logger.exception("run folder not readable", run_id=run.run_id, config=config)
+            evidence = ConfigEvidence(spec, {}, problems=[f"run folder cannot be read: {exc}"])
+        return config_kpis(evidence, run.target_accuracy, run.accuracy_pass)
+
+    def _settle(self, run_id: str, kpis: ConfigKpis) -> None:
+        """Store the config's KPIs, once whoever gets there first."""
+        if not self.runs.settle_config(run_id, kpis):
+            return
+        self.count(SETTLED_METRIC[kpis.status])
+        self.count("ParseProblems", len(kpis.problems))
+        logger.info(
+            "config settled",
+            run_id=run_id,
+            config=kpis.name,
+            status=kpis.status.value,
+            throughput=kpis.throughput,
+            problems=list(kpis.problems),
+        )
