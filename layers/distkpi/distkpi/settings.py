@@ -9,6 +9,7 @@ from typing import Annotated, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from distkpi.domain.contracts import describe_errors
 from distkpi.exceptions import ContractError
 
 Text = Annotated[str, Field(min_length=1)]
@@ -70,5 +71,4 @@ def load_settings(model: type[S], environ: Mapping[str, str]) -> S:
     try:
         return model.model_validate(dict(environ))
     except ValidationError as exc:
-        wrong = ", ".join(f"{e['loc'][0]} ({e['msg']})" for e in exc.errors())
-        raise ContractError(f"invalid settings: {wrong}") from exc
+        raise ContractError(f"invalid settings: {describe_errors(exc)}") from exc

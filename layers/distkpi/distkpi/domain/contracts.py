@@ -117,7 +117,8 @@ class NodeManifest(_Frozen):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def _describe(exc: ValidationError) -> str:
+def describe_errors(exc: ValidationError) -> str:
+    """Each invalid field as `where: why`, for the error a person reads."""
     parts = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
@@ -130,7 +131,7 @@ def parse_run_spec(data: object) -> RunSpec:
         return RunSpec.model_validate(data)
     except ValidationError as exc:
         raise ContractError(
-            f"run.json does not follow schema {SCHEMA_VERSION}: {_describe(exc)}"
+            f"run.json does not follow schema {SCHEMA_VERSION}: {describe_errors(exc)}"
         ) from exc
 
 
@@ -138,4 +139,6 @@ def parse_node_manifest(data: object, where: str) -> NodeManifest:
     try:
         return NodeManifest.model_validate(data)
     except ValidationError as exc:
-        raise ContractError(f"{where} is not a valid node manifest: {_describe(exc)}") from exc
+        raise ContractError(
+            f"{where} is not a valid node manifest: {describe_errors(exc)}"
+        ) from exc

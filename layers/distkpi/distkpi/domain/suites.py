@@ -10,7 +10,12 @@ from typing import Annotated
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from distkpi.domain.contracts import CONFIG_NAME_PATTERN, ConfigSpec, require_unique_names
+from distkpi.domain.contracts import (
+    CONFIG_NAME_PATTERN,
+    ConfigSpec,
+    describe_errors,
+    require_unique_names,
+)
 from distkpi.domain.judging import VerdictSettings
 from distkpi.exceptions import ContractError
 
@@ -67,11 +72,7 @@ def parse_suite(text: str | bytes, where: str) -> Suite:
     try:
         return Suite.model_validate(data)
     except ValidationError as exc:
-        fields = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ContractError(f"{where}: invalid suite: {fields}") from exc
+        raise ContractError(f"{where}: invalid suite: {describe_errors(exc)}") from exc
 
 
 def load_suite(path: Path) -> Suite:

@@ -20,8 +20,7 @@ def signature_matches(secret: bytes, body: bytes, header: str | None) -> bool:
     """X-Hub-Signature-256 check: HMAC-SHA256 of the raw body, compared in constant time."""
     if not header or not header.startswith("sha256="):
         return False
-    expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected.encode(), header.strip().encode())
+    return hmac.compare_digest(sign(secret, body).encode(), header.strip().encode())
 
 
 def sign(secret: bytes, body: bytes) -> str:

@@ -154,28 +154,34 @@ class SweeperWiring(BatchWiring):
         return RunDeadlines(self.runs, self.settler, self.launcher, s.run_timeout_s, count)
 
 
-_made: dict[str, Wiring] = {}
+_webhook: WebhookWiring | None = None
+_fanin: Wiring | None = None
+_sweeper: SweeperWiring | None = None
 
 
 def webhook() -> WebhookWiring:
-    if "webhook" not in _made:
-        _made["webhook"] = WebhookWiring(load_settings(WebhookSettings, os.environ))
-    return _made["webhook"]  # type: ignore[return-value]
+    global _webhook  # noqa: PLW0603 - one per container, made on its first event
+    if _webhook is None:
+        _webhook = WebhookWiring(load_settings(WebhookSettings, os.environ))
+    return _webhook
 
 
 def fanin() -> Wiring:
     """The collector's and job_events'."""
-    if "fanin" not in _made:
-        _made["fanin"] = Wiring(load_settings(FunctionSettings, os.environ))
-    return _made["fanin"]
+    global _fanin  # noqa: PLW0603
+    if _fanin is None:
+        _fanin = Wiring(load_settings(FunctionSettings, os.environ))
+    return _fanin
 
 
 def sweeper() -> SweeperWiring:
-    if "sweeper" not in _made:
-        _made["sweeper"] = SweeperWiring(load_settings(SweeperSettings, os.environ))
-    return _made["sweeper"]  # type: ignore[return-value]
+    global _sweeper  # noqa: PLW0603
+    if _sweeper is None:
+        _sweeper = SweeperWiring(load_settings(SweeperSettings, os.environ))
+    return _sweeper
 
 
 def reset() -> None:
     """Forget every function's wiring (tests start each case with a fresh AWS)."""
-    _made.clear()
+    global _webhook, _fanin, _sweeper  # noqa: PLW0603
+    _webhook = _fanin = _sweeper = None

@@ -3,14 +3,14 @@ baseline and the evaluation stored once; then it is published."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from aws_lambda_powertools import Logger
 
 from distkpi.adapters.dynamo import HistoryRepository, RunRepository
 from distkpi.domain.evaluation import Evaluation, evaluate
 from distkpi.domain.kpis import run_kpis
-from distkpi.domain.records import RunRecord
+from distkpi.domain.records import RunRecord, RunStatus
 from distkpi.exceptions import NotFoundError
 from distkpi.services.baseline import baseline_of
 from distkpi.services.ports import Clock, utcnow
@@ -39,7 +39,11 @@ class RunFinisher:
             finished_at = self.clock().isoformat(timespec="seconds")
             if self.runs.finish(run_id, evaluation, finished_at):
                 logger.info("run finished", run_id=run_id, state=evaluation.verdict.state.value)
-            run = self._run(run_id)
+                run = replace(
+                    run, status=RunStatus.DONE, evaluation=evaluation, finished_at=finished_at
+                )
+            else:  # another finisher stored its evaluation first, or the run was cancelled
+                run = self._run(run_id)
         if run.evaluation is not None:  # a cancelled run has none and publishes nothing
             self.publisher.publish(run)
 

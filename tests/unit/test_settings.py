@@ -1,0 +1,32 @@
+"""Each function's settings are its own: what one needs and lacks fails its first event with
+the variable's name; what only another function needs is not asked of it."""
+
+import pytest
+
+from distkpi.exceptions import ContractError
+from distkpi.settings import FunctionSettings, SweeperSettings, WebhookSettings, load_settings
+
+COMMON = {"TABLE_NAME": "t", "BUCKET_NAME": "b", "GITHUB_TOKEN_SECRET_ID": "s"}
+BATCH = {"JOB_QUEUE": "q", "SINGLE_NODE_JOB_DEFINITION": "d1", "MULTI_NODE_JOB_DEFINITION": "d2"}
+
+
+def test_the_webhook_names_every_variable_it_lacks() -> None:
+    with pytest.raises(ContractError) as raised:
+        load_settings(WebhookSettings, {"TABLE_NAME": "t"})
+    for name in ("BUCKET_NAME", "WEBHOOK_SECRET_ID", "JOB_QUEUE", "MULTI_NODE_JOB_DEFINITION"):
+        assert name in str(raised.value)
+
+
+def test_the_collector_needs_neither_the_webhook_secret_nor_batch() -> None:
+    settings = load_settings(FunctionSettings, COMMON)
+    assert settings.table_name == "t" and settings.github_budget_s is None
+
+
+def test_a_bad_value_is_named_with_why() -> None:
+    with pytest.raises(ContractError, match="RUN_TIMEOUT_S: Input should be a valid integer"):
+        load_settings(SweeperSettings, {**COMMON, **BATCH, "RUN_TIMEOUT_S": "soon"})
+
+
+def test_branches_are_a_comma_separated_list() -> None:
+    environ = {**COMMON, **BATCH, "WEBHOOK_SECRET_ID": "w", "BRANCHES": "develop, release/2.6"}
+    assert load_settings(WebhookSettings, environ).branches == ("develop", "release/2.6")
