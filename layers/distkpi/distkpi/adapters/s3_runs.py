@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast
 from botocore.exceptions import ClientError
 
 from distkpi.adapters.aws import client, error_code
+from distkpi.domain.layout import run_prefix
 from distkpi.exceptions import NotFoundError, StorageError
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class S3RunStore:
         )
 
     def run(self, run_id: str) -> S3RunSource:
-        return S3RunSource(self, f"runs/{run_id}/")
+        return S3RunSource(self, run_prefix(run_id))
 
 
 class S3RunSource:

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from distkpi.domain.contracts import ConfigSpec, RunSpec
+from distkpi.domain.layout import config_prefix
 from distkpi.domain.suites import Suite
 from distkpi.domain.webhook import Trigger
 
@@ -80,7 +81,7 @@ def plan_jobs(run: RunSpec, suite: Suite, bucket: str) -> list[JobPlan]:
         environment = {
             "DISTKPI_RUN_ID": run.run_id,
             "DISTKPI_CONFIG": spec.name,
-            "DISTKPI_S3_PREFIX": f"s3://{bucket}/runs/{run.run_id}/{spec.name}/",
+            "DISTKPI_S3_PREFIX": f"s3://{bucket}/{config_prefix(run.run_id, spec.name)}",
             "DISTKPI_REPO": run.repo,
             "DISTKPI_SHA": run.sha,
             "DISTKPI_MODEL": run.model,
