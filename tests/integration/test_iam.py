@@ -1,35 +1,34 @@
 """The integration stack enforces IAM as template.yaml grants it (see conftest): here, what
-the benchmark job's role may and may not do, with the job's own upload code."""
+the benchmark job's role may and may not do, with the node runner's own code."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.integration.conftest import BUCKET, ROOT, Stack
-
-PREFIX = f"s3://{BUCKET}/runs/r1/2x8-1ps/"
-
-
-@pytest.fixture
-def job_code(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(ROOT / "infra" / "job"))
+from distkpi.node.runner import NodeRunner
+from tests.integration.conftest import BUCKET, Stack
+from tests.unit.test_node_runner import make_repo, node_env
 
 
-@pytest.mark.usefixtures("job_code")
-def test_the_main_node_may_list_its_config_folder_while_it_waits(
+def test_a_two_node_job_meets_uploads_and_waits_with_the_job_roles_rights(
     stack: Stack, tmp_path: Path
 ) -> None:
-    from distkpi_job.upload import NodeFile, upload, wait_for_manifests
-
-    log = tmp_path / "trainer-0.log"
-    log.write_text("hello\n")
-    with stack.identities.acting_as("job"):
-        for node in (0, 1, 2):
-            upload(PREFIX, node, [NodeFile(log, "trainer", 0, "log")], {"schema": 1, "node": node})
-        assert wait_for_manifests(PREFIX, [1, 2], timeout_s=0) == []
+    """Rendezvous (put, list and read rendezvous/), the uploads, and the main node listing
+    its config's folder while it waits: all as the job role allows, or the job fails."""
+    repo, _, tip = make_repo(tmp_path / "bench")
+    prefix = {"DISTKPI_S3_PREFIX": f"s3://{BUCKET}/runs/r1/c/"}
+    envs = [node_env(repo, tip, tmp_path / "work", n, 2, 0, **prefix) for n in (0, 1)]
+    with stack.identities.acting_as("job"), ThreadPoolExecutor(2) as pool:
+        codes = list(pool.map(lambda env: NodeRunner(env, ["python3", "bench.py"]).run(), envs))
+    assert codes == [0, 0]
+    listed = stack.s3.list_objects_v2(Bucket=BUCKET, Prefix="runs/r1/c/")["Contents"]
+    keys = {o["Key"] for o in listed}
+    assert {"runs/r1/c/node-0.json", "runs/r1/c/node-1.json"} <= keys
+    assert "runs/r1/c/rendezvous/node-1.json" in keys
 
 
 def test_the_job_may_not_read_delete_or_write_outside_runs(stack: Stack) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,11 +38,12 @@ def device_for(local_rank: int) -> torch.device:
     return torch.device("cpu")
 
 
-def worker(local_rank: int, node: Node, hp: Hyper, log_path: str) -> None:
-    """Entry point of each local worker process (torch.multiprocessing.spawn)."""
-    rank = node.index * node.gpus_per_trainer + local_rank
+def worker(local_rank: int, node: Node, hp: Hyper) -> None:
+    """Entry point of each local worker process (torch.multiprocessing.spawn); local rank 0
+    prints the node's :::MLLOG lines to stdout."""
+    rank = node.rank * node.gpus_per_trainer + local_rank
     device = device_for(local_rank)
-    log = MLLog(open(log_path, "a")) if local_rank == 0 else None  # noqa: SIM115
+    log = MLLog(sys.stdout) if local_rank == 0 else None
     net = model(hp.features, hp.hidden).to(device)
     if node.pservers:
         options = rpc.TensorPipeRpcBackendOptions(

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from distkpi.adapters.history_files import FORMATS
 from distkpi.exceptions import ContractError, DistkpiError, RunFolderError
@@ -59,14 +59,22 @@ def _fault(text: str) -> tuple[str, int, int]:
 
 
 def _cmd_local(args: argparse.Namespace) -> int:
-    import hashlib
-    import time
+    from distkpi.local.demo import dry_run, print_result, run_local
 
-    from distkpi.local.demo import print_result, run_local
-
-    sha = args.sha or hashlib.sha1(f"distkpi-local-{time.time()}".encode()).hexdigest()
+    source = Path(args.repo) if args.repo else None
+    if args.dry_run:
+        planned = dry_run(Path(args.suite), args.sha, source=source)
+        print(json.dumps(planned, indent=2) if args.json else _describe_plan(planned))
+        return 0
     faults = {(c, n): e for c, n, e in args.fail or []}
-    result = run_local(Path(args.suite), Path(args.out), sha, commits=args.commits, faults=faults)
+    result = run_local(
+        Path(args.suite),
+        Path(args.out),
+        args.sha,
+        source=source,
+        commits=args.commits,
+        faults=faults,
+    )
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -74,17 +82,34 @@ def _cmd_local(args: argparse.Namespace) -> int:
     return 0 if result.ok else FAILURE
 
 
+def _describe_plan(planned: dict[str, Any]) -> str:
+    lines = []
+    for run in planned["runs"]:
+        lines.append(f"run {run['run_id']}  model {run['model']}  sha {run['sha']}")
+        for job in run["jobs"]:
+            nodes = job.get("nodeOverrides", {}).get("numNodes", 1)
+            lines.append(f"  {job['jobName']}: {nodes} node(s), {job['jobDefinition']}")
+    for status in planned["statuses"]:
+        lines.append(f"status {status['context']} {status['state']}: {status['description']}")
+    return "\n".join(lines)
+
+
 def _add_local(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("local", help="the whole pipeline on this machine, with real training")
     p.add_argument("--suite", default="infra/suites/local.yaml", help="suite file to run")
-    p.add_argument("--sha", help="commit sha to report on (default: a fresh one)")
+    p.add_argument("--repo", help="git repository whose code is measured (default: this one)")
+    p.add_argument("--sha", default="HEAD", help="commit (any git revision) to measure")
+    p.add_argument(
+        "--dry-run", action="store_true", help="stop after the webhook: what would be submitted"
+    )
     p.add_argument("--json", action="store_true", help="print statuses and runs as JSON")
     p.add_argument("--out", default="out/local", help="where run folders and job logs go")
     p.add_argument(
         "--commits",
         type=int,
         default=1,
-        help="N merge requests: N-1 pushes to develop build a history, then the pull request",
+        help="N merge requests: the N-1 commits before --sha (first parent) are pushed to "
+        "develop to build a history, then --sha comes as the pull request",
     )
     p.add_argument(
         "--fail",
@@ -271,6 +296,27 @@ def _add_history(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     commit.set_defaults(func=_cmd_runs)
 
 
+def _cmd_node(args: argparse.Namespace) -> int:
+    from distkpi.node.runner import main as run_node
+
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    return run_node(command)
+
+
+def _add_node(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "node",
+        help="run this node of a benchmark job (the job image's entrypoint)",
+        description="Check out the commit under test, run the suite's setup, meet the other "
+        "nodes, run the command with the frameworks' variables, upload its logs and the node "
+        "manifest. The command comes from the suite (DISTKPI_COMMAND) unless given after --.",
+    )
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND... (optional)")
+    p.set_defaults(func=_cmd_node)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="distkpi", description="KPIs of distributed training runs"
@@ -278,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_kpis(sub)
     _add_local(sub)
+    _add_node(sub)
     _add_judge(sub)
     _add_history(sub)
     return parser

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
@@ -18,6 +19,44 @@ def _env(values: dict[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} for k, v in sorted(values.items())]
 
 
+_REGISTERED = (
+    "jobDefinitionName",
+    "type",
+    "parameters",
+    "retryStrategy",
+    "propagateTags",
+    "timeout",
+    "tags",
+    "platformCapabilities",
+    "containerProperties",
+    "nodeProperties",
+)
+
+
+def _image_of(definition: Mapping[str, Any]) -> str | None:
+    if "containerProperties" in definition:
+        return str(definition["containerProperties"].get("image"))
+    ranges = definition.get("nodeProperties", {}).get("nodeRangeProperties", [])
+    return str(ranges[0]["container"].get("image")) if ranges else None
+
+
+def _with_image(definition: Mapping[str, Any], image: str) -> dict[str, Any]:
+    """A RegisterJobDefinition request: ``definition`` as it is, running ``image``."""
+    request = {k: definition[k] for k in _REGISTERED if k in definition}
+    if "containerProperties" in request:
+        request["containerProperties"] = {**request["containerProperties"], "image": image}
+    else:
+        nodes = request["nodeProperties"]
+        request["nodeProperties"] = {
+            **nodes,
+            "nodeRangeProperties": [
+                {**r, "container": {**r["container"], "image": image}}
+                for r in nodes["nodeRangeProperties"]
+            ],
+        }
+    return request
+
+
 class BatchLauncher:
     def __init__(
         self,
@@ -30,12 +69,41 @@ class BatchLauncher:
         self.single_node_definition = single_node_definition
         self.multi_node_definition = multi_node_definition
         self._batch = batch
+        self._for_image: dict[tuple[str, str], str] = {}
 
     @property
     def batch(self) -> BatchClient:
         if self._batch is None:
             self._batch = cast("BatchClient", client("batch"))
         return self._batch
+
+    def definition(self, base: str, image: str | None) -> str:
+        """``base``, or the revision of it that runs ``image``: registered the first time an
+        image is asked for, found again afterwards (also by a later container)."""
+        if image is None:
+            return base
+        if (base, image) not in self._for_image:
+            self._for_image[(base, image)] = self._revision_with(base, image)
+        return self._for_image[(base, image)]
+
+    def _revision_with(self, base: str, image: str) -> str:
+        try:
+            (current,) = self.batch.describe_job_definitions(jobDefinitions=[base])[
+                "jobDefinitions"
+            ]
+            name = current["jobDefinitionName"]
+            revisions = self.batch.get_paginator("describe_job_definitions").paginate(
+                jobDefinitionName=name, status="ACTIVE"
+            )
+            for page in revisions:
+                for revision in page["jobDefinitions"]:
+                    if _image_of(revision) == image:
+                        return revision["jobDefinitionArn"]
+            return self.batch.register_job_definition(**_with_image(current, image))[
+                "jobDefinitionArn"
+            ]
+        except (ClientError, ValueError) as exc:
+            raise LaunchError(f"no job definition for image {image}: {exc}") from exc
 
     def request(self, plan: JobPlan) -> dict[str, Any]:
         """The SubmitJob request for a plan (kept separate so it can be read and tested)."""
@@ -49,7 +117,7 @@ class BatchLauncher:
             return {
                 "jobName": plan.name,
                 "jobQueue": self.queue,
-                "jobDefinition": self.single_node_definition,
+                "jobDefinition": self.definition(self.single_node_definition, plan.image),
                 "containerOverrides": overrides,
                 "tags": tags,
                 "propagateTags": True,
@@ -65,7 +133,7 @@ class BatchLauncher:
         return {
             "jobName": plan.name,
             "jobQueue": self.queue,
-            "jobDefinition": self.multi_node_definition,
+            "jobDefinition": self.definition(self.multi_node_definition, plan.image),
             "nodeOverrides": {"numNodes": plan.nodes, "nodePropertyOverrides": node_overrides},
             "tags": tags,
             "propagateTags": True,

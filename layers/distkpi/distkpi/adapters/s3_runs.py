@@ -6,6 +6,7 @@ import json
 from contextlib import AbstractContextManager, closing
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
+from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import ClientError
 
 from distkpi.adapters.aws import client, error_code
@@ -33,6 +34,13 @@ class S3RunStore:
         try:
             self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
         except ClientError as exc:
+            raise StorageError(f"cannot write s3://{self.bucket}/{key}: {exc}") from exc
+
+    def upload_file(self, path: str, key: str) -> None:
+        """A file of any size (multipart beyond a few MB)."""
+        try:
+            self.s3.upload_file(path, self.bucket, key)
+        except (ClientError, S3UploadFailedError) as exc:
             raise StorageError(f"cannot write s3://{self.bucket}/{key}: {exc}") from exc
 
     def put_json(self, key: str, data: Any) -> None:

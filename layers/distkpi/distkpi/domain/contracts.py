@@ -78,7 +78,8 @@ class RunSpec(_Frozen):
 
 
 Role = Literal["trainer", "pserver"]
-FileKind = Literal["log", "gpu_memory"]
+# log and gpu_memory files are parsed; a file is what a command left, kept for people
+FileKind = Literal["log", "gpu_memory", "file"]
 
 
 class FileEntry(_Frozen):
@@ -112,6 +113,10 @@ class NodeManifest(_Frozen):
     finished_at: datetime
     files: Annotated[tuple[FileEntry, ...], Field(max_length=MAX_FILES_PER_MANIFEST)]
     peak_host_rss_mib: float | None = None
+    wall_s: float | None = None
+    setup_s: float | None = None
+    # why the node could not run its command (checkout, setup, rendezvous), if it could not
+    problem: Annotated[str, Field(max_length=1000)] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -157,7 +157,10 @@ def _status(evidence: ConfigEvidence) -> tuple[ConfigStatus, Problems]:
     problems = [f"node {node}: {reason}" for node, reason in sorted(evidence.invalid_nodes.items())]
     failed = bool(problems)
     for node, manifest in sorted(evidence.manifests.items()):
-        if manifest.exit_code != 0:
+        if manifest.problem:
+            problems.append(f"node {node}: {manifest.problem}")
+            failed = True
+        elif manifest.exit_code != 0:
             problems.append(f"node {node} exited with code {manifest.exit_code}")
             failed = True
     reported = set(evidence.manifests) | set(evidence.invalid_nodes)

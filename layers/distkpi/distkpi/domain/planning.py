@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -10,6 +11,9 @@ from distkpi.domain.contracts import ConfigSpec, RunSpec
 from distkpi.domain.layout import config_prefix
 from distkpi.domain.suites import Suite
 from distkpi.domain.webhook import Trigger
+
+# every node of every job runs the node runner, which runs the suite's command
+NODE_ENTRYPOINT = ("distkpi", "node")
 
 
 def run_id_for(suite: str, sha: str, delivery: str) -> str:
@@ -57,6 +61,7 @@ class JobPlan:
     environment: dict[str, str]
     command: tuple[str, ...] = ()
     groups: tuple[NodeGroup, ...] = field(default=())
+    image: str | None = None  # None: the job definition's
 
     @property
     def multinode(self) -> bool:
@@ -91,6 +96,11 @@ def plan_jobs(run: RunSpec, suite: Suite, bucket: str) -> list[JobPlan]:
             "DISTKPI_BATCH_SIZE": str(spec.batch_size),
             "DISTKPI_TARGET_ACCURACY": str(run.target_accuracy),
             "DISTKPI_EPOCHS": str(run.accuracy_pass + 1),
+            "DISTKPI_SOURCE_URL": suite.source_url(run.repo),
+            "DISTKPI_SETUP": json.dumps(
+                [list(c) if isinstance(c, tuple) else c for c in suite.setup]
+            ),
+            "DISTKPI_COMMAND": json.dumps(list(suite.command)),
         }
         plans.append(
             JobPlan(
@@ -99,8 +109,9 @@ def plan_jobs(run: RunSpec, suite: Suite, bucket: str) -> list[JobPlan]:
                 config=spec.name,
                 nodes=spec.nodes,
                 environment=environment,
-                command=suite.command,
+                command=NODE_ENTRYPOINT,
                 groups=node_groups(spec),
+                image=suite.image_for(run.sha),
             )
         )
     return plans

@@ -120,6 +120,8 @@ def _parse_files(
 ) -> None:
     logs, gpus = list(evidence.logs), list(evidence.gpu_memory)
     for entry in _unique_entries(manifest, evidence):
+        if entry.kind == "file":
+            continue
         try:
             parsed = _parse_file(source, config, entry)
         except NotFoundError:

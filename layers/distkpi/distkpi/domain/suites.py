@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,13 +41,31 @@ class SuiteConfig(BaseModel):
         )
 
 
+DEFAULT_SOURCE = "https://github.com/{repo}.git"
+NO_SOURCE = "none"
+SetupCommand = (
+    Annotated[str, Field(min_length=1)]
+    | Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(min_length=1)]
+)
+
+
 class Suite(BaseModel):
     """A model's benchmark matrix. Each trainer and each pserver is one node of the job."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=40)]
-    command: tuple[str, ...] = ()
+    # what every node runs, in the checkout of the commit under test (`distkpi node`)
+    command: Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(min_length=1)]
+    # where the code under test comes from: a clone URL with {repo}, or none (in the image)
+    source: str = DEFAULT_SOURCE
+    # commands run in the checkout before the command: each a list of arguments, or a string
+    # run by `sh -c`
+    setup: tuple[SetupCommand, ...] = ()
+    # the job image; {sha} is replaced by the commit (unset: the stack's JobImage)
+    image: str | None = None
+    # the repositories (owner/name) this suite runs for; unset: every one
+    repos: tuple[Annotated[str, Field(pattern=r"^[^/\s]+/[^/\s]+$")], ...] | None = None
     target_accuracy: Annotated[float, Field(ge=0, le=1)]
     accuracy_pass: Annotated[int, Field(ge=0)]
     accuracy_tolerance: Annotated[float, Field(ge=0)]
@@ -58,6 +77,37 @@ class Suite(BaseModel):
     def _unique_names(cls, configs: tuple[SuiteConfig, ...]) -> tuple[SuiteConfig, ...]:
         require_unique_names(c.name for c in configs)
         return configs
+
+    @field_validator("source")
+    @classmethod
+    def _url_template_or_none(cls, source: str) -> str:
+        if source == NO_SOURCE:
+            return source
+        if not re.match(r"^(https://|ssh://|git@|file://|/)\S+$", source):
+            raise ValueError(f"must be a clone URL template such as {DEFAULT_SOURCE} or 'none'")
+        unknown = set(re.findall(r"\{(\w*)\}", source)) - {"repo"}
+        if unknown:
+            raise ValueError(f"knows only {{repo}}, not {', '.join(sorted(unknown))}")
+        return source
+
+    @field_validator("image")
+    @classmethod
+    def _image_has_a_repository(cls, image: str | None) -> str | None:
+        if image is not None and not re.match(
+            r"^[^\s:@{}]+(:[^\s]+|@sha256:[0-9a-f]+)?$", image.replace("{sha}", "x")
+        ):
+            raise ValueError("must name an image repository, e.g. registry/name:{sha}")
+        return image
+
+    def runs_for(self, repo: str) -> bool:
+        return self.repos is None or repo in self.repos
+
+    def source_url(self, repo: str) -> str:
+        """The clone URL of ``repo``, or 'none' when the image holds the code."""
+        return self.source if self.source == NO_SOURCE else self.source.replace("{repo}", repo)
+
+    def image_for(self, sha: str) -> str | None:
+        return self.image.replace("{sha}", sha) if self.image else None
 
     def specs(self) -> tuple[ConfigSpec, ...]:
         return tuple(c.spec() for c in self.configs)

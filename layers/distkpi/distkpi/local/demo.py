@@ -3,7 +3,7 @@ training processes, and what it prints."""
 
 from __future__ import annotations
 
-import hashlib
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -13,8 +13,10 @@ from typing import Any, TextIO
 from distkpi.domain.judging import Judgement
 from distkpi.domain.kpis import RunKpis
 from distkpi.domain.records import RunRecord
+from distkpi.exceptions import DistkpiError
 from distkpi.local.dispatch import Dispatcher
 from distkpi.local.executor import JobOutcome
+from distkpi.local.handlers import project_root
 from distkpi.local.stack import LocalStack, local_stack
 
 
@@ -53,36 +55,67 @@ class LocalResult:
         }
 
 
-def _sha(seed: str, n: int) -> str:
-    return hashlib.sha1(f"{seed}-{n}".encode()).hexdigest()
+def commits_of(source: Path, rev: str, count: int) -> list[str]:
+    """``rev`` and the ``count`` - 1 commits before it on its first-parent line, oldest
+    first, as full shas."""
+    listed = subprocess.run(
+        ["git", "-C", str(source), "rev-list", "--first-parent", f"--max-count={count}", rev, "--"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if listed.returncode != 0:
+        raise DistkpiError(f"{rev} is not a commit of {source}: {listed.stderr.strip()}")
+    shas = listed.stdout.split()
+    if len(shas) < count:
+        raise DistkpiError(
+            f"{rev} has {len(shas)} commit(s) on its first-parent line; --commits {count} needs "
+            f"{count}"
+        )
+    return list(reversed(shas))
+
+
+def _base_of(source: Path, sha: str) -> str:
+    """The commit a pull request of ``sha`` is based on: its first parent (itself at a root)."""
+    parent = subprocess.run(
+        ["git", "-C", str(source), "rev-parse", "--verify", "--quiet", f"{sha}^"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return parent.stdout.strip() or sha
 
 
 def run_local(
     suite: Path,
     out: Path,
-    sha: str,
+    rev: str = "HEAD",
     *,
+    source: Path | None = None,
     commits: int = 1,
     repo: str = "local/demo",
     faults: dict[tuple[str, int], int] | None = None,
     progress: TextIO = sys.stderr,
 ) -> LocalResult:
-    """``commits`` merge requests on one stack: commits - 1 pushes to develop build a
-    history, then the pull request ``sha`` is judged against it."""
+    """``commits`` merge requests on one stack, measuring the code of ``source`` (a git
+    repository, default this checkout) at ``rev`` and its first-parent predecessors: the
+    commits - 1 before it are pushed to develop to build a history, then ``rev`` comes as a
+    pull request and is judged against it."""
+    source = source or project_root()
+    chain = commits_of(source, rev, commits)
     with local_stack(suite, progress) as stack:
         stack.say(
             f"local stack up: AWS (moto) at {stack.aws.endpoint}, GitHub at {stack.github.url}"
         )
-        dispatch = Dispatcher(stack, out)
-        base = _sha(sha, 0)
+        dispatch = Dispatcher(stack, out, source)
         runs: list[RunRecord] = []
         jobs: list[JobOutcome] = []
-        for n in range(1, commits):
-            pushed = _sha(sha, n)
+        base = _base_of(source, chain[0])
+        for pushed in chain[:-1]:
             runs += _run_commit(stack, dispatch, repo, pushed, base, push=True, jobs=jobs)
             base = pushed
         runs += _run_commit(
-            stack, dispatch, repo, sha, base, push=False, jobs=jobs, faults=faults or {}
+            stack, dispatch, repo, chain[-1], base, push=False, jobs=jobs, faults=faults or {}
         )
         results = [_result(dispatch, run) for run in runs]
         stack.say(f"done: {len(jobs)} job(s), {stack.events_delivered} S3 event(s) delivered")
@@ -93,6 +126,39 @@ def run_local(
             stack.events_delivered,
             time.monotonic() - stack.started,
         )
+
+
+def dry_run(
+    suite: Path,
+    rev: str = "HEAD",
+    *,
+    source: Path | None = None,
+    repo: str = "local/demo",
+    progress: TextIO = sys.stderr,
+) -> dict[str, Any]:
+    """What a pull request of ``rev`` would start, without running it: each run with the
+    exact SubmitJob request of each job, and the statuses posted."""
+    source = source or project_root()
+    (sha,) = commits_of(source, rev, 1)
+    with local_stack(suite, progress) as stack:
+        dispatch = Dispatcher(stack, Path(), source)
+        run_ids = stack.send_webhook(repo, sha, _base_of(source, sha))
+        runs = []
+        for run_id in run_ids:
+            run = dispatch.run(run_id)
+            runs.append(
+                {
+                    "run_id": run_id,
+                    "model": run.model,
+                    "sha": run.trigger.sha,
+                    "jobs": dispatch.requests(run_id),
+                }
+            )
+        statuses = [
+            {k: s[k] for k in ("context", "state", "description", "target_url")}
+            for s in stack.github.statuses
+        ]
+        return {"runs": runs, "statuses": statuses}
 
 
 def _run_commit(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from distkpi.domain.layout import REPORT_PAGE, REPORTS, RUNS
 from distkpi.domain.records import RunRecord, RunStatus
@@ -18,9 +19,10 @@ BATCH_STATES = ("SUBMITTED", "PENDING", "RUNNABLE", "STARTING", "RUNNING", "SUCC
 
 
 class Dispatcher:
-    def __init__(self, stack: LocalStack, out: Path) -> None:
+    def __init__(self, stack: LocalStack, out: Path, source: Path | None) -> None:
         self.stack = stack
         self.out = out
+        self.source = source
 
     def submitted_jobs(self, run_ids: list[str]) -> list[LocalJob]:
         """The Batch jobs of these runs, whatever state moto has moved them to. moto's Batch
@@ -47,9 +49,7 @@ class Dispatcher:
 
     def run_jobs(self, run_ids: list[str], faults: dict[tuple[str, int], int]) -> list[JobOutcome]:
         stack = self.stack
-        executor = Executor(
-            stack.root / "infra" / "job", self.out / "work", stack.worker_environment(), faults
-        )
+        executor = Executor(self.source, self.out / "work", stack.worker_environment(), faults)
         outcomes = []
         jobs = self.submitted_jobs(run_ids)
         for number, job in enumerate(jobs, 1):
@@ -91,6 +91,15 @@ class Dispatcher:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 s3.download_file(BUCKET, obj["Key"], str(path))
         return target
+
+    def requests(self, run_id: str) -> list[dict[str, Any]]:
+        """The exact SubmitJob request of each of the run's jobs, by config."""
+        found = []
+        for config in self.stack.runs.configs(run_id):
+            job = self.stack.jobs.get(config.job_id) if config.job_id else None
+            if job is not None:
+                found.append(dict(job.request))
+        return found
 
     def copy_out(self, run_id: str) -> tuple[Path, Path]:
         """The run folder and the report's page, on local disk."""

@@ -1,14 +1,15 @@
-"""Runs the jobs the webhook submitted as local processes of the reference job.
+"""Runs the jobs the webhook submitted as local processes, as Batch would run them: each node
+runs the job's command (`distkpi node`), which checks out the commit under test from the
+local repository, runs the suite's setup and command, and uploads to the local stack.
 
 moto's Batch accepts jobs but runs nothing and keeps no node overrides, so the job list
 comes from Batch and each job's exact request (nodes, roles, environment, command) from
-the JOB# item the launcher wrote next to it.
+the job record the launcher wrote next to it.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -74,22 +75,20 @@ def job_from_request(
     return LocalJob(job_id, request["jobName"], config, nodes, tuple(per_node), tuple(command))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class Executor:
-    job_root: Path
+    source: Path | None  # the repository the nodes clone, standing in for the suite's URL
     workdir: Path
     base_env: dict[str, str]
     faults: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def _command(self, job: LocalJob) -> list[str]:
+        """The job's command with this interpreter: `distkpi` as the installed package,
+        `python` as this Python (the image's, on Batch)."""
         command = list(job.command)
-        if command and command[0] in ("python", "python3"):
+        if command and command[0] == "distkpi":
+            command[:1] = [sys.executable, "-m", "distkpi.cli"]
+        elif command and command[0] in ("python", "python3"):
             command[0] = sys.executable
         return command
 
@@ -97,7 +96,7 @@ class Executor:
         run_id = job.node_env[node].get("DISTKPI_RUN_ID", "run")
         return self.workdir / run_id / job.config / f"node-{node}"
 
-    def _node_env(self, job: LocalJob, node: int, port: int) -> dict[str, str]:
+    def _node_env(self, job: LocalJob, node: int) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DISTKPI_")}
         env.update(self.base_env)
         env.update(job.node_env[node])
@@ -107,12 +106,14 @@ class Executor:
                 "AWS_BATCH_JOB_NODE_INDEX": str(node),
                 "AWS_BATCH_JOB_NUM_NODES": str(job.nodes),
                 "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0",
-                "DISTKPI_MASTER_PORT": str(port),
                 "DISTKPI_WORKDIR": str(self._node_dir(job, node)),
-                "PYTHONPATH": str(self.job_root),
+                "DISTKPI_NODE_ADDRESS": "127.0.0.1",
+                "PATH": os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")]),
                 "PYTHONUNBUFFERED": "1",
             }
         )
+        if self.source is not None and env.get("DISTKPI_SOURCE_URL") != "none":
+            env["DISTKPI_SOURCE_URL"] = str(self.source)
         if node:
             env["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"] = "127.0.0.1"
         if (job.config, node) in self.faults:
@@ -124,20 +125,21 @@ class Executor:
         exits, stopping the others, and its status is the main node's. A node that fails
         stops the others at once (on Batch they would fail through the collectives they
         share with it, or at the job's timeout)."""
-        port = free_port()
         started = time.monotonic()
         procs = []
         for node in range(job.nodes):
             log = self.workdir / job.config / f"node-{node}.stdout"
             log.parent.mkdir(parents=True, exist_ok=True)
+            cwd = self._node_dir(job, node)
+            cwd.mkdir(parents=True, exist_ok=True)
             with log.open("wb") as out:
                 procs.append(
                     subprocess.Popen(
                         self._command(job),
-                        env=self._node_env(job, node, port),
+                        env=self._node_env(job, node),
                         stdout=out,
                         stderr=subprocess.STDOUT,
-                        cwd=self.job_root,
+                        cwd=cwd,
                     )
                 )
         outcome = JobOutcome(job)

@@ -75,6 +75,7 @@ class RunStarter:
             return Delivery(Outcome.DUPLICATE)
         try:
             suites, broken = self.catalog.suites()
+            suites = [s for s in suites if s.runs_for(trigger.repo)]
             started = self.start_runs(trigger, delivery, suites)
         except Exception:
             self.deliveries.release(delivery)

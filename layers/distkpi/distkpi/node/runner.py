@@ -1,0 +1,271 @@
+"""One node of a benchmark job, from start to manifest.
+
+1. its place in the job (Batch's variables and the launcher's DISTKPI_*);
+2. the code under test: a checkout of DISTKPI_REPO at exactly DISTKPI_SHA, then the
+   suite's setup commands in it;
+3. the rendezvous with the job's other nodes;
+4. the command, in the checkout, with the frameworks' variables (domain/nodeplace.py), its
+   stdout and stderr captured to <role>-<rank>.log and echoed, GPU memory sampled with
+   nvidia-smi when there is a GPU;
+5. those files and every file the command left in DISTKPI_LOG_DIR uploaded, then, last,
+   node-<i>.json with the exit code, wall time, setup time, peak RSS and the problem if any;
+6. the main node waits for the others' manifests, since Batch stops them when it exits.
+
+No environment variable's value is written to any log, and the clone token never reaches
+the command's environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import urlparse
+
+from distkpi.adapters.s3_runs import S3RunStore
+from distkpi.domain.nodeplace import Endpoint, Place, expand, framework_environment
+from distkpi.exceptions import ContractError, StorageError
+from distkpi.node.rendezvous import free_port, own_address, rendezvous
+from distkpi.node.source import TOKEN_VARIABLE, NodeProblem, get_source, run_setup
+
+GPU_QUERY = ["--query-gpu=timestamp,index,memory.used", "--format=csv", "-lms", "500"]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Upload:
+    local: Path
+    path: str  # relative to the config folder
+    role: str
+    rank: int
+    kind: str
+
+    def entry(self) -> dict[str, Any]:
+        return {"path": self.path, "role": self.role, "rank": self.rank, "kind": self.kind}
+
+
+@dataclass(frozen=True)
+class NodeFiles:
+    """Where a node keeps what it uploads: its log and GPU samples, and DISTKPI_LOG_DIR."""
+
+    work: Path
+    role: str
+    rank: int
+
+    @property
+    def stem(self) -> str:
+        return f"{self.role}-{self.rank}"
+
+    @property
+    def log(self) -> Path:
+        return self.work / "logs" / f"{self.stem}.log"
+
+    @property
+    def gpu_csv(self) -> Path:
+        return self.work / "logs" / f"{self.stem}.gpu.csv"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.work / "command-logs"
+
+    def make(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+
+    def uploads(self) -> list[Upload]:
+        """What exists of them, named as the manifest names them; files the command left
+        are kept for people (kind `file`), never parsed: metrics go to stdout."""
+        named = [
+            Upload(self.log, f"logs/{self.log.name}", self.role, self.rank, "log"),
+            Upload(self.gpu_csv, f"logs/{self.gpu_csv.name}", self.role, self.rank, "gpu_memory"),
+        ]
+        for path in sorted(self.log_dir.rglob("*")):
+            if path.is_file():
+                where = f"files/{self.stem}/{path.relative_to(self.log_dir).as_posix()}"
+                named.append(Upload(path, where, self.role, self.rank, "file"))
+        return [u for u in named if u.local.exists()]
+
+
+@dataclass
+class NodeReport:
+    exit_code: int = 0
+    problem: str | None = None
+    setup_s: float = 0.0
+    started_at: str = field(default_factory=_now)
+
+
+def _tee(stream: IO[bytes], log: IO[bytes], echo: IO[bytes] | None) -> None:
+    for line in iter(stream.readline, b""):
+        log.write(line)
+        log.flush()
+        if echo is not None:
+            echo.write(line)
+            echo.flush()
+
+
+def run_command(
+    args: Sequence[str], cwd: Path, env: Mapping[str, str], log: Path, gpu_csv: Path
+) -> int:
+    """The command's exit code; its output appended to ``log`` and echoed; GPU memory
+    sampled into ``gpu_csv`` while it runs, when nvidia-smi is there."""
+    sampler = None
+    if shutil.which("nvidia-smi"):
+        gpu = gpu_csv.open("wb")
+        sampler = subprocess.Popen(["nvidia-smi", *GPU_QUERY], stdout=gpu)
+    echo = getattr(sys.stdout, "buffer", None)
+    with log.open("ab") as out:
+        try:
+            proc = subprocess.Popen(
+                list(args), cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            )
+        except OSError as exc:
+            raise NodeProblem(f"command cannot start: {args[0]}: {exc.strerror}") from exc
+        assert proc.stdout is not None
+        tee = threading.Thread(target=_tee, args=(proc.stdout, out, echo), daemon=True)
+        tee.start()
+        code = proc.wait()
+        tee.join()
+    if sampler is not None:
+        sampler.terminate()
+        sampler.wait(timeout=10)
+        gpu.close()
+    return code
+
+
+@dataclass
+class NodeRunner:
+    env: Mapping[str, str]
+    command: Sequence[str]
+    store_for: Callable[[str], S3RunStore] = S3RunStore
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+
+    def run(self) -> int:
+        place = Place.from_env(self.env)
+        bucket, config_key = _bucket_and_key(place.s3_prefix)
+        store = self.store_for(bucket)
+        work = Path(self.env.get("DISTKPI_WORKDIR") or tempfile.mkdtemp(prefix="distkpi-node-"))
+        files = NodeFiles(work, place.role, place.role_rank)
+        files.make()
+        started = self.clock()
+        report = NodeReport()
+        try:
+            self._run(place, store, config_key, files, report)
+        except NodeProblem as problem:
+            report.exit_code, report.problem = report.exit_code or 1, problem.problem
+            with files.log.open("a") as out:
+                out.write(f"distkpi node: {problem.problem}\n{problem.detail}\n")
+        manifest = self._manifest(place, report, self.clock() - started)
+        self._upload(store, config_key, place, files.uploads(), manifest)
+        if place.is_main and place.num_nodes > 1:
+            self._wait_for_others(store, config_key, place)
+        return report.exit_code
+
+    def _run(
+        self, place: Place, store: S3RunStore, config_key: str, files: NodeFiles, report: NodeReport
+    ) -> None:
+        base = {k: v for k, v in self.env.items() if k != TOKEN_VARIABLE}
+        setup_started = self.clock()
+        url = self.env.get("DISTKPI_SOURCE_URL") or f"https://github.com/{place.repo}.git"
+        source = get_source(url, place.sha, place.repo, files.work, self.env)
+        run_setup(_setup_commands(self.env), source, base, files.log)
+        report.setup_s = self.clock() - setup_started
+        address = own_address(self.env)
+        own = Endpoint(place.index, address, free_port(address))
+        deadline = float(self.env.get("DISTKPI_RENDEZVOUS_S", "600"))
+        endpoints = rendezvous(
+            store, config_key, place, own, deadline, clock=self.clock, sleep=self.sleep
+        )
+        env = base | framework_environment(place, endpoints, str(source), str(files.log_dir))
+        if not self.command:
+            raise NodeProblem("no command: the suite names none and none was given after --")
+        try:
+            args = expand(self.command, env)
+        except ContractError as exc:
+            raise NodeProblem(str(exc)) from exc
+        report.exit_code = run_command(args, source, env, files.log, files.gpu_csv)
+
+    @staticmethod
+    def _manifest(place: Place, report: NodeReport, wall_s: float) -> dict[str, Any]:
+        kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        manifest: dict[str, Any] = {
+            "schema": 1,
+            "node": place.index,
+            "exit_code": report.exit_code,
+            "started_at": report.started_at,
+            "finished_at": _now(),
+            "files": [],
+            "peak_host_rss_mib": round(kib / 1024, 1),
+            "wall_s": round(wall_s, 3),
+            "setup_s": round(report.setup_s, 3),
+        }
+        if report.problem:
+            manifest["problem"] = report.problem
+        return manifest
+
+    @staticmethod
+    def _upload(
+        store: S3RunStore,
+        config_key: str,
+        place: Place,
+        uploads: list[Upload],
+        manifest: dict[str, Any],
+    ) -> None:
+        """The files first, the manifest last: the collector counts a node when its
+        manifest lands, and reads what it names."""
+        for upload in uploads:
+            store.upload_file(str(upload.local), config_key + upload.path)
+        manifest["files"] = [u.entry() for u in uploads]
+        key = f"{config_key}node-{place.index}.json"
+        store.put_bytes(key, json.dumps(manifest).encode())
+
+    def _wait_for_others(self, store: S3RunStore, config_key: str, place: Place) -> None:
+        """Batch stops every other node of a multi-node job when the main node exits."""
+        others = {f"node-{n}.json" for n in range(place.num_nodes) if n != place.index}
+        until = self.clock() + float(self.env.get("DISTKPI_NODE_WAIT_S", "900"))
+        while True:
+            try:
+                missing = others - set(store.list_names(config_key))
+            except StorageError:
+                missing = others
+            if not missing or self.clock() >= until:
+                if missing:
+                    print(f"distkpi node: {sorted(missing)} did not report", file=sys.stderr)
+                return
+            self.sleep(2.0)
+
+
+def _bucket_and_key(prefix: str) -> tuple[str, str]:
+    url = urlparse(prefix)
+    return url.netloc, url.path.lstrip("/")
+
+
+def _setup_commands(env: Mapping[str, str]) -> list[str | list[str]]:
+    text = env.get("DISTKPI_SETUP") or "[]"
+    try:
+        commands = json.loads(text)
+    except ValueError as exc:
+        raise NodeProblem("DISTKPI_SETUP is not a JSON list of commands") from exc
+    return list(commands)
+
+
+def main(command: Sequence[str]) -> int:
+    """`distkpi node [-- COMMAND...]`: the command, else the suite's (DISTKPI_COMMAND)."""
+    env = os.environ
+    if not command and env.get("DISTKPI_COMMAND"):
+        command = json.loads(env["DISTKPI_COMMAND"])
+    return NodeRunner(env, list(command)).run()

@@ -1,0 +1,255 @@
+"""`distkpi node` on each node of a job: the code under test at exactly its commit, setup,
+rendezvous, the frameworks' variables, the command's logs and the manifest last. Every node
+of a job runs at once, in threads, against moto's S3 in-process; each command is a real
+process run in a real git checkout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from distkpi.node.runner import NodeRunner
+from tests.conftest import offline_aws
+
+BUCKET = "runs-bucket"
+SECRET = "super-secret-value-never-logged"
+TOKEN = "ghs_token_never_logged"
+WATCHED = [
+    *("DISTKPI_ROLE", "DISTKPI_ROLE_RANK", "DISTKPI_NODE_INDEX", "DISTKPI_NUM_NODES"),
+    *("DISTKPI_TRAINERS", "DISTKPI_PSERVERS", "DISTKPI_GPUS_PER_TRAINER", "DISTKPI_BATCH_SIZE"),
+    *("DISTKPI_SOURCE_DIR", "DISTKPI_LOG_DIR", "MASTER_ADDR", "MASTER_PORT", "NNODES"),
+    *("NODE_RANK", "NPROC_PER_NODE", "TRAINING_ROLE", "PADDLE_TRAINERS_NUM", "PADDLE_TRAINER_ID"),
+    *("PADDLE_TRAINER_ENDPOINTS", "PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_CURRENT_ENDPOINT"),
+    *("POD_IP", "PADDLE_PORT", "DISTKPI_GIT_TOKEN"),
+]
+# the benchmark: what it sees, where it runs, and which commit's file it found
+DUMP = (
+    "import json, os, pathlib, sys\n"
+    f"watched = {WATCHED!r}\n"
+    "seen = {k: os.environ[k] for k in watched if k in os.environ}\n"
+    "seen['cwd'] = os.getcwd()\n"
+    "seen['version'] = pathlib.Path('version.txt').read_text().strip()\n"
+    "seen['built'] = pathlib.Path('built.txt').read_text().strip()\n"
+    "pathlib.Path(os.environ['DISTKPI_LOG_DIR'], 'seen.json').write_text(json.dumps(seen))\n"
+    "print('Pass = 0, Training performance = 10 imgs/s, Test accuracy = 0.5')\n"
+    "sys.exit(int(os.environ.get('EXIT_WITH', '0')))\n"
+)
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, str, str]:
+    return make_repo(tmp_path / "bench")
+
+
+def make_repo(path: Path) -> tuple[Path, str, str]:
+    """A repository with two commits: (path, first sha, second sha = the branch tip)."""
+    path.mkdir()
+    git(path, "init", "--quiet", "--initial-branch=main")
+    git(path, "config", "user.email", "ci@example.com")
+    git(path, "config", "user.name", "ci")
+    (path / "bench.py").write_text(DUMP)
+    (path / "version.txt").write_text("one\n")
+    git(path, "add", ".")
+    git(path, "commit", "--quiet", "-m", "one")
+    first = git(path, "rev-parse", "HEAD")
+    (path / "version.txt").write_text("two\n")
+    git(path, "commit", "--quiet", "-am", "two")
+    return path, first, git(path, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    offline_aws(monkeypatch)
+    with mock_aws():
+        client = boto3.client("s3")
+        client.create_bucket(Bucket=BUCKET)
+        yield client
+
+
+def node_env(
+    source: Path, sha: str, work: Path, node: int, trainers: int, pservers: int, **extra: str
+) -> dict[str, str]:
+    nodes = trainers + pservers
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+        "DISTKPI_RUN_ID": "r1",
+        "DISTKPI_CONFIG": "c",
+        "DISTKPI_S3_PREFIX": f"s3://{BUCKET}/runs/r1/c/",
+        "DISTKPI_REPO": "org/bench",
+        "DISTKPI_SHA": sha,
+        "DISTKPI_TRAINERS": str(trainers),
+        "DISTKPI_GPUS_PER_TRAINER": "2",
+        "DISTKPI_PSERVERS": str(pservers),
+        "DISTKPI_BATCH_SIZE": "64",
+        "DISTKPI_SOURCE_URL": str(source),
+        "DISTKPI_SETUP": json.dumps([["sh", "-c", "cat version.txt > built.txt"]]),
+        "DISTKPI_COMMAND": "[]",
+        "DISTKPI_NODE_ADDRESS": "127.0.0.1",
+        "DISTKPI_WORKDIR": str(work / f"node-{node}"),
+        "DISTKPI_GIT_TOKEN": TOKEN,
+        "DISTKPI_RENDEZVOUS_S": "30",
+        "DISTKPI_NODE_WAIT_S": "30",
+    }
+    if nodes > 1:
+        env |= {
+            "AWS_BATCH_JOB_NODE_INDEX": str(node),
+            "AWS_BATCH_JOB_NUM_NODES": str(nodes),
+            "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0",
+        }
+        if node:
+            env["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"] = "127.0.0.1"
+    return env | extra
+
+
+def run_job(
+    repo: Path, sha: str, work: Path, trainers: int, pservers: int = 0, **extra: str
+) -> list[int]:
+    nodes = trainers + pservers
+    envs = [node_env(repo, sha, work, n, trainers, pservers, **extra) for n in range(nodes)]
+    with ThreadPoolExecutor(nodes) as pool:
+        return list(pool.map(lambda env: NodeRunner(env, ["python3", "bench.py"]).run(), envs))
+
+
+def manifest(s3: Any, node: int) -> dict[str, Any]:
+    key = f"runs/r1/c/node-{node}.json"
+    return json.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())  # type: ignore[no-any-return]
+
+
+def uploaded(s3: Any, path: str) -> str:
+    return s3.get_object(Bucket=BUCKET, Key=f"runs/r1/c/{path}")["Body"].read().decode()  # type: ignore[no-any-return]
+
+
+def seen(s3: Any, node: int) -> dict[str, str]:
+    (entry,) = [f for f in manifest(s3, node)["files"] if f["path"].endswith("seen.json")]
+    assert entry["kind"] == "file"
+    return json.loads(uploaded(s3, entry["path"]))  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(("trainers", "pservers"), [(1, 0), (2, 0), (2, 1)])
+def test_each_node_gets_the_environment_contract(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path, trainers: int, pservers: int
+) -> None:
+    path, _, tip = repo
+    assert run_job(path, tip, tmp_path / "work", trainers, pservers) == [0] * (trainers + pservers)
+    views = [seen(s3, n) for n in range(trainers + pservers)]
+    ports = {n: v["PADDLE_PORT"] for n, v in enumerate(views)}
+    endpoints = [f"127.0.0.1:{ports[n]}" for n in range(trainers + pservers)]
+    for node, view in enumerate(views):
+        role = "trainer" if node < trainers else "pserver"
+        rank = node if role == "trainer" else node - trainers
+        assert view["DISTKPI_ROLE"] == role and view["DISTKPI_ROLE_RANK"] == str(rank)
+        assert view["DISTKPI_NODE_INDEX"] == str(node)
+        assert view["DISTKPI_NUM_NODES"] == str(trainers + pservers)
+        assert (view["DISTKPI_TRAINERS"], view["DISTKPI_PSERVERS"]) == (
+            str(trainers),
+            str(pservers),
+        )
+        assert (view["DISTKPI_GPUS_PER_TRAINER"], view["DISTKPI_BATCH_SIZE"]) == ("2", "64")
+        assert view["cwd"] == view["DISTKPI_SOURCE_DIR"]  # the checkout is the working dir
+        assert (view["version"], view["built"]) == ("two", "two")  # what setup left is there
+        assert (view["MASTER_ADDR"], view["MASTER_PORT"]) == ("127.0.0.1", ports[0])
+        assert view["TRAINING_ROLE"] == role.upper()
+        assert view["PADDLE_TRAINERS_NUM"] == str(trainers)
+        assert view["PADDLE_TRAINER_ENDPOINTS"] == ",".join(endpoints[:trainers])
+        assert view["PADDLE_PSERVERS_IP_PORT_LIST"] == ",".join(endpoints[trainers:])
+        assert view["PADDLE_CURRENT_ENDPOINT"] == endpoints[node]
+        assert view["POD_IP"] == "127.0.0.1"
+        if role == "trainer":
+            assert (view["NNODES"], view["NODE_RANK"], view["NPROC_PER_NODE"]) == (
+                str(trainers),
+                str(rank),
+                "2",
+            )
+            assert view["PADDLE_TRAINER_ID"] == str(rank)
+        else:
+            assert not {"NNODES", "NODE_RANK", "NPROC_PER_NODE", "PADDLE_TRAINER_ID"} & set(view)
+        assert "DISTKPI_GIT_TOKEN" not in view  # the clone token never reaches the command
+        entries = {f["path"]: f for f in manifest(s3, node)["files"]}
+        log = f"logs/{role}-{rank}.log"
+        assert entries[log]["kind"] == "log" and "Training performance" in uploaded(s3, log)
+        assert manifest(s3, node)["exit_code"] == 0 and "problem" not in manifest(s3, node)
+
+
+def test_the_checkout_is_the_exact_commit_not_the_branch_tip(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    path, first, _ = repo
+    assert run_job(path, first, tmp_path / "work", 1) == [0]
+    assert seen(s3, 0)["version"] == "one"
+
+
+def test_a_commit_that_is_not_in_the_repository_fails_the_node(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    path, _, _ = repo
+    assert run_job(path, "f" * 40, tmp_path / "work", 1) == [1]
+    assert manifest(s3, 0)["problem"] == f"commit {'f' * 40} not found in org/bench"
+
+
+def test_a_failing_setup_command_fails_the_node_and_the_command_never_runs(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    path, _, tip = repo
+    setup = json.dumps(["echo compiling the world; exit 3"])
+    assert run_job(path, tip, tmp_path / "work", 1, DISTKPI_SETUP=setup) == [1]
+    got = manifest(s3, 0)
+    assert got["problem"] == "setup failed: echo compiling the world; exit 3 exited 3"
+    log = uploaded(s3, "logs/trainer-0.log")
+    assert "compiling the world" in log and "Training performance" not in log
+    assert not [f for f in got["files"] if f["path"].endswith("seen.json")]
+
+
+def test_a_rendezvous_nobody_comes_to_fails_the_node_naming_the_absent(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    path, _, tip = repo
+    env = node_env(path, tip, tmp_path / "work", 0, 3, 0, DISTKPI_RENDEZVOUS_S="5")
+    env["DISTKPI_NODE_WAIT_S"] = "0"
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    runner = NodeRunner(env, ["python3", "bench.py"], clock=lambda: now[0], sleep=sleep)
+    assert runner.run() == 1
+    assert manifest(s3, 0)["problem"] == "rendezvous: node(s) 1, 2 never showed up in 5s"
+
+
+def test_a_crashing_command_is_its_exit_code_with_its_output(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    path, _, tip = repo
+    assert run_job(path, tip, tmp_path / "work", 1, EXIT_WITH="7") == [7]
+    assert manifest(s3, 0)["exit_code"] == 7 and "problem" not in manifest(s3, 0)
+    assert manifest(s3, 0)["wall_s"] >= manifest(s3, 0)["setup_s"] >= 0
+
+
+def test_no_value_of_the_environment_reaches_what_the_node_writes(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    path, _, tip = repo
+    setup = json.dumps(["echo building"])
+    run_job(path, tip, tmp_path / "work", 2, 1, DISTKPI_SETUP=setup, EXIT_WITH="1")
+    for node in range(3):
+        for entry in manifest(s3, node)["files"]:
+            if entry["kind"] != "file":  # seen.json is the command's own dump
+                text = uploaded(s3, entry["path"])
+                assert SECRET not in text and TOKEN not in text
+        assert SECRET not in json.dumps(manifest(s3, node))
