@@ -6,6 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from distkpi_job.__main__ import main
+if __name__ == "__main__":  # the workers it spawns import this file again
+    from distkpi_job.__main__ import main
 
-sys.exit(main())
+    sys.exit(main())

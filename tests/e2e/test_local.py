@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
+import shutil
+import subprocess
 from pathlib import Path
 
 import jsonschema
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.e2e
 
 TINY = """
 name: tiny
-command: ["python", "-m", "distkpi_job", "--features", "128", "--hidden", "256", "--repeat", "1"]
+command: ["python", "infra/job/reference.py",
+          "--features", "128", "--hidden", "256", "--repeat", "1"]
 target_accuracy: 0.6
 accuracy_pass: 1
 accuracy_tolerance: 0.2
@@ -41,14 +43,42 @@ def suite(tmp_path: Path, *names: str) -> Path:
     return path
 
 
-def sha(text: str) -> str:
-    return hashlib.sha1(text.encode()).hexdigest()
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def commit_all(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.email=ci@example.com", "-c", "user.name=ci", "commit", "-qm", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def repository(tmp_path: Path, commits: int = 1) -> Path:
+    """A repository holding the reference job, with ``commits`` commits on main: the code
+    under test, as `distkpi local --repo` measures it."""
+    repo = tmp_path / "repo"
+    shutil.copytree(
+        ROOT / "infra" / "job", repo / "infra" / "job", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    git(repo, "init", "-q", "--initial-branch=main")
+    for n in range(commits):
+        (repo / "CHANGES").write_text(f"change {n}\n")
+        commit_all(repo, f"change {n}")
+    return repo
 
 
 def test_a_tiny_suite_from_webhook_to_verdict(tmp_path: Path) -> None:
     progress = io.StringIO()
     result = run_local(
-        suite(tmp_path, "1x1", "1x2", "1x1-1ps"), tmp_path / "out", sha("ok"), progress=progress
+        suite(tmp_path, "1x1", "1x2", "1x1-1ps"),
+        tmp_path / "out",
+        source=repository(tmp_path),
+        progress=progress,
     )
     out = result.to_json()
     # a pending, then one final status for the suite
@@ -82,7 +112,7 @@ def test_a_crashing_node_gives_an_error_and_a_failed_config(tmp_path: Path) -> N
     result = run_local(
         suite(tmp_path, "1x1", "1x2"),
         tmp_path / "out",
-        sha("crash"),
+        source=repository(tmp_path),
         faults={("1x2", 0): 0},
         progress=io.StringIO(),
     )
@@ -104,7 +134,7 @@ def test_pushes_build_a_history_the_pull_request_is_judged_against(tmp_path: Pat
     result = run_local(
         suite(tmp_path, "1x1", "1x2"),
         tmp_path / "out",
-        sha("history"),
+        source=repository(tmp_path, commits=2),
         commits=2,
         progress=io.StringIO(),
     )
@@ -117,3 +147,45 @@ def test_pushes_build_a_history_the_pull_request_is_judged_against(tmp_path: Pat
     assert throughput.baseline == pytest.approx(push.kpis.config("1x2").throughput)
     assert throughput.verdict.value in ("pass", "regressed", "improved")
     assert pull.report.read_text().count("<img") == 2
+
+
+SPEED = """
+name: speed
+command: ["python", "bench.py"]
+setup: [["sh", "-c", "cp speed.txt built.txt"]]
+target_accuracy: 0.5
+accuracy_pass: 0
+accuracy_tolerance: 0.5
+configs:
+  - {name: 1x1, trainers: 1, gpus_per_trainer: 1, pservers: 0, batch_size: 8}
+"""
+BENCH = """
+import pathlib
+speed = pathlib.Path("built.txt").read_text().strip()
+for n in range(3):
+    print(f"Pass = {n}, Training performance = {speed} imgs/s, Test accuracy = 0.9")
+"""
+
+
+def test_each_commit_is_measured_from_its_own_code_and_setup(tmp_path: Path) -> None:
+    # Given a repository whose benchmark reports what its setup built, at two commits
+    repo = tmp_path / "speed"
+    repo.mkdir()
+    git(repo, "init", "-q", "--initial-branch=main")
+    (repo / "bench.py").write_text(BENCH)
+    (repo / "speed.txt").write_text("100\n")
+    slow = commit_all(repo, "slow")
+    (repo / "speed.txt").write_text("200\n")
+    fast = commit_all(repo, "fast")
+    (repo / "speed.txt").write_text("999\n")  # the working tree is never measured
+    suite_file = tmp_path / "speed.yaml"
+    suite_file.write_text(SPEED)
+    # When each commit is run
+    measured = {}
+    for sha in (slow, fast):
+        result = run_local(suite_file, tmp_path / sha, sha, source=repo, progress=io.StringIO())
+        (run,) = result.runs
+        assert run.kpis.config("1x1").status.value == "ok", run.kpis.config("1x1").problems
+        measured[sha] = run.kpis.config("1x1").throughput
+    # Then each gives its own numbers
+    assert measured == {slow: 100.0, fast: 200.0}

@@ -13,6 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "distkpi" / "distkpi"
 FORBIDDEN = {
     "domain": ("distkpi.adapters", "distkpi.services", "distkpi.entry", "distkpi.local"),
     "adapters": ("distkpi.services", "distkpi.entry", "distkpi.local"),
+    "node": ("distkpi.services", "distkpi.entry", "distkpi.local"),
 }
 
 

@@ -94,7 +94,7 @@ class Executor:
 
     def _node_dir(self, job: LocalJob, node: int) -> Path:
         run_id = job.node_env[node].get("DISTKPI_RUN_ID", "run")
-        return self.workdir / run_id / job.config / f"node-{node}"
+        return self.workdir.resolve() / run_id / job.config / f"node-{node}"
 
     def _node_env(self, job: LocalJob, node: int) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DISTKPI_")}

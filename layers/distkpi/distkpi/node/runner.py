@@ -171,7 +171,8 @@ class NodeRunner:
                 out.write(f"distkpi node: {problem.problem}\n{problem.detail}\n")
         manifest = self._manifest(place, report, self.clock() - started)
         self._upload(store, config_key, place, files.uploads(), manifest)
-        if place.is_main and place.num_nodes > 1:
+        # a failed main node fails the job when it exits: nothing to wait for
+        if place.is_main and place.num_nodes > 1 and report.exit_code == 0:
             self._wait_for_others(store, config_key, place)
         return report.exit_code
 
