@@ -118,8 +118,6 @@ def local_stack(suite: Path, progress: TextIO = sys.stderr) -> Iterator[LocalSta
     afterwards."""
     from moto.server import ThreadedMotoServer
 
-    from distkpi.entry import wiring
-
     root = project_root()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -132,9 +130,12 @@ def local_stack(suite: Path, progress: TextIO = sys.stderr) -> Iterator[LocalSta
             aws = create_local_aws(f"http://{host}:{port}", root / "template.yaml", suite)
             github.token = aws.github_token
             os.environ.update(function_environment(aws, github.start()))
+            # the handlers' logger takes its level from this environment when first imported
+            from distkpi.entry import wiring
+
             wiring.reset()
             yield LocalStack(root, aws, github, load_handlers(root), progress)
+            wiring.reset()
     finally:
         github.stop()
         server.stop()
-        wiring.reset()
