@@ -189,3 +189,19 @@ def test_each_commit_is_measured_from_its_own_code_and_setup(tmp_path: Path) -> 
         measured[sha] = run.kpis.config("1x1").throughput
     # Then each gives its own numbers
     assert measured == {slow: 100.0, fast: 200.0}
+
+
+def test_a_dry_run_prints_what_a_pull_request_would_submit(tmp_path: Path) -> None:
+    from distkpi.local.demo import dry_run
+
+    repo = repository(tmp_path)
+    planned = dry_run(
+        ROOT / "infra" / "suites" / "resnet50.yaml", source=repo, progress=io.StringIO()
+    )
+    (run,) = planned["runs"]
+    assert run["model"] == "resnet50" and run["sha"] == git(repo, "rev-parse", "HEAD")
+    jobs = {job["jobName"].rsplit("-", 1)[-1]: job for job in run["jobs"]}
+    assert set(jobs) == {"1x1", "1x8", "4ps", "8ps"}  # 2x8-4ps, 4x8-8ps
+    assert jobs["1x1"]["containerOverrides"]["command"] == ["distkpi", "node"]
+    assert jobs["8ps"]["nodeOverrides"]["numNodes"] == 12
+    assert [s["state"] for s in planned["statuses"]] == ["pending"]

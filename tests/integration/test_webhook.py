@@ -157,3 +157,46 @@ def test_json_that_is_not_plain_json_is_400(stack: Stack, body: bytes, says: str
     assert response["statusCode"] == 400
     assert says in response["json"]["message"]
     assert nothing_started(stack)
+
+
+IMAGED = """
+name: imaged
+image: "registry.example/bench:{sha}"
+command: [python, bench.py]
+target_accuracy: 0.5
+accuracy_pass: 1
+accuracy_tolerance: 0.01
+configs:
+  - {name: 1x1, trainers: 1, gpus_per_trainer: 1, batch_size: 8}
+"""
+
+
+def test_a_suite_image_gets_its_own_job_definition_revision_once(stack: Stack) -> None:
+    from tests.integration.conftest import BUCKET
+
+    stack.s3.put_object(Bucket=BUCKET, Key="suites/imaged.yaml", Body=IMAGED.encode())
+    other = IMAGED.replace("name: imaged", "name: elsewhere") + "repos: [someone/else]\n"
+    stack.s3.put_object(Bucket=BUCKET, Key="suites/elsewhere.yaml", Body=other.encode())
+    first = stack.webhook("pull_request", delivery="d-1")["json"]["runs"]
+    second = stack.webhook("pull_request", delivery="d-2")["json"]["runs"]
+    # the suite for another repository starts nothing here
+    assert sorted(r.split("-")[0] for r in first) == ["imaged", "resnet50"]
+    sha = event("pull_request")["payload"]["pull_request"]["head"]["sha"]
+    definitions = set()
+    for job in stack.jobs():
+        request = submitted_request(stack, job["jobId"])
+        if job["jobName"].startswith("distkpi-imaged"):
+            definitions.add(request["jobDefinition"])
+    # one new revision, reused by the second delivery (moto describes no multi-node
+    # definition's containers, so only a single-node config is checked here)
+    (definition,) = definitions
+    assert definition.endswith("distkpi-local-single:2")
+    (described,) = stack.batch.describe_job_definitions(jobDefinitions=[definition])[
+        "jobDefinitions"
+    ]
+    assert described["containerProperties"]["image"] == f"registry.example/bench:{sha}"
+    assert len(first) == len(second) == 2
+
+
+def submitted_request(stack: Stack, job_id: str) -> dict[str, Any]:
+    return stack.table.get_item(Key={"PK": f"JOB#{job_id}", "SK": "JOB"})["Item"]["request"]  # type: ignore[no-any-return]

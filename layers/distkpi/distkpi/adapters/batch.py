@@ -45,6 +45,8 @@ def _with_image(definition: Mapping[str, Any], image: str) -> dict[str, Any]:
     request = {k: definition[k] for k in _REGISTERED if k in definition}
     if "containerProperties" in request:
         request["containerProperties"] = {**request["containerProperties"], "image": image}
+    elif "nodeProperties" not in request:
+        raise ValueError(f"{definition.get('jobDefinitionName')} shows no container")
     else:
         nodes = request["nodeProperties"]
         request["nodeProperties"] = {
