@@ -33,7 +33,7 @@ from distkpi.domain.contracts import MAX_FILES_PER_MANIFEST, parse_run_spec  # n
 from distkpi.domain.logformats import parse_line  # noqa: E402
 from distkpi.domain.logsummary import LogSummary  # noqa: E402
 from distkpi.domain.runfolder import gather_config  # noqa: E402
-from tests.unit.test_parser_properties import HEADS, UNITS  # noqa: E402
+from tests.unit.test_parser_properties import HEADS, RUN, UNITS  # noqa: E402
 
 LENGTHS_KIB = (16, 64, 256, 1024)
 GREP_PATTERN = "MLLOG|Pass|img/sec|images/sec|examples/se|metrics_data|kpis"
@@ -85,18 +85,7 @@ def trainer_log(path: Path) -> None:
 
 def run_folder(root: Path, files: list[str]) -> None:
     config = {"name": "c", "trainers": 1, "gpus_per_trainer": 1, "pservers": 0}
-    run = {
-        "schema": 1,
-        "run_id": "bench",
-        "repo": "o/r",
-        "sha": "a" * 40,
-        "ref": "refs/heads/develop",
-        "model": "m",
-        "target_accuracy": 0.5,
-        "accuracy_pass": 1,
-        "accuracy_tolerance": 0.01,
-        "configs": [{**config, "batch_size": 8, "nodes": 1}],
-    }
+    run = {**RUN, "run_id": "bench", "configs": [{**config, "batch_size": 8, "nodes": 1}]}
     (root / "run.json").write_text(json.dumps(run))
     entries = [{"path": f, "role": "trainer", "rank": 0, "kind": "log"} for f in files]
     manifest = {
