@@ -150,18 +150,19 @@ class Stack:
 def make_dynamodb_writes_atomic(monkeypatch: pytest.MonkeyPatch) -> None:
     """DynamoDB applies a conditional write atomically; moto's in-process backend checks the
     condition and writes without a lock, so concurrent test threads could both pass a
-    condition that real DynamoDB lets only one pass. One lock restores that guarantee."""
-    from moto.dynamodb.models import DynamoDBBackend
+    condition that real DynamoDB lets only one pass. Its request handler also copies an
+    item outside the backend while another thread may be writing it. One lock around each
+    whole request restores DynamoDB's guarantee."""
+    from moto.dynamodb.responses import DynamoHandler
 
     lock = threading.RLock()
-    for name in ("put_item", "update_item", "delete_item", "get_item", "query"):
-        original = getattr(DynamoDBBackend, name)
+    original = DynamoHandler.call_action
 
-        def locked(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            with lock:
-                return _original(*args, **kwargs)
+    def locked(self: Any) -> Any:
+        with lock:
+            return original(self)
 
-        monkeypatch.setattr(DynamoDBBackend, name, locked)
+    monkeypatch.setattr(DynamoHandler, "call_action", locked)
 
 
 @functools.cache

@@ -12,7 +12,7 @@ from distkpi.domain.evaluation import Evaluation, evaluate
 from distkpi.domain.kpis import run_kpis
 from distkpi.domain.records import RunRecord, RunStatus
 from distkpi.exceptions import NotFoundError
-from distkpi.services.baseline import baseline_of
+from distkpi.services.baseline import Baseline, baseline_of
 from distkpi.services.ports import Clock, utcnow
 from distkpi.services.publish import Publisher
 
@@ -34,8 +34,10 @@ class RunFinisher:
     def finish(self, run_id: str) -> None:
         """Evaluate and store the run once; publish what was stored (whoever stored it)."""
         run = self._run(run_id)
+        baseline = None
         if run.evaluation is None:
-            evaluation = self._evaluate(run)
+            baseline = baseline_of(self.history, run)
+            evaluation = self._evaluate(run, baseline)
             finished_at = self.clock().isoformat(timespec="seconds")
             if self.runs.finish(run_id, evaluation, finished_at):
                 logger.info("run finished", run_id=run_id, state=evaluation.verdict.state.value)
@@ -45,7 +47,7 @@ class RunFinisher:
             else:  # another finisher stored its evaluation first, or the run was cancelled
                 run = self._run(run_id)
         if run.evaluation is not None:  # a cancelled run has none and publishes nothing
-            self.publisher.publish(run)
+            self.publisher.publish(run, baseline.rows if baseline else None)
 
     def _run(self, run_id: str) -> RunRecord:
         run = self.runs.get(run_id)
@@ -53,10 +55,9 @@ class RunFinisher:
             raise NotFoundError(f"no run {run_id}")
         return run
 
-    def _evaluate(self, run: RunRecord) -> Evaluation:
+    def _evaluate(self, run: RunRecord, baseline: Baseline) -> Evaluation:
         configs = {c.name: c.kpis for c in self.runs.configs(run.run_id) if c.kpis is not None}
         kpis = run_kpis(run.spec, configs)
-        baseline = baseline_of(self.history, run)
         return evaluate(
             kpis,
             baseline.rows,

@@ -3,6 +3,7 @@ the report and the final commit status, by the one holder of the publication lea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from aws_lambda_powertools import Logger
@@ -10,6 +11,7 @@ from aws_lambda_powertools import Logger
 from distkpi.adapters.dynamo import HistoryRepository, RunRepository
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.evaluation import Evaluation
+from distkpi.domain.history import HistoryRow
 from distkpi.domain.layout import kpis_key, report_key
 from distkpi.domain.records import HistoryRecord, RunRecord
 from distkpi.services.baseline import baseline_of
@@ -28,9 +30,10 @@ class Publisher:
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
 
-    def publish(self, run: RunRecord) -> bool:
-        """Publish a finished run's stored evaluation. A publisher that dies leaves its lease
-        to expire; the next one redoes all of it (every write here is idempotent)."""
+    def publish(self, run: RunRecord, baseline: Sequence[HistoryRow] | None = None) -> bool:
+        """Publish a finished run's stored evaluation (its report drawn against ``baseline``,
+        read again when not given). A publisher that dies leaves its lease to expire; the
+        next one redoes all of it (every write here is idempotent)."""
         evaluation = run.evaluation
         if evaluation is None:
             raise ValueError(f"run {run.run_id} has no evaluation to publish")
@@ -39,7 +42,7 @@ class Publisher:
             return False
         self.history.put(history_records(run, evaluation))
         self.store.put_json(kpis_key(run.run_id), evaluation.kpis.to_json())
-        written = self._write_report(run)
+        written = self._write_report(run, baseline)
         state, description = evaluation.verdict.state, evaluation.description
         if self.statuses.post(run.spec, state, description, report=written):
             self.runs.mark_published(run.run_id, now)
@@ -65,17 +68,20 @@ class Publisher:
         logger.info("status republished", run_id=run_id)
         return True
 
-    def report_files(self, run: RunRecord) -> dict[str, bytes]:
+    def report_files(
+        self, run: RunRecord, baseline: Sequence[HistoryRow] | None = None
+    ) -> dict[str, bytes]:
         """The run's report, drawn against the history it was judged against."""
         from distkpi.reporting.page import build_report  # matplotlib: only when a run ends
 
-        return build_report(run, baseline_of(self.history, run).rows)
+        rows = baseline if baseline is not None else baseline_of(self.history, run).rows
+        return build_report(run, rows)
 
-    def _write_report(self, run: RunRecord) -> bool:
+    def _write_report(self, run: RunRecord, baseline: Sequence[HistoryRow] | None) -> bool:
         """reports/<run_id>/: a report that cannot be drawn is logged and counted, and the
         status still goes out, without the link."""
         try:
-            files = self.report_files(run)
+            files = self.report_files(run, baseline)
         except Exception:
             logger.exception("report not written", run_id=run.run_id)
             self.count("ReportFailures")
