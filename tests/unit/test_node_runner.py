@@ -253,3 +253,16 @@ def test_no_value_of_the_environment_reaches_what_the_node_writes(
                 text = uploaded(s3, entry["path"])
                 assert SECRET not in text and TOKEN not in text
         assert SECRET not in json.dumps(manifest(s3, node))
+
+
+def test_the_suites_command_runs_unless_one_is_given_and_a_bad_one_is_a_problem(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    path, _, tip = repo
+    suite_command = json.dumps(["python3", "bench.py"])
+    env = node_env(path, tip, tmp_path / "a", 0, 1, 0, DISTKPI_COMMAND=suite_command)
+    assert NodeRunner(env, []).run() == 0
+    assert seen(s3, 0)["version"] == "two"
+    env = node_env(path, tip, tmp_path / "b", 0, 1, 0, DISTKPI_COMMAND="python3 bench.py")
+    assert NodeRunner(env, []).run() == 1
+    assert manifest(s3, 0)["problem"] == "DISTKPI_COMMAND is not a JSON list"

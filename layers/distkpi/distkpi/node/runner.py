@@ -183,7 +183,7 @@ class NodeRunner:
         setup_started = self.clock()
         url = self.env.get("DISTKPI_SOURCE_URL") or f"https://github.com/{place.repo}.git"
         source = get_source(url, place.sha, place.repo, files.work, self.env)
-        run_setup(_setup_commands(self.env), source, base, files.log)
+        run_setup(_json_list(self.env, "DISTKPI_SETUP"), source, base, files.log)
         report.setup_s = self.clock() - setup_started
         address = own_address(self.env)
         own = Endpoint(place.index, address, free_port(address))
@@ -192,10 +192,11 @@ class NodeRunner:
             store, config_key, place, own, deadline, clock=self.clock, sleep=self.sleep
         )
         env = base | framework_environment(place, endpoints, str(source), str(files.log_dir))
-        if not self.command:
+        command = list(self.command) or _json_list(self.env, "DISTKPI_COMMAND")
+        if not command:
             raise NodeProblem("no command: the suite names none and none was given after --")
         try:
-            args = expand(self.command, env)
+            args = expand(command, env)
         except ContractError as exc:
             raise NodeProblem(str(exc)) from exc
         report.exit_code = run_command(args, source, env, files.log, files.gpu_csv)
@@ -255,18 +256,17 @@ def _bucket_and_key(prefix: str) -> tuple[str, str]:
     return url.netloc, url.path.lstrip("/")
 
 
-def _setup_commands(env: Mapping[str, str]) -> list[str | list[str]]:
-    text = env.get("DISTKPI_SETUP") or "[]"
+def _json_list(env: Mapping[str, str], name: str) -> list[Any]:
+    """A JSON list the launcher put in ``name`` (the suite's command or setup)."""
     try:
-        commands = json.loads(text)
+        value = json.loads(env.get(name) or "[]")
     except ValueError as exc:
-        raise NodeProblem("DISTKPI_SETUP is not a JSON list of commands") from exc
-    return list(commands)
+        raise NodeProblem(f"{name} is not a JSON list") from exc
+    if not isinstance(value, list):
+        raise NodeProblem(f"{name} is not a JSON list")
+    return value
 
 
 def main(command: Sequence[str]) -> int:
     """`distkpi node [-- COMMAND...]`: the command, else the suite's (DISTKPI_COMMAND)."""
-    env = os.environ
-    if not command and env.get("DISTKPI_COMMAND"):
-        command = json.loads(env["DISTKPI_COMMAND"])
-    return NodeRunner(env, list(command)).run()
+    return NodeRunner(os.environ, list(command)).run()
