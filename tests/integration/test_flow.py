@@ -98,6 +98,11 @@ def deliver_all(stack: Stack, keys: list[str], copies: int = 2, threads: int = 8
             assert "handled" in result
 
 
+def jobs_by_config(stack: Stack, run_id: str) -> dict[str, str]:
+    """The Batch job id of each config of a run."""
+    return {j["jobName"].removeprefix(f"distkpi-{run_id}-"): j["jobId"] for j in stack.jobs()}
+
+
 def submitted(stack: Stack, job_id: str) -> dict[str, Any]:
     return stack.table.get_item(Key={"PK": f"JOB#{job_id}", "SK": "JOB"})["Item"]["request"]  # type: ignore[no-any-return]
 
@@ -286,7 +291,7 @@ def test_a_succeeded_job_whose_node_never_reported_settles_its_config_at_once(
     stack.s3.delete_object(Bucket=BUCKET, Key=lost)
     deliver_all(stack, [k for k in keys if k != lost], copies=1)
     assert final_statuses(stack) == []
-    jobs = {j["jobName"].removeprefix(f"distkpi-{run_id}-"): j["jobId"] for j in stack.jobs()}
+    jobs = jobs_by_config(stack, run_id)
     # a job whose nodes all reported leaves its config to the collector
     assert stack.job_succeeded(jobs["1x8"]) == {"settled_config": False}
     # one node of a multi-node job succeeding is not the end of the job

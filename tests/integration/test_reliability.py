@@ -14,15 +14,12 @@ from tests.integration.conftest import BUCKET, Stack
 from tests.integration.test_flow import (
     deliver_all,
     final_statuses,
+    jobs_by_config,
     run_all_nodes,
     sweep,
     trainer_log,
     upload_node,
 )
-
-
-def jobs_by_config(stack: Stack, run_id: str) -> dict[str, str]:
-    return {j["jobName"].removeprefix(f"distkpi-{run_id}-"): j["jobId"] for j in stack.jobs()}
 
 
 def config_item(stack: Stack, run_id: str, config: str) -> dict[str, Any]:
