@@ -1,94 +1,357 @@
-"""Does the verdict cry wolf, and does it catch real regressions? A simulation.
+"""Does the verdict cry wolf per run, and does it catch real regressions? A simulation.
 
-    python bench/verdict_simulation.py [--streams 10] [--commits 100] [--trials 300]
+    python bench/verdict_simulation.py [--trials 1000] [--drops 200] [--machine-share 0.5]
 
-Synthetic develop histories of throughput (and speedup) with run-to-run noise of a given
-coefficient of variation (the old PaddlePaddle CE saw 18% on unchanged code; 3% is a
-well-kept cluster). Every commit is judged exactly as the collector judges it (baseline
-after the last change point, t-interval or tolerance fallback) and then joins the history,
-as a push to develop would.
-- false failures: streams of unchanged commits; the share judged `regressed`.
-- caught: a commit that drops throughput 25% (or speedup 20%) lands on top of 40 unchanged
-  runs and stays; the share of trials where commit 1 or commit 2 is judged `regressed`.
+Whole runs of the seed's matrix (1x1, 1x8, 2x8-4ps, 4x8-8ps), every KPI enforced, judged
+exactly as the collector judges them (domain.combining.combine, then evaluation.evaluate:
+baseline after the last change point, Holm's split of the false-failure rate, confirmation
+looks). Each trial starts from 30 develop runs of history.
+
+How the KPIs are related, as in real runs: each config's throughput carries noise of the
+given coefficient of variation (CV), split into a per-machine part (``--machine-share`` of
+the variance) that stays the same when the commit is re-run on the same hardware, and a
+per-run part that re-running averages away. Speedup and efficiency follow from the
+throughputs; time to accuracy moves inversely with throughput, plus 3% of its own; test
+accuracy varies by 0.002 and GPU memory by 0.5%. Accuracy alignment across configs is a
+fixed tolerance, not a judgement against history, and is left out (tolerance 1).
+
+Policies:
+- one run: one run per commit, judged at the suite's false-failure rate (1% per run);
+- confirm: `confirm: {screen: 0.8, max_runs: 4}`; configs in doubt are re-run, on the same
+  machine, until the evidence is conclusive or there are four runs;
+- k runs: every config run K times (``--fixed-runs``) for every commit, judged together.
+
+Per policy and CV:
+- false failures per unchanged run (any enforced KPI of any config regressed), and per KPI
+  judgement (regressed judgements / enforced judgements with a value and a baseline);
+- caught: a drop of 25% in one config's throughput (the config drawn at random) or of 20% in
+  one multi-GPU config's speedup lands and stays; the share of trials in which commit 1 or
+  commit 2 is judged `failure` (commit 1's runs join the history when it passes, as a push
+  to develop would);
+- runs per config per commit: the mean number of runs of a config (the GPU cost).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import random
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 
-from distkpi.domain.changepoints import baseline_after_change
-from distkpi.domain.judging import KpiVerdict, VerdictSettings, judge_kpi
+import distkpi.domain.history as history_module
+from distkpi.domain.changepoints import split_at_change
+from distkpi.domain.combining import combine
+from distkpi.domain.commit_status import State
+from distkpi.domain.contracts import RunSpec
+from distkpi.domain.evaluation import Evaluation, evaluate
+from distkpi.domain.history import HistoryRow
+from distkpi.domain.judging import KPIS, ConfirmSettings, KpiVerdict, VerdictSettings
+from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis
 
-SETTINGS = VerdictSettings()
-START = 40
+CONFIGS = (  # name, gpus, pservers, throughput
+    ("1x1", 1, 0, 300.0),
+    ("1x8", 8, 0, 2200.0),
+    ("2x8-4ps", 16, 4, 4000.0),
+    ("4x8-8ps", 32, 8, 7000.0),
+)
+SPEC = RunSpec.model_validate(
+    {
+        "schema": 1,
+        "run_id": "sim",
+        "repo": "PaddlePaddle/Paddle",
+        "sha": "0" * 40,
+        "ref": "refs/heads/develop",
+        "model": "resnet50",
+        "target_accuracy": 0.6,
+        "accuracy_pass": 4,
+        "accuracy_tolerance": 1.0,
+        "configs": [
+            {
+                "name": name,
+                "trainers": max(1, gpus // 8),
+                "gpus_per_trainer": min(gpus, 8),
+                "pservers": ps,
+                "batch_size": 64,
+                "nodes": max(1, gpus // 8) + ps,
+            }
+            for name, gpus, ps, _ in CONFIGS
+        ],
+    }
+)
+HISTORY = 30
+ONE_RUN = VerdictSettings()
+CONFIRM = VerdictSettings(confirm=ConfirmSettings(screen=0.8, max_runs=4))
 
 
-def run_value(rng: random.Random, level: float, cv: float) -> float:
-    return level * max(0.05, 1 + cv * rng.gauss(0, 1))
+@dataclass(frozen=True)
+class Noise:
+    cv: float
+    machine_share: float
+
+    @property
+    def machine(self) -> float:
+        return self.cv * self.machine_share**0.5
+
+    @property
+    def per_run(self) -> float:
+        return self.cv * (1 - self.machine_share) ** 0.5
 
 
-def judged_regressed(kpi: str, value: float, history: list[float]) -> bool:
-    baseline = baseline_after_change(history, SETTINGS)
-    return judge_kpi("sim", kpi, value, baseline, SETTINGS).verdict is KpiVerdict.REGRESSED
+Change = dict[str, float]  # config -> throughput factor
 
 
-def false_failures(cv: float, streams: int, commits: int, seed: int) -> tuple[int, int]:
+def one_run(
+    rng: random.Random,
+    noise: Noise,
+    machine: dict[str, float],
+    change: Change,
+    configs: Sequence[str],
+) -> dict[str, ConfigKpis]:
+    """One run of the given configs; ``machine``: each config's fixed offset for this commit."""
+    out = {}
+    for name, gpus, ps, level in CONFIGS:
+        if name not in configs:
+            continue
+        factor = max(0.05, 1 + machine[name] + noise.per_run * rng.gauss(0, 1))
+        throughput = level * change.get(name, 1.0) * factor
+        out[name] = ConfigKpis(
+            name=name,
+            gpus=gpus,
+            status=ConfigStatus.OK,
+            throughput=throughput,
+            time_to_accuracy_s=600.0 * level / throughput * (1 + 0.03 * rng.gauss(0, 1)),
+            test_accuracy=0.76 + 0.002 * rng.gauss(0, 1),
+            trainer_gpu_memory_mib=15000.0 * (1 + 0.005 * rng.gauss(0, 1)),
+            pserver_gpu_memory_mib=3000.0 * (1 + 0.005 * rng.gauss(0, 1)) if ps else None,
+            problems=(),
+            converged=True,
+        )
+    return out
+
+
+def machine_offsets(rng: random.Random, noise: Noise) -> dict[str, float]:
+    return {name: noise.machine * rng.gauss(0, 1) for name, *_ in CONFIGS}
+
+
+def rows_of(run_kpis: Sequence[ConfigKpis], index: int) -> list[HistoryRow]:
+    at = f"2026-01-01T00:00:{index:05d}"
+    return [
+        HistoryRow(
+            at,
+            "r",
+            "develop",
+            "resnet50",
+            c.name,
+            f"{index:040x}",
+            f"h{index}",
+            kpi,
+            getattr(c, kpi),
+        )
+        for c in run_kpis
+        for kpi in KPIS
+    ]
+
+
+@dataclass
+class Outcome:
+    failed: bool
+    regressed: int  # enforced judgements regressed
+    judged: int  # enforced judgements with a value and a baseline
+    config_runs: int  # runs of configs spent
+    kpis: tuple[ConfigKpis, ...]  # what joins the history
+
+
+# policy, CV, machine share, fixed runs, scenario, seed
+Trial = tuple[str, float, float, int, str, int]
+Policy = Callable[[random.Random, Noise, list[HistoryRow], Change], Outcome]
+
+
+def judged(
+    settings: VerdictSettings,
+    runs: list[dict[str, ConfigKpis]],
+    history: list[HistoryRow],
+    look: int,
+) -> tuple[RunKpis, Evaluation]:
+    combined = combine(SPEC, runs)
+    return combined, evaluate(combined, history, settings, SPEC.accuracy_tolerance, look=look)
+
+
+def _count(evaluation: Evaluation) -> tuple[int, int]:
+    enforced = [
+        j
+        for j in evaluation.judgements
+        if j.baseline is not None and j.verdict is not KpiVerdict.NOT_ENFORCED
+    ]
+    return sum(j.verdict is KpiVerdict.REGRESSED for j in enforced), len(enforced)
+
+
+def policy_runs(k: int) -> Policy:
+    def run(rng: random.Random, noise: Noise, history: list[HistoryRow], change: Change) -> Outcome:
+        machine = machine_offsets(rng, noise)
+        names = [c[0] for c in CONFIGS]
+        runs = [one_run(rng, noise, machine, change, names) for _ in range(k)]
+        combined, evaluation = judged(ONE_RUN, runs, history, look=1)
+        regressed, total = _count(evaluation)
+        failed = evaluation.verdict.state is State.FAILURE
+        return Outcome(failed, regressed, total, k * len(CONFIGS), combined.configs)
+
+    return run
+
+
+def policy_confirm(
+    rng: random.Random, noise: Noise, history: list[HistoryRow], change: Change
+) -> Outcome:
+    machine = machine_offsets(rng, noise)
+    names = [c[0] for c in CONFIGS]
+    runs = [one_run(rng, noise, machine, change, names)]
+    spent = len(CONFIGS)
+    look = 1
+    combined, evaluation = judged(CONFIRM, runs, history, look)
+    while evaluation.in_doubt:
+        look += 1
+        runs.append(one_run(rng, noise, machine, change, evaluation.in_doubt))
+        spent += len(evaluation.in_doubt)
+        combined, evaluation = judged(CONFIRM, runs, history, look)
+    regressed, total = _count(evaluation)
+    failed = evaluation.verdict.state is State.FAILURE
+    return Outcome(failed, regressed, total, spent, combined.configs)
+
+
+def start_history(rng: random.Random, noise: Noise) -> list[HistoryRow]:
+    names = [c[0] for c in CONFIGS]
+    rows: list[HistoryRow] = []
+    for i in range(HISTORY):
+        run = one_run(rng, noise, machine_offsets(rng, noise), {}, names)
+        rows += rows_of(combine(SPEC, [run]).configs, i)
+    return rows
+
+
+def trial(args: Trial) -> tuple[bool, int, int, int, bool]:
+    """(failed on unchanged, regressed, judged, config runs, caught within two commits)."""
+    policy_name, cv, share, fixed, scenario, seed = args
+    policy = (
+        policy_confirm
+        if policy_name == "confirm"
+        else policy_runs(1 if policy_name == "one run" else fixed)
+    )
+    noise = Noise(cv, share)
     rng = random.Random(seed)
-    failures = total = 0
-    for _ in range(streams):
-        history = [run_value(rng, 1000, cv) for _ in range(START)]
-        for _ in range(commits):
-            value = run_value(rng, 1000, cv)
-            failures += judged_regressed("throughput", value, history)
-            total += 1
-            history.append(value)
-    return failures, total
+    history = start_history(random.Random(seed), noise)
+    if scenario == "unchanged":
+        out = policy(rng, noise, history, {})
+        return out.failed, out.regressed, out.judged, out.config_runs, False
+    pick = random.Random(seed + 1)
+    if scenario == "throughput":
+        change = {pick.choice(CONFIGS)[0]: 0.75}
+    else:
+        change = {pick.choice(CONFIGS[1:])[0]: 0.80}
+    first = policy(rng, noise, history, change)
+    if first.failed:
+        return False, 0, 0, first.config_runs, True
+    second = policy(rng, noise, history + rows_of(first.kpis, HISTORY), change)
+    return False, 0, 0, first.config_runs + second.config_runs, second.failed
 
 
-def caught(kpi: str, drop: float, cv: float, trials: int, seed: int) -> tuple[int, int]:
-    rng = random.Random(seed)
-    hits = 0
-    level = 1000.0 if kpi == "throughput" else 20.0
-    for _ in range(trials):
-        history = [run_value(rng, level, cv) for _ in range(START)]
-        for _ in range(2):
-            value = run_value(rng, level * (1 - drop), cv)
-            if judged_regressed(kpi, value, history):
-                hits += 1
-                break
-            history.append(value)
-    return hits, trials
+@functools.lru_cache(maxsize=200_000)
+def _cached_split(
+    values: tuple[float, ...], window: int, p: float
+) -> tuple[list[float], list[float]]:
+    return split_at_change(values, VerdictSettings(window=window, change_point_p=p))
+
+
+def _split(history: Sequence[float], settings: VerdictSettings) -> tuple[list[float], list[float]]:
+    return _cached_split(tuple(history), settings.window, settings.change_point_p)
+
+
+def _init() -> None:
+    # the same history is judged by every policy and every look: find its change once
+    history_module.split_at_change = _split
+
+
+def cell(
+    pool: ProcessPoolExecutor, policy: str, cv: float, share: float, args: argparse.Namespace
+) -> str:
+    """One row of the table: the same seeds for every policy (common random numbers)."""
+
+    def run(scenario: str, n: int, offset: int) -> list[tuple[bool, int, int, int, bool]]:
+        seed = args.seed * 10**6 + offset
+        trials = [(policy, cv, share, args.fixed_runs, scenario, seed + i) for i in range(n)]
+        return list(pool.map(trial, trials, chunksize=10))
+
+    unchanged = run("unchanged", args.trials, 0)
+    tput = run("throughput", args.drops, 500_000)
+    speed = run("speedup", args.drops, 700_000)
+    failures = sum(u[0] for u in unchanged)
+    regressed, judgements = sum(u[1] for u in unchanged), sum(u[2] for u in unchanged)
+    runs = statistics.fmean(u[3] / len(CONFIGS) for u in unchanged)
+    caught_t = sum(t[4] for t in tput) / len(tput)
+    caught_s = sum(s[4] for s in speed) / len(speed)
+    return (
+        f"| {failures}/{len(unchanged)} = {failures / len(unchanged):.1%} "
+        f"| {regressed}/{judgements} = {regressed / judgements:.3%} "
+        f"| {caught_t:.0%} | {caught_s:.0%} | {runs:.2f} |"
+    )
+
+
+HEADER = (
+    "| false failures per unchanged run | per KPI judgement "
+    "| -25% throughput caught in 2 commits | -20% speedup caught in 2 commits "
+    "| runs per config per commit |"
+)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--streams", type=int, default=10)
-    parser.add_argument("--commits", type=int, default=100)
-    parser.add_argument("--trials", type=int, default=300)
+    parser.add_argument("--trials", type=int, default=1000, help="unchanged runs per row")
+    parser.add_argument("--drops", type=int, default=200, help="regressions per row and kind")
+    parser.add_argument("--machine-share", type=float, default=0.5)
+    parser.add_argument("--fixed-runs", type=int, default=3)
+    parser.add_argument("--cv", type=float, nargs="+", default=[0.03, 0.10, 0.18])
+    parser.add_argument(
+        "--curve",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="K",
+        help="then, at the last CV: k runs per commit for each K, at machine share 0 and the "
+        "given one (the trade-off between GPU cost and what is caught)",
+    )
+    parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    print("command: python bench/verdict_simulation.py " + " ".join(sys.argv[1:]))
     print(
-        f"command: python bench/verdict_simulation.py --streams {args.streams} "
-        f"--commits {args.commits} --trials {args.trials} --seed {args.seed}"
+        f"seed matrix {', '.join(c[0] for c in CONFIGS)}; all KPIs enforced; {HISTORY} runs "
+        f"of history; false-failure rate {ONE_RUN.false_failure_rate:.0%} per run; "
+        f"machine share of the variance {args.machine_share:.0%}\n"
     )
-    print(
-        f"settings: confidence {SETTINGS.confidence}, window {SETTINGS.window}, "
-        f"fallback below {SETTINGS.min_history} values at ±{SETTINGS.default_tolerance:.0%}, "
-        f"change points at p < {SETTINGS.change_point_p}"
-    )
-    print(
-        f"{'CV':>4}  {'false failures / unchanged commit':>34}  {'-25% throughput caught':>22}  "
-        f"{'-20% speedup caught':>20}"
-    )
-    for cv in (0.03, 0.18):
-        ff, total = false_failures(cv, args.streams, args.commits, args.seed)
-        tp, n = caught("throughput", 0.25, cv, args.trials, args.seed)
-        sp, m = caught("speedup", 0.20, cv, args.trials, args.seed + 1)
-        print(
-            f"{cv:4.0%}  {ff:>6}/{total:<6} = {ff / total:6.2%}{'':>12}  "
-            f"{tp / n:>22.1%}  {sp / m:>20.1%}"
-        )
+    print(f"| CV | policy {HEADER}")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    with ProcessPoolExecutor(args.workers, initializer=_init) as pool:
+        for cv in args.cv:
+            for name, key in (
+                ("one run", "one run"),
+                ("confirm", "confirm"),
+                (f"{args.fixed_runs} runs", "k"),
+            ):
+                print(
+                    f"| {cv:.0%} | {name} {cell(pool, key, cv, args.machine_share, args)}",
+                    flush=True,
+                )
+        if args.curve:
+            cv = args.cv[-1]
+            print(f"\n| CV | machine share | runs per commit {HEADER}")
+            print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+            for share in sorted({0.0, args.machine_share}):
+                for k in args.curve:
+                    row = cell(
+                        pool, "k", cv, share, argparse.Namespace(**{**vars(args), "fixed_runs": k})
+                    )
+                    print(f"| {cv:.0%} | {share:.0%} | {k} {row}", flush=True)
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ def judged(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict]:  # typ
 def test_a_run_like_its_history_passes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     out = judged(capsys, "--history", str(history(tmp_path / "h.csv")))
     assert {tuple(sorted(j)) for j in out} == {
-        ("baseline", "config", "high", "kpi", "low", "value", "verdict")
+        ("baseline", "confidence", "config", "high", "kpi", "low", "runs", "value", "verdict")
     }
     verdicts = {(j["config"], j["kpi"]): j["verdict"] for j in out}
     assert verdicts[("4x8-8ps", "throughput")] == "pass"

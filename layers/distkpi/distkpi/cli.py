@@ -14,6 +14,8 @@ from distkpi.exceptions import ContractError, DistkpiError, RunFolderError
 
 if TYPE_CHECKING:
     from distkpi.adapters.dynamo import DynamoTable
+    from distkpi.domain.contracts import RunSpec
+    from distkpi.domain.kpis import ConfigKpis
     from distkpi.domain.records import RunRecord
 
 FAILURE = 1
@@ -121,20 +123,42 @@ def _add_local(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=_cmd_local)
 
 
+def _commit_runs(run_dirs: Sequence[str]) -> tuple[RunSpec, list[dict[str, ConfigKpis]]]:
+    """Run folders of one commit: a spec with every config they hold (the first's first),
+    and each folder's configs. UsageError when they are of different commits or models."""
+    from distkpi.adapters.localfs import LocalRunSource
+    from distkpi.domain.runfolder import compute_run_kpis, read_run_spec
+
+    specs, runs = [], []
+    for run_dir in run_dirs:
+        source = LocalRunSource(Path(run_dir))
+        specs.append(read_run_spec(source))
+        runs.append({c.name: c for c in compute_run_kpis(source).configs})
+    first = specs[0]
+    for attribute in ("repo", "sha", "model"):
+        if len({getattr(s, attribute) for s in specs}) > 1:
+            named = ", ".join(
+                f"{d} is {getattr(s, attribute)}" for s, d in zip(specs, run_dirs, strict=True)
+            )
+            raise UsageError(f"run folders of different {attribute}s: {named}")
+    configs = {c.name: c for s in specs for c in s.configs}
+    return first.model_copy(update={"configs": tuple(configs.values())}), runs
+
+
 def _cmd_judge(args: argparse.Namespace) -> int:
     from distkpi.adapters.history_files import read_history_csv
-    from distkpi.adapters.localfs import LocalRunSource
+    from distkpi.domain.combining import combine
     from distkpi.domain.evaluation import evaluate
     from distkpi.domain.judging import VerdictSettings
-    from distkpi.domain.runfolder import compute_run_kpis, read_run_spec
     from distkpi.domain.suites import load_suite
     from distkpi.domain.table import render_judgements
 
-    source = LocalRunSource(Path(args.run_dir))
-    run = compute_run_kpis(source)
+    spec, runs = _commit_runs(args.run_dirs)
     history = read_history_csv(Path(args.history))
     settings = load_suite(Path(args.suite)).verdict if args.suite else VerdictSettings()
-    evaluation = evaluate(run, history, settings, read_run_spec(source).accuracy_tolerance)
+    evaluation = evaluate(
+        combine(spec, runs), history, settings, spec.accuracy_tolerance, look=len(runs)
+    )
     if args.json:
         print(json.dumps([j.to_json() for j in evaluation.judgements], indent=2))
         return 0
@@ -145,9 +169,11 @@ def _cmd_judge(args: argparse.Namespace) -> int:
 
 def _add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "judge", help="judge a run folder against a history file, as the collector does"
+        "judge",
+        help="judge run folders of one commit together against a history file, as the "
+        "collector does",
     )
-    p.add_argument("run_dir")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders of one commit")
     p.add_argument("--history", required=True, help="CSV as `distkpi history --format csv` writes")
     p.add_argument("--suite", help="suite whose `verdict:` settings apply (default: all enforced)")
     p.add_argument("--json", action="store_true")

@@ -43,12 +43,12 @@ class BatchSettings(FunctionSettings):
     job_queue: Annotated[Text, Field(alias="JOB_QUEUE")]
     single_node_job_definition: Annotated[Text, Field(alias="SINGLE_NODE_JOB_DEFINITION")]
     multi_node_job_definition: Annotated[Text, Field(alias="MULTI_NODE_JOB_DEFINITION")]
+    suites_prefix: Annotated[str, Field(alias="SUITES_PREFIX")] = "suites/"
 
 
 class WebhookSettings(BatchSettings):
     webhook_secret_id: Annotated[Text, Field(alias="WEBHOOK_SECRET_ID")]
     branches: Annotated[tuple[str, ...], Field(alias="BRANCHES")] = ("develop",)
-    suites_prefix: Annotated[str, Field(alias="SUITES_PREFIX")] = "suites/"
     cancel_superseded: Annotated[bool, Field(alias="CANCEL_SUPERSEDED_RUNS")] = True
 
     @field_validator("branches", mode="before")

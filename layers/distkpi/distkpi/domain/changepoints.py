@@ -46,20 +46,34 @@ def last_change_point(
         distances = np.abs(x[:, None] - x[None, :])
         scores = _split_scores(distances, min_size)
         best = int(scores.argmax())
+        # significant while (beaten + 1) / (permutations + 1) <= p_value: stop counting
+        # as soon as it no longer can be (the same answer, far sooner on plain noise)
+        allowed = p_value * (permutations + 1) - 1
         beaten = 0
         for _ in range(permutations):
             order = rng.permutation(len(x))
             if _split_scores(distances[order][:, order], min_size).max() >= scores[best]:
                 beaten += 1
-        if (beaten + 1) / (permutations + 1) > p_value:
+                if beaten > allowed:
+                    break
+        if beaten > allowed:
             break
         found = start + min_size + best
         start = found
     return found
 
 
-def baseline_after_change(history: Sequence[float], settings: VerdictSettings) -> list[float]:
-    """The part of the history after its last real step change."""
+def split_at_change(
+    history: Sequence[float], settings: VerdictSettings
+) -> tuple[list[float], list[float]]:
+    """(before, after) the last real step change of the recent history; nothing before
+    when it has none. The baseline is what comes after; a level shift leaves the noise as
+    it was, so what comes before still tells how much the values spread."""
     recent = list(history)[-2 * settings.window :]
     cut = last_change_point(recent, settings.change_point_p) if len(recent) >= 8 else None
-    return recent[cut:] if cut is not None else recent
+    return (recent[:cut], recent[cut:]) if cut is not None else ([], recent)
+
+
+def baseline_after_change(history: Sequence[float], settings: VerdictSettings) -> list[float]:
+    """The part of the history after its last real step change."""
+    return split_at_change(history, settings)[1]

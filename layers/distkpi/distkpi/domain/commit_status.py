@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 
 MAX_DESCRIPTION = 140
@@ -20,3 +21,7 @@ def clip(text: str, limit: int = MAX_DESCRIPTION) -> str:
 
 def pending_description(configs: int, gpus: int) -> str:
     return clip(f"running {configs} config(s), up to {gpus} GPUs")
+
+
+def confirming_description(configs: Sequence[str], attempt: int, max_runs: int) -> str:
+    return clip(f"confirming {', '.join(configs)}: run {attempt} of up to {max_runs}")

@@ -1,5 +1,6 @@
-"""A finished run judged: its KPIs against the baseline, the verdict and the headline. The
-collector and `distkpi judge` both call evaluate(), so they cannot disagree."""
+"""A commit's runs judged: their KPIs against the baseline, the verdict, the headline, and
+which configs are in doubt enough to re-run. The collector and `distkpi judge` both call
+evaluate(), so they cannot disagree."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from distkpi.domain.commit_status import State
-from distkpi.domain.history import HistoryRow, judge_run
-from distkpi.domain.judging import Judgement, VerdictSettings
+from distkpi.domain.history import HistoryRow, evidence_of
+from distkpi.domain.judging import Judgement, VerdictSettings, in_doubt, judge_all
 from distkpi.domain.kpis import RunKpis
 from distkpi.domain.verdict import Verdict, decide, describe
 
@@ -22,6 +23,8 @@ class Evaluation:
     judgements: tuple[Judgement, ...]
     verdict: Verdict
     description: str
+    # configs to re-run before the verdict is final (a first run that screened borderline)
+    in_doubt: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -30,6 +33,7 @@ class Evaluation:
             "state": self.verdict.state.value,
             "reasons": list(self.verdict.reasons),
             "description": self.description,
+            "in_doubt": list(self.in_doubt),
         }
 
     @classmethod
@@ -39,6 +43,7 @@ class Evaluation:
             judgements=tuple(Judgement.from_json(j) for j in data.get("judgements", [])),
             verdict=Verdict(State(data["state"]), tuple(data.get("reasons", ()))),
             description=str(data["description"]),
+            in_doubt=tuple(str(c) for c in data.get("in_doubt", ())),
         )
 
 
@@ -48,9 +53,19 @@ def evaluate(
     settings: VerdictSettings,
     accuracy_tolerance: float,
     resets: Mapping[str, str] | None = None,
+    *,
+    look: int = 1,
 ) -> Evaluation:
-    """Judge every KPI against the baseline (resets: config -> time after which it counts),
-    decide the run's verdict and say why in a headline."""
-    judgements = judge_run(run, baseline, settings, resets)
+    """Judge every KPI against the baseline (resets: config -> time after which it counts)
+    at the rate of this commit's look'th judgement, decide the verdict and say why in a
+    headline. A success with KPIs in doubt, while the suite confirms and runs are left,
+    names the configs to re-run; a failure or an error is final at once."""
+    evidence = evidence_of(run, baseline, settings, resets)
+    judgements = judge_all(evidence, settings, settings.look_rate(look))
     verdict = decide(run, accuracy_tolerance, judgements)
-    return Evaluation(run, tuple(judgements), verdict, describe(run, verdict, judgements))
+    doubtful: tuple[str, ...] = ()
+    confirm = settings.confirm
+    if verdict.state is State.SUCCESS and confirm is not None and look < confirm.max_runs:
+        found = in_doubt(evidence, settings, look)
+        doubtful = tuple(c.name for c in run.configs if c.name in found)
+    return Evaluation(run, tuple(judgements), verdict, describe(run, verdict, judgements), doubtful)

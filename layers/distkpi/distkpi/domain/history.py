@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from distkpi.domain.changepoints import baseline_after_change
-from distkpi.domain.judging import KPIS, Judgement, VerdictSettings, judge_kpi
+from distkpi.domain.changepoints import split_at_change
+from distkpi.domain.judging import KPIS, Judgement, KpiEvidence, VerdictSettings, judge_all
 from distkpi.domain.kpis import ConfigStatus, RunKpis
 from distkpi.domain.records import HistoryRecord
 
@@ -88,13 +88,13 @@ def series(
     ]
 
 
-def judge_run(
+def evidence_of(
     run: RunKpis,
     history: Sequence[HistoryRow],
     settings: VerdictSettings,
     resets: Mapping[str, str] | None = None,
-) -> list[Judgement]:
-    """Every KPI of every ok config against its baseline (resets: config -> time, '*' all)."""
+) -> list[KpiEvidence]:
+    """Every KPI of every ok config with its baseline (resets: config -> time, '*' all)."""
     resets = resets or {}
     out = []
     for config in run.configs:
@@ -103,18 +103,31 @@ def judge_run(
         reset = max((resets[k] for k in (config.name, "*") if k in resets), default=None)
         values = config.to_json()
         for kpi in KPIS:
-            baseline = baseline_after_change(series(history, config.name, kpi, reset), settings)
-            never = kpi == "time_to_accuracy_s" and config.converged is False
-            samples = config.throughput_samples if kpi == "throughput" else ()
+            earlier, baseline = split_at_change(series(history, config.name, kpi, reset), settings)
+            value = values[kpi]
+            per_run = config.run_values.get(kpi) or (() if value is None else (value,))
             out.append(
-                judge_kpi(
+                KpiEvidence(
                     config.name,
                     kpi,
-                    values[kpi],
-                    baseline,
-                    settings,
-                    samples=samples,
-                    never_converged=never,
+                    tuple(per_run) if value is not None else (),
+                    tuple(baseline),
+                    config.throughput_samples if kpi == "throughput" else (),
+                    kpi == "time_to_accuracy_s" and config.converged is False,
+                    tuple(earlier[-settings.window :]),
                 )
             )
     return out
+
+
+def judge_run(
+    run: RunKpis,
+    history: Sequence[HistoryRow],
+    settings: VerdictSettings,
+    resets: Mapping[str, str] | None = None,
+    look: int = 1,
+) -> list[Judgement]:
+    """Every KPI of every ok config against its baseline, at the false-failure rate of the
+    look'th judgement of this commit."""
+    evidence = evidence_of(run, history, settings, resets)
+    return judge_all(evidence, settings, settings.look_rate(look))

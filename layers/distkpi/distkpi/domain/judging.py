@@ -1,23 +1,40 @@
-"""Each KPI of a run against its history, without crying wolf on noisy numbers.
+"""The KPIs of a commit against their history, without crying wolf on noisy numbers.
 
-The allowed range of a KPI is a one-sided Student-t prediction interval over the last
-baseline values (mean -/+ t * s * sqrt(1 + 1/n)), widened by the run's own within-run
-spread when it reports samples; with fewer than ``min_history`` values it falls back to the
-suite's relative tolerance around their mean. Only the harmful direction can regress:
-throughput, speedup, efficiency and test accuracy must not fall; time to accuracy and GPU
-memory must not rise. Where the baseline starts is changepoints.py's business.
+A merge request fails when any enforced KPI of any config regresses, so the error that
+matters is per run: the suite's ``false_failure_rate`` (default 1%) is the chance that an
+unchanged commit fails at all. It is split over the run's tests by Holm's step-down method,
+which holds under any dependence between them. Speedup and efficiency are one test per
+config (efficiency is speedup over a constant), throughput and speedup are not the same test
+(speedup also moves with the base config), so each config has one scaling family beside its
+other KPIs.
+
+Each test compares the mean of the commit's k runs (one, unless it was confirmed by
+re-running) with the baseline window of n values: a one-sided Student-t prediction interval,
+baseline mean -/+ t * sqrt(s^2 / n + v), where s^2 is the history's variance (pooled over
+the segments before and after its last step change) and v that of the new mean. One run:
+v = s^2, plus its within-run spread when it reports samples. k runs: s^2 is pooled with the
+runs' own variance s_k^2 (so runs that disagree more than the history widen it), and
+v = (s^2 - s_k^2)+ + s_k^2 / k: re-running on the same hardware averages away only the noise
+the runs show between them, never a per-machine part.
+With fewer than ``min_history`` baseline values the range is the suite's relative tolerance
+around their mean, which is not a statistical test and takes no part in Holm's split. Only
+the harmful direction can regress: throughput, speedup, efficiency and test accuracy must
+not fall; time to accuracy and GPU memory must not rise. Where the baseline starts is
+changepoints.py's business.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from distkpi.domain.student_t import t_quantile, t_sf
 
 HIGHER_IS_BETTER = {
     "throughput": True,
@@ -29,6 +46,8 @@ HIGHER_IS_BETTER = {
     "pserver_gpu_memory_mib": False,
 }
 KPIS = tuple(HIGHER_IS_BETTER)
+# KPIs that are one test: efficiency is speedup divided by the config's constant GPU ratio
+FAMILY = {"efficiency": "speedup"}
 
 
 class KpiVerdict(StrEnum):
@@ -39,6 +58,16 @@ class KpiVerdict(StrEnum):
     NOT_ENFORCED = "not-enforced"
 
 
+class ConfirmSettings(BaseModel):
+    """Re-run the configs in doubt (suite `verdict: confirm:`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # the per-run confidence of the looser range that puts a first run in doubt
+    screen: Annotated[float, Field(gt=0.5, lt=1)] = 0.8
+    max_runs: Annotated[int, Field(ge=2, le=10)] = 4
+
+
 class VerdictSettings(BaseModel):
     """Which KPIs fail a merge request and how sure a regression must be (suite `verdict:`)."""
 
@@ -47,10 +76,14 @@ class VerdictSettings(BaseModel):
     enforced: tuple[str, ...] = KPIS
     tolerance: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
     default_tolerance: Annotated[float, Field(ge=0)] = 0.05
-    confidence: Annotated[float, Field(gt=0.5, lt=1)] = 0.995
+    # the chance that an unchanged commit's run fails, all its enforced KPIs together
+    false_failure_rate: Annotated[float, Field(gt=0, lt=0.5)] = 0.01
+    # older suites' name for 1 - false_failure_rate; per run since the rate is
+    confidence: Annotated[float, Field(gt=0.5, lt=1)] | None = None
     window: Annotated[int, Field(ge=2)] = 30
     min_history: Annotated[int, Field(ge=2)] = 5
     change_point_p: Annotated[float, Field(gt=0, lt=1)] = 0.01
+    confirm: ConfirmSettings | None = None
 
     @field_validator("enforced")
     @classmethod
@@ -66,8 +99,41 @@ class VerdictSettings(BaseModel):
         cls._known(tuple(tolerance))
         return tolerance
 
+    @model_validator(mode="before")
+    @classmethod
+    def _confidence_is_the_rate(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping) or data.get("confidence") is None:
+            return data
+        rate = 1 - float(data["confidence"])
+        given = data.get("false_failure_rate")
+        if given is not None and not math.isclose(float(given), rate):
+            raise ValueError(
+                f"confidence {data['confidence']} and false_failure_rate {given} disagree; "
+                "give false_failure_rate only"
+            )
+        return {**data, "false_failure_rate": rate, "confidence": None}
+
+    @model_validator(mode="after")
+    def _screen_below_the_verdict(self) -> VerdictSettings:
+        if self.confirm is not None and self.confirm.screen >= 1 - self.false_failure_rate:
+            raise ValueError(
+                f"confirm.screen {self.confirm.screen} must lie in (0.5, "
+                f"{1 - self.false_failure_rate:g}): below the verdict's own confidence"
+            )
+        return self
+
     def tolerance_of(self, kpi: str) -> float:
         return self.tolerance.get(kpi, self.default_tolerance)
+
+    def look_rate(self, look: int) -> float:
+        """The false-failure rate spent on the look'th judgement of one commit. Confirming
+        looks up to max_runs times, so the rate is split over the looks (half on the first,
+        the rest evenly): by the union bound the whole sequence keeps false_failure_rate."""
+        if self.confirm is None:
+            return self.false_failure_rate
+        if look <= 1:
+            return self.false_failure_rate / 2
+        return self.false_failure_rate / 2 / (self.confirm.max_runs - 1)
 
 
 @dataclass(frozen=True)
@@ -80,6 +146,8 @@ class Judgement:
     high: float | None
     verdict: KpiVerdict
     why: str = ""
+    runs: int = 1  # how many runs of the commit ``value`` is the mean of
+    confidence: float | None = None  # of the range low..high; None: tolerance or no test
 
     @property
     def delta(self) -> float | None:
@@ -96,6 +164,8 @@ class Judgement:
             "low": self.low,
             "high": self.high,
             "verdict": self.verdict.value,
+            "runs": self.runs,
+            "confidence": self.confidence,
         }
 
     @classmethod
@@ -112,43 +182,233 @@ class Judgement:
             number("high"),
             KpiVerdict(data["verdict"]),
             str(data.get("why", "")),
+            int(data.get("runs", 1)),
+            number("confidence"),
         )
 
 
-def normal_quantile(p: float) -> float:
-    return statistics.NormalDist().inv_cdf(p)
+@dataclass(frozen=True)
+class KpiEvidence:
+    """One KPI of one config: what the commit's runs measured, and its baseline."""
+
+    config: str
+    kpi: str
+    values: tuple[float, ...]  # one per run of the commit; empty when none measured it
+    history: tuple[float, ...]  # the baseline window's values, oldest first
+    samples: tuple[float, ...] = ()  # within-run samples (one run only)
+    never_converged: bool = False
+    # the values before the baseline's last step change: they still tell the spread
+    earlier: tuple[float, ...] = ()
+
+    @property
+    def value(self) -> float | None:
+        return statistics.fmean(self.values) if self.values else None
 
 
-def t_quantile(p: float, df: int) -> float:
-    """Student-t quantile by the Cornish-Fisher expansion (off by < 0.3% for df >= 4)."""
-    z = normal_quantile(p)
-    v = float(df)
+@dataclass(frozen=True)
+class Spread:
+    """How far the mean of the commit's runs may stray from the baseline mean by chance."""
+
+    baseline: float
+    error: float  # standard error of (new mean - baseline mean)
+    df: float
+    n: int
+
+    def bounds(self, confidence: float) -> tuple[float, float]:
+        slack = t_quantile(confidence, self.df) * self.error if self.error > 0 else 0.0
+        return self.baseline - slack, self.baseline + slack
+
+
+def _sum_of_squares(values: Sequence[float]) -> float:
+    mean = statistics.fmean(values)
+    return sum((v - mean) ** 2 for v in values)
+
+
+def spread_of(
+    history: Sequence[float],
+    values: Sequence[float],
+    samples: Sequence[float],
+    earlier: Sequence[float] = (),
+) -> Spread:
+    """The prediction interval's centre, standard error and degrees of freedom. The history's
+    variance is pooled with that of the values before its last step change, if any."""
+    n, k = len(history), len(values)
+    mean = statistics.fmean(history)
+    segments = [part for part in (history, earlier) if len(part) >= 2]
+    pooled_df = sum(len(part) - 1 for part in segments)
+    history_var = sum(_sum_of_squares(part) for part in segments) / pooled_df
+    if k <= 1:
+        new_var = history_var
+        if len(samples) >= 2:
+            new_var += statistics.variance(samples) / len(samples)
+        return Spread(mean, math.sqrt(history_var / n + new_var), pooled_df, n)
+    runs_df = k - 1
+    runs_var = statistics.variance(values)
+    # runs that disagree more than the history widen the spread (pooled, not Welch: with
+    # two to four runs Welch's degrees of freedom leave the test no power at all)
+    total_var = (pooled_df * history_var + runs_df * runs_var) / (pooled_df + runs_df)
+    # what the runs do not show varying between them may be the machine's, which re-running
+    # on it does not average away: only the runs' own spread shrinks by k
+    new_var = max(total_var - runs_var, 0.0) + runs_var / k
+    return Spread(mean, math.sqrt(total_var / n + new_var), pooled_df + runs_df, n)
+
+
+def _pooled_df(e: KpiEvidence, window: int) -> int:
+    return sum(len(part) - 1 for part in (e.history[-window:], e.earlier) if len(part) >= 2)
+
+
+@dataclass(frozen=True)
+class _Test:
+    """A KPI judged statistically: its spread and the p-value of the harm it shows."""
+
+    evidence: KpiEvidence
+    spread: Spread
+    p: float
+
+
+def _harm(kpi: str, value: float, baseline: float) -> float:
+    return baseline - value if HIGHER_IS_BETTER[kpi] else value - baseline
+
+
+def _p_value(kpi: str, value: float, spread: Spread) -> float:
+    harm = _harm(kpi, value, spread.baseline)
+    if spread.error == 0:
+        return 0.0 if harm > 0 else 1.0
+    return t_sf(harm / spread.error, spread.df)
+
+
+def _family(e: KpiEvidence) -> tuple[str, str]:
+    return e.config, FAMILY.get(e.kpi, e.kpi)
+
+
+def holm_levels(pvalues: Mapping[Any, float], rate: float) -> tuple[dict[Any, float], float]:
+    """Holm's step-down: the tail probability each hypothesis is tested at (rate / (m - i)
+    for the i-th smallest p until one is not rejected; that step's for it and all after),
+    and the level at which the procedure stopped."""
+    order = sorted(pvalues, key=lambda key: pvalues[key])
+    levels: dict[Any, float] = {}
+    stopped: float | None = None
+    for i, key in enumerate(order):
+        level = rate / (len(order) - i)
+        if stopped is None and pvalues[key] > level:
+            stopped = level
+        levels[key] = stopped if stopped is not None else level
+    return levels, stopped if stopped is not None else rate
+
+
+def _statistical(evidence: KpiEvidence, settings: VerdictSettings) -> bool:
+    """A spread can be estimated: min_history values, counting those before a change."""
     return (
-        z
-        + (z**3 + z) / (4 * v)
-        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
-        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
-        + (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / (92160 * v**4)
+        bool(evidence.values)
+        and bool(evidence.history)
+        and not (evidence.never_converged and evidence.kpi == "time_to_accuracy_s")
+        and _pooled_df(evidence, settings.window) >= settings.min_history - 1
     )
 
 
-def allowed_range(
-    kpi: str, history: Sequence[float], samples: Sequence[float], settings: VerdictSettings
-) -> tuple[float, float, float, str]:
-    """(baseline, low, high, how): the range inside which a value is not a regression."""
-    recent = list(history)[-settings.window :]
+def _tests(evidence: Iterable[KpiEvidence], settings: VerdictSettings) -> list[_Test]:
+    tests = []
+    for e in evidence:
+        if _statistical(e, settings):
+            recent = e.history[-settings.window :]
+            samples = e.samples if len(e.values) == 1 else ()
+            spread = spread_of(recent, e.values, samples, e.earlier)
+            tests.append(_Test(e, spread, _p_value(e.kpi, e.value or 0.0, spread)))
+    return tests
+
+
+def _levels(
+    tests: Sequence[_Test], settings: VerdictSettings, rate: float
+) -> tuple[dict[tuple[str, str], float], float]:
+    """Holm's level per family of enforced tests (families with no spread are exact
+    comparisons and spend none of the rate)."""
+    pvalues: dict[tuple[str, str], float] = {}
+    for t in tests:
+        if t.evidence.kpi in settings.enforced and t.spread.error > 0:
+            key = _family(t.evidence)
+            pvalues[key] = min(pvalues.get(key, 1.0), t.p)
+    return holm_levels(pvalues, rate)
+
+
+def _verdict(kpi: str, value: float, low: float, high: float) -> KpiVerdict:
+    if (value < low) if HIGHER_IS_BETTER[kpi] else (value > high):
+        return KpiVerdict.REGRESSED
+    if (value > high) if HIGHER_IS_BETTER[kpi] else (value < low):
+        return KpiVerdict.IMPROVED
+    return KpiVerdict.PASS
+
+
+def _without_test(e: KpiEvidence, settings: VerdictSettings) -> Judgement:
+    """A KPI with no statistical test: never converged, no value, no baseline, or too
+    short a baseline for a spread (then the suite's tolerance)."""
+    enforced = e.kpi in settings.enforced
+    runs = len(e.values) or 1
+    if e.never_converged and e.kpi == "time_to_accuracy_s":
+        verdict = KpiVerdict.REGRESSED if enforced else KpiVerdict.NOT_ENFORCED
+        base = statistics.fmean(e.history) if e.history else None
+        return Judgement(
+            e.config, e.kpi, None, base, None, None, verdict, "never reached the target", runs
+        )
+    value = e.value
+    if value is None or not e.history:
+        why = "no value" if value is None else "no baseline"
+        verdict = KpiVerdict.NO_BASELINE if enforced else KpiVerdict.NOT_ENFORCED
+        return Judgement(e.config, e.kpi, value, None, None, None, verdict, why, runs)
+    recent = e.history[-settings.window :]
     mean = statistics.fmean(recent)
-    if len(recent) < settings.min_history:
-        slack = abs(mean) * settings.tolerance_of(kpi)
-        how = f"{len(recent)} baseline value(s): ±{settings.tolerance_of(kpi):.0%} tolerance"
-        return mean, mean - slack, mean + slack, how
-    n = len(recent)
-    spread = statistics.stdev(recent) ** 2 * (1 + 1 / n)
-    if len(samples) >= 2:
-        spread += statistics.variance(samples) / len(samples)
-    slack = t_quantile(settings.confidence, n - 1) * math.sqrt(spread)
-    how = f"{settings.confidence:.1%} t-interval over {n} values"
-    return mean, mean - slack, mean + slack, how
+    tolerance = settings.tolerance_of(e.kpi)
+    low, high = mean - abs(mean) * tolerance, mean + abs(mean) * tolerance
+    verdict = _verdict(e.kpi, value, low, high) if enforced else KpiVerdict.NOT_ENFORCED
+    how = f"{len(recent)} baseline value(s): ±{tolerance:.0%} tolerance"
+    return Judgement(e.config, e.kpi, value, mean, low, high, verdict, how, runs)
+
+
+def judge_all(
+    evidence: Sequence[KpiEvidence], settings: VerdictSettings, rate: float | None = None
+) -> list[Judgement]:
+    """Every KPI judged, the run's false-failure ``rate`` (default the suite's) split over
+    its enforced tests by Holm; in the order of ``evidence``."""
+    rate = settings.false_failure_rate if rate is None else rate
+    tests = {id(t.evidence): t for t in _tests(evidence, settings)}
+    levels, stopped = _levels(list(tests.values()), settings, rate)
+    out = []
+    for e in evidence:
+        test = tests.get(id(e))
+        if test is None:
+            out.append(_without_test(e, settings))
+            continue
+        level = levels.get(_family(e), stopped)
+        low, high = test.spread.bounds(1 - level)
+        value = e.value or 0.0
+        enforced = e.kpi in settings.enforced
+        verdict = _verdict(e.kpi, value, low, high) if enforced else KpiVerdict.NOT_ENFORCED
+        k = len(e.values)
+        runs = f" (mean of {k} runs)" if k > 1 else ""
+        how = f"{1 - level:.4%} t-interval over {test.spread.n} values{runs}"
+        out.append(
+            Judgement(
+                e.config, e.kpi, value, test.spread.baseline, low, high, verdict, how, k, 1 - level
+            )
+        )
+    return out
+
+
+def in_doubt(evidence: Sequence[KpiEvidence], settings: VerdictSettings, look: int) -> set[str]:
+    """Configs worth re-running: an enforced KPI outside its screen range (the suite's
+    `confirm.screen` per run, split by Holm as the verdict is) that the verdict at this
+    look does not call regressed. Empty when the suite does not confirm."""
+    if settings.confirm is None:
+        return set()
+    screen_rate = 1 - settings.confirm.screen
+    tests = _tests(evidence, settings)
+    screen_levels, _ = _levels(tests, settings, screen_rate)
+    verdict_levels, _ = _levels(tests, settings, settings.look_rate(look))
+    doubtful = set()
+    for key, level in screen_levels.items():
+        p = min(t.p for t in tests if _family(t.evidence) == key and t.spread.error > 0)
+        if p <= level and p > verdict_levels[key]:
+            doubtful.add(key[0])
+    return doubtful
 
 
 def judge_kpi(
@@ -161,31 +421,7 @@ def judge_kpi(
     samples: Sequence[float] = (),
     never_converged: bool = False,
 ) -> Judgement:
-    enforced = kpi in settings.enforced
-    if never_converged and kpi == "time_to_accuracy_s":
-        verdict = KpiVerdict.REGRESSED if enforced else KpiVerdict.NOT_ENFORCED
-        base = statistics.fmean(history) if history else None
-        return Judgement(config, kpi, None, base, None, None, verdict, "never reached the target")
-    if value is None or not history:
-        why = "no value" if value is None else "no baseline"
-        return Judgement(
-            config,
-            kpi,
-            value,
-            None,
-            None,
-            None,
-            KpiVerdict.NO_BASELINE if enforced else KpiVerdict.NOT_ENFORCED,
-            why,
-        )
-    baseline, low, high, how = allowed_range(kpi, history, samples, settings)
-    higher_better = HIGHER_IS_BETTER[kpi]
-    if (value < low) if higher_better else (value > high):
-        verdict = KpiVerdict.REGRESSED
-    elif (value > high) if higher_better else (value < low):
-        verdict = KpiVerdict.IMPROVED
-    else:
-        verdict = KpiVerdict.PASS
-    if not enforced:
-        verdict = KpiVerdict.NOT_ENFORCED
-    return Judgement(config, kpi, value, baseline, low, high, verdict, how)
+    """One KPI of one run judged on its own, as a run with no other test would be."""
+    values = () if value is None else (value,)
+    evidence = KpiEvidence(config, kpi, values, tuple(history), tuple(samples), never_converged)
+    return judge_all([evidence], settings)[0]

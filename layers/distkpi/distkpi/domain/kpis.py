@@ -63,6 +63,10 @@ class ConfigKpis:
     throughput_samples: tuple[float, ...] = ()
     # whether accuracy reached the target: False means it never did; None, the logs cannot say
     converged: bool | None = None
+    # how many runs of one commit these KPIs are the mean of, and each KPI's value per run
+    # (only when there are several: a commit confirmed by re-running)
+    runs: int = 1
+    run_values: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +81,7 @@ class ConfigKpis:
             "trainer_gpu_memory_mib": self.trainer_gpu_memory_mib,
             "pserver_gpu_memory_mib": self.pserver_gpu_memory_mib,
             "problems": list(self.problems),
+            "runs": self.runs,
         }
 
     def to_record(self) -> dict[str, Any]:
@@ -86,6 +91,7 @@ class ConfigKpis:
             "name": self.name,
             "throughput_samples": list(self.throughput_samples),
             "converged": self.converged,
+            "run_values": {kpi: list(values) for kpi, values in self.run_values.items()},
         }
 
     @classmethod
@@ -109,6 +115,11 @@ class ConfigKpis:
             problems=tuple(str(p) for p in data.get("problems", ())),
             throughput_samples=tuple(float(v) for v in data.get("throughput_samples", ())),
             converged=_converged(data),
+            runs=int(data.get("runs", 1)),
+            run_values={
+                str(kpi): tuple(float(v) for v in values)
+                for kpi, values in (data.get("run_values") or {}).items()
+            },
         )
 
 
@@ -313,11 +324,11 @@ def run_kpis(run: RunSpec, configs: Mapping[str, ConfigKpis]) -> RunKpis:
         kpis = configs.get(spec.name)
         if kpis is None:
             continue
-        out.append(_against_base(kpis, base, base_spec))
+        out.append(against_base(kpis, base, base_spec))
     return RunKpis(run.run_id, run.model, base_spec.name, tuple(out))
 
 
-def _against_base(kpis: ConfigKpis, base: ConfigKpis | None, base_spec: ConfigSpec) -> ConfigKpis:
+def against_base(kpis: ConfigKpis, base: ConfigKpis | None, base_spec: ConfigSpec) -> ConfigKpis:
     problems = list(kpis.problems)
     speedup = efficiency = None
     base_throughput = base.throughput if base is not None else None

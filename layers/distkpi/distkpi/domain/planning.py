@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from distkpi.domain.contracts import ConfigSpec, RunSpec
@@ -20,6 +21,18 @@ def run_id_for(suite: str, sha: str, delivery: str) -> str:
     """Stable for one delivery and suite, so a retried delivery names the same run."""
     digest = hashlib.sha256(f"{delivery}\0{suite}".encode()).hexdigest()[:8]
     return f"{suite}-{sha[:10]}-{digest}"
+
+
+def confirmation_run_id(first_run_id: str, attempt: int) -> str:
+    """The attempt'th run of a commit, confirming its first: one name, whoever starts it."""
+    return f"{first_run_id}-r{attempt}"
+
+
+def confirmation_spec(first: RunSpec, run_id: str, configs: Iterable[str]) -> RunSpec:
+    """The first run's spec for another run of only the given configs."""
+    wanted = set(configs)
+    kept = tuple(c for c in first.configs if c.name in wanted)
+    return first.model_copy(update={"run_id": run_id, "configs": kept})
 
 
 def run_spec_for(run_id: str, trigger: Trigger, suite: Suite) -> RunSpec:

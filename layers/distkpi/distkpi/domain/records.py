@@ -29,6 +29,8 @@ def history_branch(event: str, branch: str, pull_request: int | None) -> str:
 
 class RunStatus(StrEnum):
     RUNNING = "running"
+    # its configs are settled, but its verdict waits for a confirmation run (confirmed_by)
+    CONFIRMING = "confirming"
     DONE = "done"
     CANCELLED = "cancelled"
 
@@ -64,6 +66,15 @@ class RunRecord:
     finished_at: str | None = None
     published_at: int | None = None
     cancelled_reason: str | None = None
+    # confirming by re-running: the n-th run of this commit, the first's id, the next's id
+    attempt: int = 1
+    confirms: str | None = None
+    confirmed_by: str | None = None
+
+    @property
+    def first_run_id(self) -> str:
+        """The run whose confirmation this is, or this run itself."""
+        return self.confirms or self.run_id
 
     @property
     def history_branch(self) -> str:

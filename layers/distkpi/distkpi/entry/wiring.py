@@ -4,6 +4,7 @@ only wires: what to read, decide or write lives in the services and adapters it 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,7 @@ from distkpi.settings import (
 )
 
 if TYPE_CHECKING:
+    from distkpi.domain.records import RunRecord
     from distkpi.services.deadlines import RunDeadlines
     from distkpi.services.publish import Publisher
     from distkpi.services.settle import ConfigSettler
@@ -107,24 +109,25 @@ class Wiring:
         from distkpi.services.finish import RunFinisher
         from distkpi.services.settle import ConfigSettler
 
-        finisher = RunFinisher(self.runs, self.history, self.publisher)
+        finisher = RunFinisher(self.runs, self.history, self.publisher, confirm=self.confirm)
         return ConfigSettler(self.runs, self.jobs, self.store, finisher, count)
+
+    @property
+    def confirm(self) -> Callable[[RunRecord, Sequence[str]], str | None] | None:
+        """How a finisher starts a confirmation run: only where jobs can be submitted."""
+        return None
 
 
 class BatchWiring(Wiring):
+    """The functions that submit or stop jobs: the webhook, the fan-in (confirmation runs)
+    and the sweeper."""
+
     settings: BatchSettings
 
     @cached_property
     def launcher(self) -> BatchLauncher:
         s = self.settings
         return BatchLauncher(s.job_queue, s.single_node_job_definition, s.multi_node_job_definition)
-
-
-class WebhookWiring(BatchWiring):
-    settings: WebhookSettings
-
-    def webhook_secret(self) -> bytes:
-        return self.secrets.get(self.settings.webhook_secret_id).encode()
 
     @cached_property
     def starter(self) -> RunStarter:
@@ -137,10 +140,29 @@ class WebhookWiring(BatchWiring):
             catalog=SuiteCatalog(self.store, self.settings.suites_prefix),
             statuses=self.statuses,
             launcher=self.launcher,
-            cancel_superseded=self.settings.cancel_superseded,
+            cancel_superseded=self.cancel_superseded,
             settler=lambda: self.settler,
             count=count,
         )
+
+    @property
+    def cancel_superseded(self) -> bool:
+        return True
+
+    @property
+    def confirm(self) -> Callable[[RunRecord, Sequence[str]], str | None] | None:
+        return self.starter.confirm
+
+
+class WebhookWiring(BatchWiring):
+    settings: WebhookSettings
+
+    def webhook_secret(self) -> bytes:
+        return self.secrets.get(self.settings.webhook_secret_id).encode()
+
+    @property
+    def cancel_superseded(self) -> bool:
+        return self.settings.cancel_superseded
 
 
 class SweeperWiring(BatchWiring):
@@ -155,7 +177,7 @@ class SweeperWiring(BatchWiring):
 
 
 _webhook: WebhookWiring | None = None
-_fanin: Wiring | None = None
+_fanin: BatchWiring | None = None
 _sweeper: SweeperWiring | None = None
 
 
@@ -166,11 +188,11 @@ def webhook() -> WebhookWiring:
     return _webhook
 
 
-def fanin() -> Wiring:
+def fanin() -> BatchWiring:
     """The collector's and job_events'."""
     global _fanin  # noqa: PLW0603
     if _fanin is None:
-        _fanin = Wiring(load_settings(FunctionSettings, os.environ))
+        _fanin = BatchWiring(load_settings(BatchSettings, os.environ))
     return _fanin
 
 

@@ -3,8 +3,8 @@ job per config, `pending`, and the superseding of a pull request's older runs.""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -19,11 +19,17 @@ from distkpi.adapters.dynamo import (
 )
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.adapters.suite_catalog import SuiteCatalog
-from distkpi.domain.commit_status import State, pending_description
+from distkpi.domain.commit_status import State, confirming_description, pending_description
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.layout import run_spec_key
-from distkpi.domain.planning import plan_jobs, run_id_for, run_spec_for
-from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord
+from distkpi.domain.planning import (
+    confirmation_run_id,
+    confirmation_spec,
+    plan_jobs,
+    run_id_for,
+    run_spec_for,
+)
+from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord, RunStatus
 from distkpi.domain.suites import BrokenSuite, Suite
 from distkpi.domain.webhook import Trigger
 from distkpi.exceptions import LaunchError
@@ -90,7 +96,6 @@ class RunStarter:
         for suite in suites:
             run_id = run_id_for(suite.name, trigger.sha, delivery)
             spec = run_spec_for(run_id, trigger, suite)
-            created_at = self.clock().isoformat(timespec="milliseconds")
             record = RunRecord(
                 run_id=run_id,
                 trigger=trigger,
@@ -98,25 +103,71 @@ class RunStarter:
                 spec=spec,
                 delivery=delivery,
                 verdict_settings=suite.verdict,
-                created_at=created_at,
+                created_at=self.clock().isoformat(timespec="milliseconds"),
                 configs_total=len(spec.configs),
             )
-            if not self.runs.create(record, {c.name: c.nodes for c in spec.configs}):
-                logger.info("run exists already", run_id=run_id)
-                continue
-            if trigger.pull_request is not None:
-                entry = PullRequestRun(
-                    run_id, trigger.sha, suite.name, trigger.updated_at or "", created_at
-                )
-                self.pull_requests.add(trigger.repo, trigger.pull_request, entry)
-            self.store.put_json(run_spec_key(run_id), spec.to_json())
-            self._submit(spec, suite)
-            self.count("RunsStarted")
-            started.append(run_id)
             gpus = max(c.gpus for c in spec.configs)
-            self.statuses.post(spec, State.PENDING, pending_description(len(spec.configs), gpus))
-            logger.info("run started", run_id=run_id, sha=trigger.sha, model=suite.name)
+            if self.launch(record, suite, pending_description(len(spec.configs), gpus)):
+                started.append(run_id)
         return started
+
+    def confirm(self, run: RunRecord, configs: Sequence[str]) -> str | None:
+        """Run ``configs`` of ``run``'s commit once more, as the next run confirming the
+        first; its id, or None when the suite is gone (the verdict then stands as it is)."""
+        first = run.first_run_id
+        attempt = run.attempt + 1
+        suites, _ = self.catalog.suites()
+        suite = next((s for s in suites if s.name == run.model), None)
+        confirm = run.verdict_settings.confirm
+        if suite is None or confirm is None:
+            logger.warning("suite gone; not confirmed", run_id=run.run_id, model=run.model)
+            return None
+        run_id = confirmation_run_id(first, attempt)
+        spec = confirmation_spec(run.spec, run_id, configs)
+        record = replace(
+            run,
+            run_id=run_id,
+            spec=spec,
+            created_at=self.clock().isoformat(timespec="milliseconds"),
+            configs_total=len(spec.configs),
+            status=RunStatus.RUNNING,
+            configs_done=frozenset(),
+            evaluation=None,
+            finished_at=None,
+            published_at=None,
+            attempt=attempt,
+            confirms=first,
+            confirmed_by=None,
+        )
+        description = confirming_description(configs, attempt, confirm.max_runs)
+        if self.launch(record, suite, description):
+            self.count("ConfirmationRuns")
+        return run_id
+
+    def launch(self, record: RunRecord, suite: Suite, description: str) -> bool:
+        """Record the run, submit its jobs and post `pending`; False when it exists already
+        (a retried delivery, or a confirmation that another finisher started)."""
+        spec, trigger = record.spec, record.trigger
+        if not self.runs.create(record, {c.name: c.nodes for c in spec.configs}):
+            logger.info("run exists already", run_id=record.run_id)
+            return False
+        if trigger.pull_request is not None:
+            entry = PullRequestRun(
+                record.run_id, trigger.sha, suite.name, trigger.updated_at or "", record.created_at
+            )
+            self.pull_requests.add(trigger.repo, trigger.pull_request, entry)
+        self.store.put_json(run_spec_key(record.run_id), spec.to_json())
+        self._submit(spec, suite)
+        self.count("RunsStarted")
+        self.statuses.post(spec, State.PENDING, description)
+        logger.info(
+            "run started",
+            run_id=record.run_id,
+            sha=trigger.sha,
+            model=suite.name,
+            attempt=record.attempt,
+        )
+        return True
 
     def _supersede_quietly(self, trigger: Trigger, models: list[str]) -> None:
         """The new runs have started whatever happens here, so a failure is logged."""

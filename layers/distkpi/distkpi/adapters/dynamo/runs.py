@@ -36,6 +36,8 @@ def run_item(run: RunRecord) -> dict[str, Any]:
         "created_at": run.created_at,
         "configs_total": run.configs_total,
         "status": run.status.value,
+        "attempt": run.attempt,
+        **({"confirms": run.confirms} if run.confirms else {}),
         "GSI1PK": keys.commit(run.trigger.repo, run.trigger.sha),
         "GSI1SK": keys.ordered(run.created_at, run.run_id),
         "GSI2PK": keys.RUNNING,
@@ -66,6 +68,9 @@ def run_record(item: Mapping[str, Any]) -> RunRecord:
         finished_at=item.get("finished_at"),
         published_at=item.get("published_at"),
         cancelled_reason=item.get("cancelled_reason"),
+        attempt=int(item.get("attempt", 1)),
+        confirms=item.get("confirms"),
+        confirmed_by=item.get("confirmed_by"),
     )
 
 
@@ -194,20 +199,40 @@ class RunRepository:
         )
         return response is not None
 
+    def hand_over(self, run_id: str, evaluation: Evaluation, confirmed_by: str) -> bool:
+        """Store the run's evaluation so far and leave its verdict to the confirmation run
+        ``confirmed_by``, once: True for the caller that did. It is then in no index: not
+        running (no deadline of its own) and never published (the last run of it is)."""
+        response = self.table.conditional(
+            Key=keys.run(run_id),
+            UpdateExpression="SET #status = :confirming, #result = :result, "
+            "confirmed_by = :next REMOVE GSI2PK, GSI2SK",
+            ConditionExpression="#status = :running",
+            ExpressionAttributeNames={"#status": "status", "#result": "result"},
+            ExpressionAttributeValues={
+                ":confirming": RunStatus.CONFIRMING.value,
+                ":result": to_dynamo(evaluation.to_json()),
+                ":next": confirmed_by,
+                ":running": RunStatus.RUNNING.value,
+            },
+        )
+        return response is not None
+
     def cancel(self, run_id: str, reason: str, at: str) -> bool:
-        """Stop a running run from ever finishing (its late results publish nothing): True for
-        the caller that cancelled it."""
+        """Stop a running (or confirming) run from ever finishing (its late results publish
+        nothing): True for the caller that cancelled it."""
         response = self.table.conditional(
             Key=keys.run(run_id),
             UpdateExpression="SET #status = :cancelled, cancelled_reason = :reason, "
             "finished_at = :at REMOVE GSI2PK, GSI2SK",
-            ConditionExpression="#status = :running",
+            ConditionExpression="#status IN (:running, :confirming)",
             ExpressionAttributeNames={"#status": "status"},
             ExpressionAttributeValues={
                 ":cancelled": RunStatus.CANCELLED.value,
                 ":reason": reason,
                 ":at": at,
                 ":running": RunStatus.RUNNING.value,
+                ":confirming": RunStatus.CONFIRMING.value,
             },
         )
         return response is not None
