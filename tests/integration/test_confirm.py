@@ -26,9 +26,8 @@ def run_item(stack: Stack, run_id: str) -> dict[str, Any]:
 def history_rows(stack: Stack, sha: str) -> list[dict[str, Any]]:
     from boto3.dynamodb.conditions import Key
 
-    found = stack.table.query(
-        KeyConditionExpression=Key("PK").eq(f"HIST#{REPO}#develop#resnet50")
-    )["Items"]
+    partition = Key("PK").eq(f"HIST#{REPO}#develop#resnet50")
+    found = stack.table.query(KeyConditionExpression=partition)["Items"]
     return [item for item in found if item.get("sha") == sha]
 
 
