@@ -3,6 +3,9 @@
 import csv
 import json
 import random
+import re
+import shutil
+import statistics
 from pathlib import Path
 
 import pytest
@@ -90,3 +93,99 @@ def test_unusable_history_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: 
     bad.write_text("finished_at,kpi\n2026-01-01,throughput\n")
     assert main(["judge", str(EXAMPLE), "--history", str(bad)]) == 2
     assert "missing column(s) repo" in capsys.readouterr().err
+
+
+# eight runs whose throughput factors have mean 1 and a sample spread of exactly 18%
+SPREAD = [1.5, -1.5, 1.0, -1.0, 0.6, -0.6, 0.2, -0.2]
+FACTORS = [1 + 0.18 * z / statistics.stdev(SPREAD) for z in SPREAD]
+
+
+def _scale(text: str, factor: float) -> str:
+    def times(match: re.Match[str]) -> str:
+        return f"{match.group(1)}{float(match.group(2)) * factor:.4f}"
+
+    for pattern in (r'("throughput": )([0-9.]+)', r"(Training performance = )([0-9.]+)"):
+        text = re.sub(pattern, times, text)
+    return re.sub(r"(train_speed = )([0-9.]+)", times, text)
+
+
+def scaled_run(source: Path, target: Path, factor: float, sha: str | None = None) -> Path:
+    """A copy of a run folder whose trainers report ``factor`` times the throughput."""
+    shutil.copytree(source, target)
+    for log in target.glob("*/logs/*.log"):
+        log.write_text(_scale(log.read_text(), factor))
+    if sha is not None:
+        spec = json.loads((target / "run.json").read_text())
+        (target / "run.json").write_text(json.dumps({**spec, "sha": sha}))
+    return target
+
+
+def standard_normal(n: int, seed: int) -> list[float]:
+    """n draws rescaled to mean 0 and sample deviation 1 exactly."""
+    rng = random.Random(seed)
+    z = [rng.gauss(0, 1) for _ in range(n)]
+    mean, sd = statistics.fmean(z), statistics.stdev(z)
+    return [(v - mean) / sd for v in z]
+
+
+def noisy_history(path: Path, cv: float, runs: int = 30) -> Path:
+    """Develop runs of the example whose throughput varies by exactly ``cv`` per config,
+    around the example's own; speedups follow from them."""
+    example = compute_run_kpis(LocalRunSource(EXAMPLE)).to_json()["configs"]
+    noise = {c: standard_normal(runs, 100 + seed) for seed, c in enumerate(example)}
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(COLUMNS)
+        for i in range(runs):
+            tput = {c: k["throughput"] * (1 + cv * noise[c][i]) for c, k in example.items()}
+            for config in example:
+                values = {"throughput": tput[config], "speedup": tput[config] / tput["1x1"]}
+                for kpi, value in values.items():
+                    at = f"2026-11-{i // 24 + 1:02d}T{i % 24:02d}:00:00Z"
+                    where = ["PaddlePaddle/Paddle", "develop", "resnet50", config]
+                    writer.writerow([at, *where, f"{i:040x}", f"run-{i}", kpi, value])
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "verdict"), [(1.0, "pass"), (0.75, "regressed"), (1.35, "improved")]
+)
+def test_eight_runs_of_one_commit_tell_a_25_percent_drop_from_18_percent_noise(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, change: float, verdict: str
+) -> None:
+    suite = tmp_path / "suite.yaml"
+    original = Path(__file__).resolve().parents[2] / "infra" / "suites" / "resnet50.yaml"
+    # eight runs of every config, not a confirmation sequence: judged at the suite's full rate
+    text = re.sub(r"enforced: \[[^\]]*\]", "enforced: [throughput, speedup]", original.read_text())
+    suite.write_text(re.sub(r"\n  confirm: .*", "", text))
+    runs = [
+        str(scaled_run(EXAMPLE, tmp_path / f"run-{i}", f * change)) for i, f in enumerate(FACTORS)
+    ]
+    history_file = noisy_history(tmp_path / "h.csv", 0.18)
+    assert (
+        main(["judge", *runs, "--history", str(history_file), "--suite", str(suite), "--json"]) == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    tput = [j for j in out if j["kpi"] == "throughput"]
+    assert {j["runs"] for j in tput} == {8}
+    assert {j["verdict"] for j in tput} == {verdict}
+    # one run alone, at the same noise, cannot tell the drop
+    if change == 0.75:
+        assert (
+            main(
+                ["judge", runs[0], "--history", str(history_file), "--suite", str(suite), "--json"]
+            )
+            == 0
+        )
+        alone = json.loads(capsys.readouterr().out)
+        assert "regressed" not in {j["verdict"] for j in alone if j["kpi"] == "throughput"}
+
+
+def test_run_folders_of_different_commits_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    other = scaled_run(EXAMPLE, tmp_path / "other", 1.0, sha="1" * 40)
+    path = history(tmp_path / "h.csv")
+    assert main(["judge", str(EXAMPLE), str(other), "--history", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "run folders of different shas" in err and str(other) in err

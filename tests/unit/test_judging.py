@@ -5,7 +5,19 @@ import random
 import pytest
 
 from distkpi.domain.changepoints import baseline_after_change, last_change_point
-from distkpi.domain.judging import KpiVerdict, VerdictSettings, judge_kpi, t_quantile
+from distkpi.domain.judging import (
+    ConfirmSettings,
+    KpiEvidence,
+    KpiVerdict,
+    VerdictSettings,
+    holm_levels,
+    in_doubt,
+    judge_all,
+    judge_kpi,
+)
+from distkpi.domain.student_t import t_quantile
+from distkpi.domain.suites import parse_suite
+from distkpi.exceptions import ContractError
 
 SETTINGS = VerdictSettings()
 
@@ -95,3 +107,112 @@ def test_a_step_change_is_found_and_the_baseline_starts_after_it() -> None:
 
 def test_noise_alone_is_no_change_point() -> None:
     assert last_change_point(noisy(100, 0.18, 40)) is None
+
+
+def evidence(config: str, kpi: str, values: list[float], history: list[float]) -> KpiEvidence:
+    return KpiEvidence(config, kpi, tuple(values), tuple(history))
+
+
+def test_holm_steps_down_and_stops_at_the_first_hypothesis_kept() -> None:
+    levels, stopped = holm_levels({"a": 0.001, "b": 0.003, "c": 0.03, "d": 0.5}, 0.01)
+    assert levels["a"] == pytest.approx(0.01 / 4) and levels["b"] == pytest.approx(0.01 / 3)
+    assert levels["c"] == levels["d"] == stopped == pytest.approx(0.01 / 2)
+
+
+def test_the_run_s_rate_is_split_over_its_kpis_and_each_says_at_what_confidence() -> None:
+    history = noisy(100, 0.02, 30)
+    many = [evidence(f"c{i}", "throughput", [100.0], history) for i in range(10)]
+    judged = judge_all(many, SETTINGS)
+    assert [j.confidence for j in judged] == [pytest.approx(1 - 0.01 / 10)] * 10
+    alone = judge_all(many[:1], SETTINGS)[0]
+    assert alone.confidence == pytest.approx(0.99)
+    assert alone.low is not None and judged[0].low is not None and judged[0].low < alone.low
+
+
+def test_speedup_and_efficiency_are_one_test() -> None:
+    history = noisy(10, 0.02, 30)
+    pair = [
+        evidence("4x8", "speedup", [10.0], history),
+        evidence("4x8", "efficiency", [10.0], history),
+    ]
+    assert [j.confidence for j in judge_all(pair, SETTINGS)] == [pytest.approx(0.99)] * 2
+
+
+def test_several_runs_judge_their_mean_and_disagreeing_runs_widen_the_range() -> None:
+    history = noisy(100, 0.05, 30)
+    agreeing = judge_all(
+        [evidence("c", "throughput", [94.0, 95.0, 96.0, 95.0], history)], SETTINGS
+    )[0]
+    assert agreeing.value == pytest.approx(95.0) and agreeing.runs == 4
+    wild = judge_all([evidence("c", "throughput", [75.0, 115.0, 80.0, 110.0], history)], SETTINGS)[
+        0
+    ]
+    assert wild.low is not None and agreeing.low is not None and wild.low < agreeing.low
+
+
+def test_re_running_does_not_average_away_the_machine_s_share_of_the_noise() -> None:
+    history = noisy(100, 0.05, 30)
+    machine = VerdictSettings(confirm=ConfirmSettings(machine_share=0.9))
+    one = judge_all([evidence("c", "throughput", [95.0], history)], machine)[0]
+    same = judge_all([evidence("c", "throughput", [95.0] * 4, history)], machine)[0]
+    assert one.low is not None and same.low is not None
+    # four identical runs: about as wide as one (averaging would halve it)
+    assert (same.baseline or 0) - same.low > 0.9 * ((one.baseline or 0) - one.low)
+
+
+def test_a_false_cut_near_the_end_keeps_the_spread_of_the_values_before_it() -> None:
+    settings = VerdictSettings(tolerance={"throughput": 0.01})
+    judged = judge_all(
+        [
+            KpiEvidence(
+                "c",
+                "throughput",
+                (97.0,),
+                (100.0, 101.0, 99.0),
+                (),
+                False,
+                tuple(noisy(100, 0.03, 30)),
+            )
+        ],
+        settings,
+    )[0]
+    assert judged.confidence is not None  # a t-interval, not the 1% tolerance
+    assert judged.verdict is KpiVerdict.PASS
+
+
+def test_confirming_spends_half_the_rate_on_the_first_look() -> None:
+    settings = VerdictSettings(confirm=ConfirmSettings(screen=0.8, max_runs=4))
+    assert settings.look_rate(1) == pytest.approx(0.005)
+    assert settings.look_rate(2) == settings.look_rate(4) == pytest.approx(0.005 / 3)
+    assert VerdictSettings(confidence=0.995).false_failure_rate == pytest.approx(0.005)
+
+
+def test_in_doubt_is_between_the_screen_and_the_verdict() -> None:
+    settings = VerdictSettings(confirm=ConfirmSettings(screen=0.8, max_runs=4))
+    history = noisy(100, 0.02, 30, seed=4)
+    mean = sum(history) / len(history)
+    doubtful = [evidence("a", "throughput", [mean * 0.955], history)]
+    assert in_doubt(doubtful, settings, look=1) == {"a"}
+    assert in_doubt([evidence("a", "throughput", [mean], history)], settings, look=1) == set()
+    assert in_doubt([evidence("a", "throughput", [mean * 0.8], history)], settings, look=1) == set()
+
+
+@pytest.mark.parametrize(
+    ("confirm", "field"),
+    [
+        ("{max_runs: 1}", "verdict.confirm.max_runs"),
+        ("{max_runs: 11}", "verdict.confirm.max_runs"),
+        ("{screen: 0.5}", "verdict.confirm.screen"),
+        ("{screen: 0.995}", "confirm.screen 0.995 must lie in (0.5, 0.99)"),
+    ],
+)
+def test_a_bad_confirm_names_the_file_and_the_field(confirm: str, field: str) -> None:
+    text = (
+        "name: m\ncommand: [python, x.py]\ntarget_accuracy: 0.6\naccuracy_pass: 1\n"
+        "accuracy_tolerance: 0.01\nconfigs:\n"
+        "  - {name: 1x1, trainers: 1, gpus_per_trainer: 1, pservers: 0, batch_size: 8}\n"
+        f"verdict:\n  confirm: {confirm}\n"
+    )
+    with pytest.raises(ContractError) as raised:
+        parse_suite(text, "suites/m.yaml")
+    assert "suites/m.yaml" in str(raised.value) and field in str(raised.value)

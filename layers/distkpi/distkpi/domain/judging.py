@@ -13,9 +13,9 @@ re-running) with the baseline window of n values: a one-sided Student-t predicti
 baseline mean -/+ t * sqrt(s^2 / n + v), where s^2 is the history's variance (pooled over
 the segments before and after its last step change) and v that of the new mean. One run:
 v = s^2, plus its within-run spread when it reports samples. k runs: s^2 is pooled with the
-runs' own variance s_k^2 (so runs that disagree more than the history widen it), and
-v = (s^2 - s_k^2)+ + s_k^2 / k: re-running on the same hardware averages away only the noise
-the runs show between them, never a per-machine part.
+runs' own variance (so runs that disagree more than the history widen it), and
+v = s^2 * (m + (1 - m) / k), m being the suite's `confirm.machine_share` (default 0): the
+part of the noise that belongs to the machine stays when a commit is re-run on it.
 With fewer than ``min_history`` baseline values the range is the suite's relative tolerance
 around their mean, which is not a statistical test and takes no part in Holm's split. Only
 the harmful direction can regress: throughput, speedup, efficiency and test accuracy must
@@ -66,6 +66,9 @@ class ConfirmSettings(BaseModel):
     # the per-run confidence of the looser range that puts a first run in doubt
     screen: Annotated[float, Field(gt=0.5, lt=1)] = 0.8
     max_runs: Annotated[int, Field(ge=2, le=10)] = 4
+    # the share of the run-to-run variance that belongs to the machine, not the run: the
+    # same on a re-run on the same hardware, so averaging k runs does not remove it
+    machine_share: Annotated[float, Field(ge=0, lt=1)] = 0.0
 
 
 class VerdictSettings(BaseModel):
@@ -229,6 +232,7 @@ def spread_of(
     values: Sequence[float],
     samples: Sequence[float],
     earlier: Sequence[float] = (),
+    machine_share: float = 0.0,
 ) -> Spread:
     """The prediction interval's centre, standard error and degrees of freedom. The history's
     variance is pooled with that of the values before its last step change, if any."""
@@ -247,9 +251,8 @@ def spread_of(
     # runs that disagree more than the history widen the spread (pooled, not Welch: with
     # two to four runs Welch's degrees of freedom leave the test no power at all)
     total_var = (pooled_df * history_var + runs_df * runs_var) / (pooled_df + runs_df)
-    # what the runs do not show varying between them may be the machine's, which re-running
-    # on it does not average away: only the runs' own spread shrinks by k
-    new_var = max(total_var - runs_var, 0.0) + runs_var / k
+    # the machine's share of the noise stays in a mean of runs on the same hardware
+    new_var = total_var * (machine_share + (1 - machine_share) / k)
     return Spread(mean, math.sqrt(total_var / n + new_var), pooled_df + runs_df, n)
 
 
@@ -312,7 +315,8 @@ def _tests(evidence: Iterable[KpiEvidence], settings: VerdictSettings) -> list[_
         if _statistical(e, settings):
             recent = e.history[-settings.window :]
             samples = e.samples if len(e.values) == 1 else ()
-            spread = spread_of(recent, e.values, samples, e.earlier)
+            share = settings.confirm.machine_share if settings.confirm else 0.0
+            spread = spread_of(recent, e.values, samples, e.earlier, share)
             tests.append(_Test(e, spread, _p_value(e.kpi, e.value or 0.0, spread)))
     return tests
 
