@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from boto3.dynamodb.conditions import Key
 
 from tests.integration.conftest import BUCKET, ROOT, Stack
-from tests.integration.test_flow import deliver_all, final_statuses, run_all_nodes
+from tests.integration.test_flow import deliver_all, final_statuses, pushed, run_all_nodes
 from tests.integration.test_history import REPO, seed_history
 
 
@@ -24,8 +25,6 @@ def run_item(stack: Stack, run_id: str) -> dict[str, Any]:
 
 
 def history_rows(stack: Stack, sha: str) -> list[dict[str, Any]]:
-    from boto3.dynamodb.conditions import Key
-
     partition = Key("PK").eq(f"HIST#{REPO}#develop#resnet50")
     found = stack.table.query(KeyConditionExpression=partition)["Items"]
     return [item for item in found if item.get("sha") == sha]
@@ -79,3 +78,26 @@ def test_a_conclusive_first_run_re_runs_nothing(stack: Stack) -> None:
     assert [s["state"] for s in final_statuses(stack)] == ["success", "failure"]
     assert not any("-r2" in j["jobName"] for j in stack.jobs())
     assert run_item(stack, f"{clean}-r2") == {} and run_item(stack, f"{slow}-r2") == {}
+
+
+def test_a_new_push_while_confirming_stops_the_re_runs(stack: Stack) -> None:
+    # Given a pull request's first run in doubt, confirming on 4x8-8ps
+    seed_history(stack, 30)
+    confirming_suite(stack)
+    (first,) = stack.webhook("pull_request")["json"]["runs"]
+    deliver_all(stack, run_all_nodes(stack, first, scale={"4x8-8ps": 0.973}), copies=1)
+    second = f"{first}-r2"
+    assert run_item(stack, first)["status"] == "confirming"
+    # When a newer push to the pull request arrives
+    newer = "e" * 40
+    stack.webhook("pull_request", payload=pushed(newer), delivery="second-delivery")
+    # Then the first run and its re-run are both cancelled, and the re-run's job is stopped
+    reason = f"cancelled: superseded by {newer[:10]}"
+    assert run_item(stack, first)["status"] == "cancelled"
+    assert run_item(stack, second)["status"] == "cancelled"
+    reasons = {j["jobName"]: j.get("statusReason") for j in stack.jobs()}
+    assert reasons[f"distkpi-{second}-4x8-8ps"] == reason
+    # and the re-run's late results publish nothing for the old commit
+    deliver_all(stack, run_all_nodes(stack, second), copies=1)
+    old = [s for s in final_statuses(stack) if s["sha"] != newer]
+    assert old and all((s["state"], s["description"]) == ("error", reason) for s in old)

@@ -70,7 +70,7 @@ def combine(spec: RunSpec, runs: Sequence[Mapping[str, ConfigKpis]]) -> RunKpis:
         judged = against_base(kpis, base, base_spec)
         if kpis.runs > 1 and base is not None and base.throughput and judged.speedup:
             speedups = tuple(v / base.throughput for v in kpis.run_values.get("throughput", ()))
-            ratio = judged.efficiency / judged.speedup if judged.efficiency else 0.0
+            ratio = base.gpus / kpis.gpus  # efficiency is speedup over the GPU ratio
             judged = replace(
                 judged,
                 run_values={

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distkpi.domain.changepoints import split_at_change
-from distkpi.domain.judging import KPIS, Judgement, KpiEvidence, VerdictSettings, judge_all
+from distkpi.domain.judging import KPIS, KpiEvidence, VerdictSettings
 from distkpi.domain.kpis import ConfigStatus, RunKpis
 from distkpi.domain.records import HistoryRecord
 
@@ -118,16 +118,3 @@ def evidence_of(
                 )
             )
     return out
-
-
-def judge_run(
-    run: RunKpis,
-    history: Sequence[HistoryRow],
-    settings: VerdictSettings,
-    resets: Mapping[str, str] | None = None,
-    look: int = 1,
-) -> list[Judgement]:
-    """Every KPI of every ok config against its baseline, at the false-failure rate of the
-    look'th judgement of this commit."""
-    evidence = evidence_of(run, history, settings, resets)
-    return judge_all(evidence, settings, settings.look_rate(look))

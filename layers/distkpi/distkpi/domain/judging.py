@@ -321,17 +321,17 @@ def _tests(evidence: Iterable[KpiEvidence], settings: VerdictSettings) -> list[_
     return tests
 
 
-def _levels(
-    tests: Sequence[_Test], settings: VerdictSettings, rate: float
-) -> tuple[dict[tuple[str, str], float], float]:
-    """Holm's level per family of enforced tests (families with no spread are exact
-    comparisons and spend none of the rate)."""
+def _family_pvalues(
+    tests: Sequence[_Test], settings: VerdictSettings
+) -> dict[tuple[str, str], float]:
+    """The p-value of each family of enforced tests, its members' smallest (families with no
+    spread are exact comparisons and spend none of the rate)."""
     pvalues: dict[tuple[str, str], float] = {}
     for t in tests:
         if t.evidence.kpi in settings.enforced and t.spread.error > 0:
             key = _family(t.evidence)
             pvalues[key] = min(pvalues.get(key, 1.0), t.p)
-    return holm_levels(pvalues, rate)
+    return pvalues
 
 
 def _verdict(kpi: str, value: float, low: float, high: float) -> KpiVerdict:
@@ -374,7 +374,7 @@ def judge_all(
     its enforced tests by Holm; in the order of ``evidence``."""
     rate = settings.false_failure_rate if rate is None else rate
     tests = {id(t.evidence): t for t in _tests(evidence, settings)}
-    levels, stopped = _levels(list(tests.values()), settings, rate)
+    levels, stopped = holm_levels(_family_pvalues(list(tests.values()), settings), rate)
     out = []
     for e in evidence:
         test = tests.get(id(e))
@@ -403,16 +403,10 @@ def in_doubt(evidence: Sequence[KpiEvidence], settings: VerdictSettings, look: i
     look does not call regressed. Empty when the suite does not confirm."""
     if settings.confirm is None:
         return set()
-    screen_rate = 1 - settings.confirm.screen
-    tests = _tests(evidence, settings)
-    screen_levels, _ = _levels(tests, settings, screen_rate)
-    verdict_levels, _ = _levels(tests, settings, settings.look_rate(look))
-    doubtful = set()
-    for key, level in screen_levels.items():
-        p = min(t.p for t in tests if _family(t.evidence) == key and t.spread.error > 0)
-        if p <= level and p > verdict_levels[key]:
-            doubtful.add(key[0])
-    return doubtful
+    pvalues = _family_pvalues(_tests(evidence, settings), settings)
+    screen, _ = holm_levels(pvalues, 1 - settings.confirm.screen)
+    verdict, _ = holm_levels(pvalues, settings.look_rate(look))
+    return {key[0] for key, p in pvalues.items() if verdict[key] < p <= screen[key]}
 
 
 def judge_kpi(

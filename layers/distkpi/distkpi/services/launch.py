@@ -4,7 +4,7 @@ job per config, `pending`, and the superseding of a pull request's older runs.""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,7 @@ from distkpi.domain.planning import (
     run_id_for,
     run_spec_for,
 )
-from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord, RunStatus
+from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord
 from distkpi.domain.suites import BrokenSuite, Suite
 from distkpi.domain.webhook import Trigger
 from distkpi.exceptions import LaunchError
@@ -124,20 +124,17 @@ class RunStarter:
             return None
         run_id = confirmation_run_id(first, attempt)
         spec = confirmation_spec(run.spec, run_id, configs)
-        record = replace(
-            run,
+        record = RunRecord(
             run_id=run_id,
+            trigger=run.trigger,
+            model=run.model,
             spec=spec,
+            delivery=run.delivery,
+            verdict_settings=run.verdict_settings,
             created_at=self.clock().isoformat(timespec="milliseconds"),
             configs_total=len(spec.configs),
-            status=RunStatus.RUNNING,
-            configs_done=frozenset(),
-            evaluation=None,
-            finished_at=None,
-            published_at=None,
             attempt=attempt,
             confirms=first,
-            confirmed_by=None,
         )
         description = confirming_description(configs, attempt, confirm.max_runs)
         if self.launch(record, suite, description):
