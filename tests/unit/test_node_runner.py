@@ -28,7 +28,8 @@ WATCHED = [
     *("DISTKPI_SOURCE_DIR", "DISTKPI_LOG_DIR", "MASTER_ADDR", "MASTER_PORT", "NNODES"),
     *("NODE_RANK", "NPROC_PER_NODE", "TRAINING_ROLE", "PADDLE_TRAINERS_NUM", "PADDLE_TRAINER_ID"),
     *("PADDLE_TRAINER_ENDPOINTS", "PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_CURRENT_ENDPOINT"),
-    *("POD_IP", "PADDLE_PORT", "DISTKPI_GIT_TOKEN"),
+    *("POD_IP", "PADDLE_PORT", "PADDLE_GLOO_HTTP_ENDPOINT", "DISTKPI_GIT_TOKEN"),
+    *("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"),
 ]
 # the benchmark: what it sees, where it runs, and which commit's file it found
 DUMP = (
@@ -181,6 +182,13 @@ def test_each_node_gets_the_environment_contract(
         else:
             assert not {"NNODES", "NODE_RANK", "NPROC_PER_NODE", "PADDLE_TRAINER_ID"} & set(view)
         assert "DISTKPI_GIT_TOKEN" not in view  # the clone token never reaches the command
+        assert not {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} & set(view)  # nor credentials
+        if pservers:  # fleet's gloo store, on pserver 0's spare port
+            address, port = view["PADDLE_GLOO_HTTP_ENDPOINT"].split(":")
+            assert address == "127.0.0.1" and port not in ports.values()
+            assert view["PADDLE_GLOO_HTTP_ENDPOINT"] == views[0]["PADDLE_GLOO_HTTP_ENDPOINT"]
+        else:
+            assert "PADDLE_GLOO_HTTP_ENDPOINT" not in view
         entries = {f["path"]: f for f in manifest(s3, node)["files"]}
         log = f"logs/{role}-{rank}.log"
         assert entries[log]["kind"] == "log" and "Training performance" in uploaded(s3, log)
@@ -266,3 +274,48 @@ def test_the_suites_command_runs_unless_one_is_given_and_a_bad_one_is_a_problem(
     env = node_env(path, tip, tmp_path / "b", 0, 1, 0, DISTKPI_COMMAND="python3 bench.py")
     assert NodeRunner(env, []).run() == 1
     assert manifest(s3, 0)["problem"] == "DISTKPI_COMMAND is not a JSON list"
+
+
+def test_a_command_still_running_at_its_deadline_is_stopped_with_its_children(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    # a parameter server that no trainer ever reaches, with a helper process of its own
+    path, _, tip = repo
+    env = node_env(path, tip, tmp_path / "work", 0, 1, 0, DISTKPI_COMMAND_TIMEOUT_S="2")
+    pidfile = tmp_path / "helper.pid"
+    serve = f"sleep 600 & echo $! > {pidfile}; echo serving; sleep 600"
+    assert NodeRunner(env, ["sh", "-c", serve]).run() == 124
+    got = manifest(s3, 0)
+    assert (got["exit_code"], got["problem"]) == (
+        124,
+        "command still running at its deadline of 2s; stopped",
+    )
+    assert "serving" in uploaded(s3, "logs/trainer-0.log")
+    helper = int(pidfile.read_text())
+    assert subprocess.run(
+        ["ps", "-o", "stat=", "-p", str(helper)], capture_output=True, text=True, check=False
+    ).stdout.strip() in ("", "Z")
+
+
+LAUNCHER = (  # what Paddle's launcher leaves in its --log_dir, here DISTKPI_LOG_DIR
+    "import os, pathlib\n"
+    "d = pathlib.Path(os.environ['DISTKPI_LOG_DIR'])\n"
+    "d.joinpath('envlog.0').write_text(''.join(f'{k}={v}\\n' for k, v in os.environ.items()))\n"
+    "d.joinpath('backup_env.0.json').write_text(repr(dict(os.environ)))\n"
+    "d.joinpath('default.abc.log').write_text(f'{os.environ}\\nLAUNCH INFO Pod completed\\n')\n"
+    "d.joinpath('workerlog.0').write_text('Pass = 0, Training performance = 10 imgs/s\\n')\n"
+)
+
+
+def test_environment_dumps_left_by_paddles_launcher_are_not_uploaded(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    path, _, tip = repo
+    env = node_env(path, tip, tmp_path / "work", 0, 1, 0, SOME_SETTING="visible-to-the-job")
+    assert NodeRunner(env, ["python3", "-c", LAUNCHER]).run() == 0
+    files = [f["path"] for f in manifest(s3, 0)["files"] if f["kind"] == "file"]
+    assert files == ["files/trainer-0/workerlog.0"]
+    log = uploaded(s3, "logs/trainer-0.log")
+    assert "not uploaded, environment dumps: files/trainer-0/backup_env.0.json" in log
+    for entry in manifest(s3, 0)["files"]:
+        assert "visible-to-the-job" not in uploaded(s3, entry["path"])

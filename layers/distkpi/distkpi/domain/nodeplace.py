@@ -23,6 +23,8 @@ class Endpoint:
     node: int
     address: str
     port: int
+    # a second port reserved on the node, for a framework's own rendezvous (Paddle's gloo)
+    spare_port: int | None = None
 
     def __str__(self) -> str:
         return f"{self.address}:{self.port}"
@@ -124,6 +126,10 @@ def framework_environment(
         "POD_IP": own.address,
         "PADDLE_PORT": str(own.port),
     }
+    first_pserver = endpoints.get(place.trainers) if place.pservers else None
+    if first_pserver is not None and first_pserver.spare_port is not None:
+        # fleet's gloo barrier (PADDLE_GLOO_RENDEZVOUS=3) serves its store on pserver 0
+        env["PADDLE_GLOO_HTTP_ENDPOINT"] = f"{first_pserver.address}:{first_pserver.spare_port}"
     if place.role == "trainer":
         env |= {
             "NNODES": str(place.trainers),

@@ -114,6 +114,7 @@ def plan_jobs(run: RunSpec, suite: Suite, bucket: str) -> list[JobPlan]:
                 [list(c) if isinstance(c, tuple) else c for c in suite.setup]
             ),
             "DISTKPI_COMMAND": json.dumps(list(suite.command)),
+            "DISTKPI_COMMAND_TIMEOUT_S": str(suite.command_timeout_s),
         }
         plans.append(
             JobPlan(

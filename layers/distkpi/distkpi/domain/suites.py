@@ -64,6 +64,9 @@ class Suite(BaseModel):
     setup: tuple[SetupCommand, ...] = ()
     # the job image; {sha} is replaced by the commit (unset: the stack's JobImage)
     image: str | None = None
+    # how long the command may run on a node before it is stopped (a parameter server no
+    # trainer ever reaches would otherwise hold its job until the run's deadline)
+    command_timeout_s: Annotated[int, Field(ge=1)] = 7200
     # the repositories (owner/name) this suite runs for; unset: every one
     repos: tuple[Annotated[str, Field(pattern=r"^[^/\s]+/[^/\s]+$")], ...] | None = None
     target_accuracy: Annotated[float, Field(ge=0, le=1)]

@@ -24,10 +24,16 @@ def own_address(env: Mapping[str, str]) -> str:
     return env.get("DISTKPI_NODE_ADDRESS") or socket.gethostbyname(socket.gethostname())
 
 
-def free_port(address: str) -> int:
-    with socket.socket() as s:
-        s.bind((address if address != "0.0.0.0" else "", 0))
-        return int(s.getsockname()[1])
+def free_ports(address: str, count: int) -> list[int]:
+    """``count`` different ports free on ``address`` now (held together while chosen)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind((address if address != "0.0.0.0" else "", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def rendezvous(
@@ -46,7 +52,12 @@ def rendezvous(
     if place.num_nodes == 1:
         return {place.index: own}
     folder = config_key + FOLDER
-    record = {"node": place.index, "address": own.address, "port": own.port}
+    record = {
+        "node": place.index,
+        "address": own.address,
+        "port": own.port,
+        "spare_port": own.spare_port,
+    }
     store.put_bytes(f"{folder}node-{place.index}.json", json.dumps(record).encode())
     until = clock() + deadline_s
     while True:
@@ -63,6 +74,9 @@ def rendezvous(
 def _endpoint(store: S3RunStore, folder: str, node: int) -> Endpoint:
     try:
         record = json.loads(store.read_bytes(f"{folder}node-{node}.json"))
-        return Endpoint(node, str(record["address"]), int(record["port"]))
+        spare = record.get("spare_port")
+        return Endpoint(
+            node, str(record["address"]), int(record["port"]), int(spare) if spare else None
+        )
     except (NotFoundError, ValueError, KeyError, TypeError) as exc:
         raise NodeProblem(f"rendezvous: node {node}'s record is unreadable") from exc

@@ -11,8 +11,11 @@
    node-<i>.json with the exit code, wall time, setup time, peak RSS and the problem if any;
 6. the main node waits for the others' manifests, since Batch stops them when it exits.
 
-No environment variable's value is written to any log, and the clone token never reaches
-the command's environment.
+No environment variable's value is written to any log; neither the clone token nor AWS
+credentials reach the command's environment, and the environment dumps Paddle's launcher
+leaves in its log directory are never uploaded. A command still running at its deadline
+(DISTKPI_COMMAND_TIMEOUT_S), such as a parameter server no trainer ever reached, is stopped
+with its whole process group.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,10 +40,28 @@ from urllib.parse import urlparse
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.nodeplace import Endpoint, Place, expand, framework_environment
 from distkpi.exceptions import ContractError, StorageError
-from distkpi.node.rendezvous import free_port, own_address, rendezvous
+from distkpi.node.rendezvous import free_ports, own_address, rendezvous
 from distkpi.node.source import TOKEN_VARIABLE, NodeProblem, get_source, run_setup
 
 GPU_QUERY = ["--query-gpu=timestamp,index,memory.used", "--format=csv", "-lms", "500"]
+# what the command never sees: the clone token and the job's AWS credentials
+WITHHELD_VARIABLES = frozenset(
+    {
+        TOKEN_VARIABLE,
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    }
+)
+# Paddle's launcher writes the whole environment into its --log_dir: envlog.<rank>,
+# backup_env.<rank>.json, and an environ({...}) line at the top of its own log
+ENVIRONMENT_DUMP_NAMES = ("envlog.", "backup_env.")
+ENVIRONMENT_DUMP_LINE = b"environ({"
+STOPPED = 124  # a command stopped at its deadline, as timeout(1) reports it
 
 
 def _now() -> str:
@@ -93,11 +115,30 @@ class NodeFiles:
             Upload(self.log, f"logs/{self.log.name}", self.role, self.rank, "log"),
             Upload(self.gpu_csv, f"logs/{self.gpu_csv.name}", self.role, self.rank, "gpu_memory"),
         ]
-        for path in sorted(self.log_dir.rglob("*")):
-            if path.is_file():
-                where = f"files/{self.stem}/{path.relative_to(self.log_dir).as_posix()}"
-                named.append(Upload(path, where, self.role, self.rank, "file"))
+        for path in self.left_files():
+            if not is_environment_dump(path):
+                named.append(Upload(path, self.file_path(path), self.role, self.rank, "file"))
         return [u for u in named if u.local.exists()]
+
+    def left_files(self) -> list[Path]:
+        return [path for path in sorted(self.log_dir.rglob("*")) if path.is_file()]
+
+    def file_path(self, path: Path) -> str:
+        return f"files/{self.stem}/{path.relative_to(self.log_dir).as_posix()}"
+
+    def note_withheld(self) -> None:
+        """Say in the node's log which files the command left were environment dumps."""
+        withheld = [self.file_path(p) for p in self.left_files() if is_environment_dump(p)]
+        if withheld:
+            with self.log.open("a") as out:
+                out.write(f"distkpi node: not uploaded, environment dumps: {', '.join(withheld)}\n")
+
+
+def is_environment_dump(path: Path) -> bool:
+    if path.name.startswith(ENVIRONMENT_DUMP_NAMES):
+        return True
+    with path.open("rb") as f:
+        return f.readline(4096).lstrip().startswith(ENVIRONMENT_DUMP_LINE)
 
 
 @dataclass
@@ -118,10 +159,16 @@ def _tee(stream: IO[bytes], log: IO[bytes], echo: IO[bytes] | None) -> None:
 
 
 def run_command(
-    args: Sequence[str], cwd: Path, env: Mapping[str, str], log: Path, gpu_csv: Path
-) -> int:
-    """The command's exit code; its output appended to ``log`` and echoed; GPU memory
-    sampled into ``gpu_csv`` while it runs, when nvidia-smi is there."""
+    args: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    files: NodeFiles,
+    timeout_s: float | None = None,
+) -> int | None:
+    """The command's exit code, or None when it was still running at ``timeout_s`` and
+    was stopped (its process group: SIGTERM, then SIGKILL). Its output is appended to the
+    node's log and echoed; GPU memory sampled while it runs, when nvidia-smi is there."""
+    log, gpu_csv = files.log, files.gpu_csv
     sampler = None
     if shutil.which("nvidia-smi"):
         gpu = gpu_csv.open("wb")
@@ -130,20 +177,43 @@ def run_command(
     with log.open("ab") as out:
         try:
             proc = subprocess.Popen(
-                list(args), cwd=cwd, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+                list(args),
+                cwd=cwd,
+                env=dict(env),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group, stopped as one
             )
         except OSError as exc:
             raise NodeProblem(f"command cannot start: {args[0]}: {exc.strerror}") from exc
         assert proc.stdout is not None
         tee = threading.Thread(target=_tee, args=(proc.stdout, out, echo), daemon=True)
         tee.start()
-        code = proc.wait()
-        tee.join()
+        code: int | None
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _stop_group(proc)
+            code = None
+        tee.join(timeout=30)
     if sampler is not None:
         sampler.terminate()
         sampler.wait(timeout=10)
         gpu.close()
     return code
+
+
+def _stop_group(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 @dataclass
@@ -169,6 +239,7 @@ class NodeRunner:
             report.exit_code, report.problem = report.exit_code or 1, problem.problem
             with files.log.open("a") as out:
                 out.write(f"distkpi node: {problem.problem}\n{problem.detail}\n")
+        files.note_withheld()
         manifest = self._manifest(place, report, self.clock() - started)
         self._upload(store, config_key, place, files.uploads(), manifest)
         # a failed main node fails the job when it exits: nothing to wait for
@@ -179,14 +250,14 @@ class NodeRunner:
     def _run(
         self, place: Place, store: S3RunStore, config_key: str, files: NodeFiles, report: NodeReport
     ) -> None:
-        base = {k: v for k, v in self.env.items() if k != TOKEN_VARIABLE}
+        base = {k: v for k, v in self.env.items() if k not in WITHHELD_VARIABLES}
         setup_started = self.clock()
         url = self.env.get("DISTKPI_SOURCE_URL") or f"https://github.com/{place.repo}.git"
         source = get_source(url, place.sha, place.repo, files.work, self.env)
         run_setup(_json_list(self.env, "DISTKPI_SETUP"), source, base, files.log)
         report.setup_s = self.clock() - setup_started
         address = own_address(self.env)
-        own = Endpoint(place.index, address, free_port(address))
+        own = Endpoint(place.index, address, *free_ports(address, 2))
         deadline = float(self.env.get("DISTKPI_RENDEZVOUS_S", "600"))
         endpoints = rendezvous(
             store, config_key, place, own, deadline, clock=self.clock, sleep=self.sleep
@@ -199,7 +270,12 @@ class NodeRunner:
             args = expand(command, env)
         except ContractError as exc:
             raise NodeProblem(str(exc)) from exc
-        report.exit_code = run_command(args, source, env, files.log, files.gpu_csv)
+        timeout_s = float(self.env.get("DISTKPI_COMMAND_TIMEOUT_S", "7200"))
+        code = run_command(args, source, env, files, timeout_s)
+        if code is None:
+            report.exit_code = STOPPED
+            raise NodeProblem(f"command still running at its deadline of {timeout_s:g}s; stopped")
+        report.exit_code = code
 
     @staticmethod
     def _manifest(place: Place, report: NodeReport, wall_s: float) -> dict[str, Any]:
