@@ -61,6 +61,31 @@ def test_a_node_that_exited_non_zero_fails_the_config(run_builder: RunBuilder) -
     assert "node 1 exited with code 1" in cfg.problems
 
 
+CRASHES = [
+    'Traceback (most recent call last):\n  File "train.py", line 9\nRuntimeError: gloo\n',
+    "----------------------\nError Message Summary:\nInvalidArgumentError: x\n",
+    "[SignalInfo: *** SIGSEGV (@0x0) received by PID 7 (TID 0x7f) from PID 0 ***]\n",
+    mllog("run_stop", None, 5_000, status="aborted") + "\n",
+]
+
+
+@pytest.mark.parametrize("crash", CRASHES)
+def test_a_log_that_shows_a_crash_fails_the_config_though_its_node_exited_0(
+    run_builder: RunBuilder, crash: str
+) -> None:
+    # Paddle's legacy launcher can exit 0 for a worker that died: the log still says so
+    b = run_builder.config("1x1").config("2x1", trainers=2)
+    b.trainer("1x1", 0, pass_log(100, 100))
+    b.trainer("2x1", 0, pass_log(100, 100))
+    b.node("2x1", 1, [("trainer-1.log", "trainer", 1, "log", pass_log(100, 100) + crash)])
+    cfg = kpis(b).config("2x1")
+    assert cfg.status == "failed" and cfg.throughput is None
+    assert any(
+        p.startswith("trainer 1 (trainer-1.log) crashed: its log shows a") for p in cfg.problems
+    )
+    assert kpis(b).config("1x1").status == "ok"
+
+
 def test_a_node_that_never_reported_makes_it_incomplete(run_builder: RunBuilder) -> None:
     b = run_builder.config("1x1").config("2x1", trainers=2)
     b.trainer("1x1", 0, pass_log(100, 100))

@@ -282,6 +282,13 @@ def config_kpis(evidence: ConfigEvidence, target_accuracy: float, accuracy_pass:
     file_problems = [f"{log.path}: {p}" for log in evidence.logs for p in log.summary.problems]
     file_problems += [f"{g.path}: {p}" for g in evidence.gpu_memory for p in g.summary.problems]
     trainers = sorted((log for log in evidence.logs if log.role == "trainer"), key=lambda x: x.rank)
+    crashes = [
+        f"{log.role} {log.rank} ({log.path}) crashed: its log shows {log.summary.crash}"
+        for log in evidence.logs
+        if log.summary.crash is not None
+    ]
+    if crashes:  # even when its node exited 0, as Paddle's legacy launcher does
+        status = ConfigStatus.FAILED
     (throughput, samples), throughput_problems = _throughput(spec, trainers)
     if throughput is None and status is ConfigStatus.OK:
         status = ConfigStatus.FAILED
@@ -305,6 +312,7 @@ def config_kpis(evidence: ConfigEvidence, target_accuracy: float, accuracy_pass:
         problems=(
             *evidence.problems,
             *node_problems,
+            *crashes,
             *file_problems,
             *throughput_problems,
             *tta_problems,

@@ -20,6 +20,9 @@ NEEDLES: tuple[bytes, ...] = (
     b"examples/se",
     b"metrics_data",
     b"kpis\t",
+    b"Traceback (most recent call last)",
+    b"Error Message Summary",
+    b"SignalInfo: ***",
 )
 
 # Every pattern runs in time linear in the line's length: numbers are atomic groups, so a
@@ -106,6 +109,8 @@ def _mllog_record(record: dict[str, Any], out: LogSummary) -> None:
     time_s = time_ms / 1000.0 if time_ms is not None else None
     if key == "run_start" and time_s is not None:
         out.mark_start(time_s)
+    elif key == "run_stop" and metadata.get("status") not in (None, "success"):
+        out.crash = out.crash or f"a run_stop with status {str(metadata.get('status'))[:40]}"
     elif key == "eval_accuracy":
         accuracy = _number(value, out)
         epoch = metadata.get("epoch_num") if isinstance(metadata, dict) else None
@@ -212,7 +217,24 @@ def _horovod_tf(line: str, out: LogSummary) -> bool:
     return False
 
 
+# A process that died says so in its log, even when a launcher then exits 0 for it.
+_CRASHES = (
+    ("Traceback (most recent call last)", "a Python traceback"),
+    ("Error Message Summary", "a Paddle error (Error Message Summary)"),
+    ("SignalInfo: ***", "a fatal signal (SignalInfo)"),
+)
+
+
+def _crash(line: str, out: LogSummary) -> bool:
+    for marker, what in _CRASHES:
+        if marker in line:
+            out.crash = out.crash or what
+            return True
+    return False
+
+
 _PARSERS: tuple[Callable[[str, LogSummary], bool], ...] = (
+    _crash,
     _mllog,
     _metrics_data,
     _ce_kpi,

@@ -58,6 +58,8 @@ class LogSummary:
     accuracy_frontier: list[EvalPoint] = field(default_factory=list)
     run_start_s: float | None = None
     converge_speed_s: float | None = None
+    # what in the log says its process died (a traceback, a fatal signal); None: nothing
+    crash: str | None = None
     problem_counts: dict[str, int] = field(default_factory=dict)
 
     def note(self, problem: str) -> None:
