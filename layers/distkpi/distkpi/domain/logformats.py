@@ -104,7 +104,8 @@ def _number(value: Any, out: LogSummary) -> float | None:
 def _mllog_record(record: dict[str, Any], out: LogSummary) -> None:
     key = record.get("key")
     value = record.get("value")
-    metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+    found = record.get("metadata")
+    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
     time_ms = _number(record.get("time_ms"), out)
     time_s = time_ms / 1000.0 if time_ms is not None else None
     if key == "run_start" and time_s is not None:
@@ -113,7 +114,7 @@ def _mllog_record(record: dict[str, Any], out: LogSummary) -> None:
         out.crash = out.crash or f"a run_stop with status {str(metadata.get('status'))[:40]}"
     elif key == "eval_accuracy":
         accuracy = _number(value, out)
-        epoch = metadata.get("epoch_num") if isinstance(metadata, dict) else None
+        epoch = metadata.get("epoch_num")
         if accuracy is not None:
             out.add_accuracy(accuracy, _pass_number(epoch, out), time_s)
     elif key == "tracked_stats" and isinstance(value, dict):
