@@ -156,7 +156,7 @@ def mlp_layers(features: int, hidden: int) -> paddle.nn.Layer:
 
 
 def parameter_server(setting: Setting) -> None:
-    import paddle.distributed.fleet as fleet
+    from paddle.distributed import fleet
 
     args = setting.args
     if os.environ.get("PADDLE_GLOO_HTTP_ENDPOINT"):  # the trainers' barrier at the end

@@ -49,11 +49,8 @@ def setup(build: str) -> Path:
         shutil.rmtree(env, ignore_errors=True)
         print(f"making the paddle environment {env.name}", flush=True)
         venv.create(env, with_pip=True)
-        subprocess.run(
-            [str(python_of(env)), "-m", "pip", "install", "--quiet", "--no-deps", "-r"]
-            + [str(BUILDS[build])],
-            check=True,
-        )
+        pip = [str(python_of(env)), "-m", "pip", "install", "--quiet", "--no-deps"]
+        subprocess.run([*pip, "-r", str(BUILDS[build])], check=True)
         (env / COMPLETE).write_text(BUILDS[build].read_text())
         print(f"paddle environment made: {env.name}", flush=True)
     return env
