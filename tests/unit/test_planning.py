@@ -124,15 +124,22 @@ def test_push_decisions() -> None:
 
 
 @pytest.mark.parametrize("suite", sorted((ROOT / "infra" / "suites").glob("*.yaml")), ids=str)
-def test_bundled_suite_commands_are_ones_the_reference_job_accepts(suite: Path) -> None:
+def test_bundled_suite_commands_are_ones_their_benchmark_accepts(suite: Path) -> None:
     import subprocess
     import sys
 
     command = load_suite(suite).command
-    # the reference job's script, from the checkout (infra/job/) or the image (/opt/job)
-    assert command[0] == "python" and command[1] in ("infra/job/reference.py", "reference.py")
-    check = f"from distkpi_job.__main__ import _args; _args({list(command[2:])!r})"
-    env = {"PYTHONPATH": str(ROOT / "infra" / "job")}
+    if command[1] == "infra/job/paddle/env.py":  # the Paddle benchmark in its environment
+        assert list(command[2:5]) in (
+            ["run", "cpu", "infra/job/paddle/bench.py"],
+            ["run", "gpu", "infra/job/paddle/bench.py"],
+        )
+        check = f"from bench import arguments; arguments({list(command[5:])!r})"
+        env = {"PYTHONPATH": str(ROOT / "infra" / "job" / "paddle")}
+    else:  # the reference job's script, from the checkout (infra/job/) or the image (/opt/job)
+        assert command[0] == "python" and command[1] in ("infra/job/reference.py", "reference.py")
+        check = f"from distkpi_job.__main__ import _args; _args({list(command[2:])!r})"
+        env = {"PYTHONPATH": str(ROOT / "infra" / "job")}
     subprocess.run([sys.executable, "-c", check], check=True, env=env, capture_output=True)
 
 

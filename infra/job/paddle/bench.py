@@ -29,14 +29,13 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-# one CPU core stands in for one GPU, as in the reference job
-for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CPU_NUM"):
-    os.environ.setdefault(_name, "1")
+import numpy as np
 
-import numpy as np  # noqa: E402
-import paddle  # noqa: E402
+if TYPE_CHECKING:
+    import paddle
 
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -119,6 +118,7 @@ def train(
 
 
 def collective(setting: Setting) -> None:
+    import paddle
     import paddle.distributed as dist
 
     args = setting.args
@@ -146,6 +146,8 @@ def collective(setting: Setting) -> None:
 
 
 def mlp_layers(features: int, hidden: int) -> paddle.nn.Layer:
+    import paddle
+
     return paddle.nn.Sequential(
         paddle.nn.Linear(features, hidden),
         paddle.nn.ReLU(),
@@ -156,6 +158,7 @@ def mlp_layers(features: int, hidden: int) -> paddle.nn.Layer:
 
 
 def parameter_server(setting: Setting) -> None:
+    import paddle
     from paddle.distributed import fleet
 
     args = setting.args
@@ -217,7 +220,7 @@ def launch_workers(gpus: int) -> None:
     os.execve(sys.executable, [*args, __file__, *sys.argv[1:]], env)
 
 
-def main() -> int:
+def arguments(argv: Sequence[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--features", type=int, default=1024, help="input width (digits tiled)")
     p.add_argument("--hidden", type=int, default=1536, help="hidden layer width")
@@ -225,7 +228,14 @@ def main() -> int:
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--passes", type=int, default=3, help="unless DISTKPI_EPOCHS says")
     p.add_argument("--geo-steps", type=int, default=8, help="GEO-SGD: local steps per sync")
-    setting = Setting(p.parse_args())
+    return p.parse_args(argv)
+
+
+def main() -> int:
+    # one CPU core stands in for one GPU, as in the reference job (set before paddle loads)
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CPU_NUM"):
+        os.environ.setdefault(name, "1")
+    setting = Setting(arguments(sys.argv[1:]))
     gpus = int(os.environ.get("DISTKPI_GPUS_PER_TRAINER", "1"))
     if setting.pservers:
         parameter_server(setting)
