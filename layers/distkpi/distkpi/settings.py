@@ -10,6 +10,7 @@ from typing import Annotated, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from distkpi.domain.contracts import describe_errors
+from distkpi.domain.trust import DEFAULT_TRUSTED, TrustSettings
 from distkpi.exceptions import ContractError
 
 Text = Annotated[str, Field(min_length=1)]
@@ -50,8 +51,19 @@ class WebhookSettings(BatchSettings):
     webhook_secret_id: Annotated[Text, Field(alias="WEBHOOK_SECRET_ID")]
     branches: Annotated[tuple[str, ...], Field(alias="BRANCHES")] = ("develop",)
     cancel_superseded: Annotated[bool, Field(alias="CANCEL_SUPERSEDED_RUNS")] = True
+    trusted_associations: Annotated[tuple[str, ...], Field(alias="TRUSTED_ASSOCIATIONS")] = (
+        DEFAULT_TRUSTED
+    )
+    approval_label: Annotated[Text, Field(alias="APPROVAL_LABEL")] = "ok-to-test"
+    run_drafts: Annotated[bool, Field(alias="RUN_DRAFTS")] = False
 
-    @field_validator("branches", mode="before")
+    @property
+    def trust(self) -> TrustSettings:
+        return TrustSettings(
+            frozenset(self.trusted_associations), self.approval_label, self.run_drafts
+        )
+
+    @field_validator("branches", "trusted_associations", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
         if isinstance(value, str):

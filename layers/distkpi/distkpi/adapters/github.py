@@ -1,10 +1,12 @@
-"""GitHub commit statuses over the REST API (github.com or GitHub Enterprise)."""
+"""GitHub over the REST API (github.com or GitHub Enterprise): commit statuses, and taking
+the approval label off a pull request."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -89,6 +91,24 @@ class GitHubStatusClient:
             raise GitHubError("no time left for GitHub in this delivery")
         return min(self.timeout_s[0], share), min(self.timeout_s[1], share)
 
+    def _headers(self) -> dict[str, str]:
+        return {
+            "Authorization": f"Bearer {self._token()}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+        }
+
+    def remove_label(self, repo: str, number: int, label: str) -> None:
+        """DELETE /repos/{repo}/issues/{number}/labels/{label}; a label already gone is
+        no error."""
+        url = f"{self.api_url}/repos/{repo}/issues/{number}/labels/{quote(label, safe='')}"
+        try:
+            response = self.session.delete(url, headers=self._headers(), timeout=self._timeout())
+        except requests.RequestException as exc:
+            raise GitHubError(f"GitHub unreachable: {type(exc).__name__}") from exc
+        if response.status_code not in (200, 404):
+            raise GitHubError(f"GitHub answered {response.status_code} removing {label!r}")
+
     def post(self, status: CommitStatus) -> None:
         body: dict[str, str] = {
             "state": status.state,
@@ -98,12 +118,7 @@ class GitHubStatusClient:
         if status.target_url:
             body["target_url"] = status.target_url
         url = f"{self.api_url}/repos/{status.repo}/statuses/{status.sha}"
-        headers = {
-            "Authorization": f"Bearer {self._token()}",
-            "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": "2022-11-28",
-        }
-        timeout = self._timeout()
+        headers, timeout = self._headers(), self._timeout()
         try:
             response = self.session.post(url, json=body, headers=headers, timeout=timeout)
         except requests.RequestException as exc:

@@ -9,7 +9,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-PR_ACTIONS = frozenset({"opened", "synchronize", "reopened"})
+# what may start runs for the head (domain/trust.py decides whether they do)
+PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review", "labeled"})
 SHA = re.compile(r"[0-9a-f]{40}")
 FULL_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
 MAX_NUMBER = 2**31 - 1  # GitHub's issue and pull request numbers are 32-bit

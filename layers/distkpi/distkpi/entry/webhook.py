@@ -10,7 +10,8 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 
-from distkpi.domain.webhook import Ignored, Invalid, decide, signature_matches
+from distkpi.domain.trust import NeedsApproval, admit
+from distkpi.domain.webhook import Ignored, Invalid, Trigger, decide, signature_matches
 from distkpi.entry.observability import count, logger
 from distkpi.entry.wiring import webhook
 from distkpi.services.launch import Outcome
@@ -82,13 +83,9 @@ def _payload(body: bytes) -> dict[str, Any] | Response[str]:
 def _dispatch(event: str, delivery: str, payload: dict[str, Any]) -> Response[str]:
     if event == "ping":
         return _reply(HTTPStatus.OK, message="pong")
-    trigger = decide(event, payload, webhook().settings.branches)
-    if isinstance(trigger, Invalid):
-        logger.warning("delivery not what GitHub sends", field=trigger.field, reason=trigger.reason)
-        return _reply(HTTPStatus.BAD_REQUEST, message=str(trigger), field=trigger.field)
-    if isinstance(trigger, Ignored):
-        logger.info("delivery ignored", reason=trigger.reason)
-        return _reply(HTTPStatus.ACCEPTED, message=f"ignored: {trigger.reason}")
+    trigger = _decide(event, payload)
+    if not isinstance(trigger, Trigger):
+        return _nothing_started(trigger)
     if not delivery:
         return _reply(HTTPStatus.BAD_REQUEST, message="X-GitHub-Delivery header missing")
     logger.append_keys(sha=trigger.sha)
@@ -101,3 +98,27 @@ def _dispatch(event: str, delivery: str, payload: dict[str, Any]) -> Response[st
         runs=handled.runs,
         invalid_suites=handled.invalid_suites,
     )
+
+
+def _decide(event: str, payload: dict[str, Any]) -> Trigger | Ignored | Invalid | NeedsApproval:
+    """What the delivery asks for, and for a pull request whether it may run now."""
+    settings = webhook().settings
+    decided = decide(event, payload, settings.branches)
+    if isinstance(decided, Trigger) and decided.event == "pull_request":
+        return admit(decided, payload, settings.trust)
+    return decided
+
+
+def _nothing_started(decision: Ignored | Invalid | NeedsApproval) -> Response[str]:
+    if isinstance(decision, NeedsApproval):
+        suites = webhook().starter.await_approval(decision, webhook().settings.approval_label)
+        return _reply(
+            HTTPStatus.ACCEPTED, message=f"awaiting approval: {decision.reason}", suites=suites
+        )
+    if isinstance(decision, Invalid):
+        logger.warning(
+            "delivery not what GitHub sends", field=decision.field, reason=decision.reason
+        )
+        return _reply(HTTPStatus.BAD_REQUEST, message=str(decision), field=decision.field)
+    logger.info("delivery ignored", reason=decision.reason)
+    return _reply(HTTPStatus.ACCEPTED, message=f"ignored: {decision.reason}")

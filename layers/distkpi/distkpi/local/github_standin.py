@@ -1,4 +1,5 @@
-"""A GitHub stand-in on 127.0.0.1: accepts and records commit statuses like the REST API."""
+"""A GitHub stand-in on 127.0.0.1: accepts and records commit statuses, and label removals
+from pull requests, like the REST API."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ import threading
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import unquote
 
 STATUS_PATH = re.compile(
     r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/statuses/(?P<sha>[0-9a-f]{40})$"
+)
+LABEL_PATH = re.compile(
+    r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/issues/(?P<number>[0-9]+)/labels/(?P<label>[^/]+)$"
 )
 STATES = {"pending", "success", "failure", "error"}
 
@@ -24,6 +29,7 @@ class GitHubStandIn:
     def __init__(self, token: str | None = None) -> None:
         self.token = token
         self.statuses: list[dict[str, Any]] = []
+        self.removed_labels: list[dict[str, Any]] = []
         self.requests = 0
         self._scripted: deque[int] = deque()
         self._lock = threading.Lock()
@@ -47,9 +53,14 @@ class GitHubStandIn:
                 del format, args
 
             def do_POST(self) -> None:
-                code, body = standin._handle(
-                    self.path, self.headers.get("Authorization"), self._body()
-                )
+                auth = self.headers.get("Authorization")
+                self._answer(*standin._handle(self.path, auth, self._body()))
+
+            def do_DELETE(self) -> None:
+                auth = self.headers.get("Authorization")
+                self._answer(*standin._remove_label(self.path, auth))
+
+            def _answer(self, code: int, body: Any) -> None:
                 data = json.dumps(body).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
@@ -69,6 +80,24 @@ class GitHubStandIn:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+    def _remove_label(self, path: str, auth: str | None) -> tuple[int, Any]:
+        """DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name}, recorded."""
+        with self._lock:
+            self.requests += 1
+        match = LABEL_PATH.match(path)
+        if not match:
+            return 404, {"message": "Not Found"}
+        if self.token is not None and auth != f"Bearer {self.token}":
+            return 401, {"message": "Bad credentials"}
+        removed = {
+            "repo": f"{match['owner']}/{match['repo']}",
+            "number": int(match["number"]),
+            "label": unquote(match["label"]),
+        }
+        with self._lock:
+            self.removed_labels.append(removed)
+        return 200, []
 
     def _handle(self, path: str, auth: str | None, raw: bytes) -> tuple[int, dict[str, Any]]:
         with self._lock:

@@ -31,6 +31,7 @@ from distkpi.domain.planning import (
 )
 from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord
 from distkpi.domain.suites import BrokenSuite, Suite
+from distkpi.domain.trust import NeedsApproval, approval_description
 from distkpi.domain.webhook import Trigger
 from distkpi.exceptions import LaunchError
 from distkpi.services.jobs import stop_jobs
@@ -211,6 +212,20 @@ class RunStarter:
         self.count("RunsSuperseded")
         logger.info("run superseded", run_id=run_id, by=by_sha)
         return True
+
+    def await_approval(self, waiting: NeedsApproval, label: str) -> list[str]:
+        """Nothing runs: every suite of the repository says it needs approval, and a stale
+        approval label comes off. The suites that said so."""
+        trigger = waiting.trigger
+        suites, _ = self.catalog.suites()
+        names = [s.name for s in suites if s.runs_for(trigger.repo)]
+        for name in names:
+            self.statuses.post_for_suite(trigger, name, State.PENDING, approval_description(label))
+        if waiting.stale_label:
+            self.statuses.withdraw_approval(trigger, label)
+        self.count("RunsAwaitingApproval", len(names))
+        logger.info("runs await approval", reason=waiting.reason, suites=names, sha=trigger.sha)
+        return names
 
     def report_broken(self, trigger: Trigger, broken: Iterable[BrokenSuite]) -> None:
         """A suite that cannot be read gets an `error` status, not a silent skip."""

@@ -39,14 +39,30 @@ class StatusPublisher:
 
     def post_broken_suite(self, trigger: Trigger, suite: BrokenSuite) -> bool:
         """`error` under the suite's context, saying what is wrong with its file."""
+        return self.post_for_suite(trigger, suite.name, State.ERROR, suite.problem)
+
+    def post_for_suite(self, trigger: Trigger, suite: str, state: State, description: str) -> bool:
+        """A status under a suite's context for a commit that has no run of it."""
         status = CommitStatus(
             repo=trigger.repo,
             sha=trigger.sha,
-            state=State.ERROR.value,
-            context=f"distkpi/{suite.name}",
-            description=suite.problem,
+            state=state.value,
+            context=f"distkpi/{suite}",
+            description=description,
         )
-        return self._send(status, {"suite": suite.name})
+        return self._send(status, {"suite": suite})
+
+    def withdraw_approval(self, trigger: Trigger, label: str) -> bool:
+        """Take the approval label off the pull request (it was given to an earlier head)."""
+        assert trigger.pull_request is not None
+        try:
+            self.github.remove_label(trigger.repo, trigger.pull_request, label)
+        except GitHubError:
+            logger.exception("approval label not removed", extra={"label": label})
+            self.count("LabelRemovalFailures")
+            return False
+        logger.info("stale approval label removed", extra={"label": label})
+        return True
 
     def _send(self, status: CommitStatus, keys: dict[str, str]) -> bool:
         extra = {"state": status.state, **keys}

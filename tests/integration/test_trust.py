@@ -1,0 +1,89 @@
+"""Who may start runs: a fork's pull request by an outsider waits for a maintainer's label,
+the approval holds for one head only, members run at once, drafts wait to be ready."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from tests.integration.conftest import Stack, event
+
+FORK = "someone/Paddle"
+APPROVAL = "needs approval: a maintainer adds the label ok-to-test"
+
+
+def pull_request(
+    action: str = "opened",
+    *,
+    association: str = "NONE",
+    head_repo: str = FORK,
+    sha: str = "a" * 40,
+    labels: tuple[str, ...] = (),
+    draft: bool = False,
+    label: str | None = None,
+) -> dict[str, Any]:
+    """The recorded pull_request delivery, as GitHub sends it for a fork's pull request."""
+    payload = copy.deepcopy(event("pull_request")["payload"])
+    pr = payload["pull_request"]
+    payload["action"] = action
+    pr["head"]["sha"] = sha
+    pr["head"]["repo"]["full_name"] = head_repo
+    pr["author_association"] = association
+    pr["draft"] = draft
+    pr["labels"] = [{"id": i, "name": name, "color": "ededed"} for i, name in enumerate(labels)]
+    if label is not None:
+        payload["label"] = {"id": 99, "name": label, "color": "0e8a16"}
+    return payload
+
+
+def deliver(stack: Stack, payload: dict[str, Any], delivery: str) -> dict[str, Any]:
+    return stack.webhook("pull_request", payload=payload, delivery=delivery)
+
+
+def test_an_outsiders_fork_waits_for_the_label_and_each_push_needs_it_again(stack: Stack) -> None:
+    # a fork's pull request from an author GitHub calls NONE starts nothing
+    opened = deliver(stack, pull_request("opened"), "d1")
+    assert opened["statusCode"] == 202 and opened["json"]["suites"] == ["resnet50"]
+    assert stack.jobs() == []
+    assert [(s["sha"], s["state"], s["description"]) for s in stack.github.statuses] == [
+        ("a" * 40, "pending", APPROVAL)
+    ]
+    # another label does nothing; the approval label starts the runs for the head
+    other = deliver(stack, pull_request("labeled", label="bug", labels=("bug",)), "d2")
+    assert other["statusCode"] == 202 and stack.jobs() == []
+    approved = deliver(
+        stack, pull_request("labeled", label="ok-to-test", labels=("ok-to-test",)), "d3"
+    )
+    assert approved["statusCode"] == 201
+    (run,) = approved["json"]["runs"]
+    assert len(stack.jobs()) == 4 and all(run in j["jobName"] for j in stack.jobs())
+    # a later push by the same author needs approval again: the stale label comes off
+    pushed = pull_request("synchronize", sha="b" * 40, labels=("ok-to-test",))
+    again = deliver(stack, pushed, "d4")
+    assert again["statusCode"] == 202 and len(stack.jobs()) == 4
+    assert stack.github.removed_labels == [
+        {"repo": "PaddlePaddle/Paddle", "number": 12091, "label": "ok-to-test"}
+    ]
+    assert (stack.github.statuses[-1]["sha"], stack.github.statuses[-1]["description"]) == (
+        "b" * 40,
+        APPROVAL,
+    )
+
+
+def test_members_and_the_base_repository_run_at_once(stack: Stack) -> None:
+    member = deliver(stack, pull_request("opened", association="MEMBER"), "m1")
+    assert member["statusCode"] == 201 and len(member["json"]["runs"]) == 1
+    own = pull_request("opened", head_repo="PaddlePaddle/Paddle", sha="c" * 40)
+    assert deliver(stack, own, "m2")["statusCode"] == 201
+    # the approval label on a trusted pull request starts nothing more
+    labeled = pull_request("labeled", association="MEMBER", label="ok-to-test")
+    assert deliver(stack, labeled, "m3")["statusCode"] == 202
+    assert len(stack.jobs()) == 8 and stack.github.removed_labels == []
+
+
+def test_a_draft_starts_nothing_until_it_is_ready_for_review(stack: Stack) -> None:
+    draft = deliver(stack, pull_request("opened", association="MEMBER", draft=True), "r1")
+    assert draft["statusCode"] == 202 and "draft" in draft["json"]["message"]
+    assert stack.jobs() == [] and stack.github.statuses == []
+    ready = deliver(stack, pull_request("ready_for_review", association="MEMBER"), "r2")
+    assert ready["statusCode"] == 201 and len(stack.jobs()) == 4
