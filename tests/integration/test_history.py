@@ -180,6 +180,8 @@ def fork_pull_request_from_a_branch_named_develop(stack: Stack) -> dict[str, Any
     head = payload["pull_request"]["head"]
     head["ref"], head["label"] = "develop", "stranger:develop"
     head["repo"] = {**head["repo"], "full_name": "stranger/Paddle"}
+    # a stranger's fork runs once a maintainer approves its head
+    payload["action"], payload["label"] = "labeled", {"id": 1, "name": "ok-to-test"}
     return payload
 
 
