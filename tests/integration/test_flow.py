@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
+from distkpi.domain.signing import sign
 from distkpi.entry import wiring
 from distkpi.local.handlers import LambdaContext
 from tests.conftest import mllog
@@ -40,27 +42,38 @@ def upload_node(
     log: str | bytes,
     *,
     exit_code: int = 0,
+    key: str | None = None,
 ) -> str:
-    """What the job entrypoint does: the node's files first, its manifest last."""
+    """What `distkpi node` does: the node's files first, then its manifest, naming each
+    file's sha256 and signed with the config's key (``key`` overrides it)."""
     prefix = f"runs/{run_id}/{config}/"
     log_path, gpu_path = f"logs/{role}-{rank}.log", f"logs/{role}-{rank}.gpu.csv"
-    stack.job_s3.put_object(Bucket=BUCKET, Key=prefix + log_path, Body=log)
     gpu = "timestamp, index, memory.used [MiB]\n2026/11/30 00:00:00.000, 0, 12000 MiB\n"
-    stack.job_s3.put_object(Bucket=BUCKET, Key=prefix + gpu_path, Body=gpu)
+    files = []
+    for path, kind, body in ((log_path, "log", log), (gpu_path, "gpu_memory", gpu)):
+        data = body.encode() if isinstance(body, str) else body
+        stack.job_s3.put_object(Bucket=BUCKET, Key=prefix + path, Body=data)
+        digest = hashlib.sha256(data).hexdigest()
+        files.append({"path": path, "role": role, "rank": rank, "kind": kind, "sha256": digest})
     manifest = {
         "schema": 1,
         "node": node,
         "exit_code": exit_code,
         "started_at": "2026-11-30T03:00:00Z",
         "finished_at": "2026-11-30T03:10:00Z",
-        "files": [
-            {"path": log_path, "role": role, "rank": rank, "kind": "log"},
-            {"path": gpu_path, "role": role, "rank": rank, "kind": "gpu_memory"},
-        ],
+        "files": files,
     }
-    key = f"{prefix}node-{node}.json"
-    stack.job_s3.put_object(Bucket=BUCKET, Key=key, Body=json.dumps(manifest))
-    return key
+    signed = sign(key or config_key_of(stack, run_id, config), manifest)
+    key_name = f"{prefix}node-{node}.json"
+    stack.job_s3.put_object(Bucket=BUCKET, Key=key_name, Body=json.dumps(signed))
+    return key_name
+
+
+def config_key_of(stack: Stack, run_id: str, config: str) -> str:
+    """The manifest key the launcher gave the config's job (on its config item); any key
+    for a config that does not exist."""
+    found = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": f"CONFIG#{config}"})
+    return str(found["Item"]["manifest_key"]) if "Item" in found else "no such config"
 
 
 def run_all_nodes(

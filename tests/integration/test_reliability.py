@@ -53,7 +53,7 @@ def test_a_node_beyond_the_config_settles_nothing_and_the_real_node_still_counts
     (run_id,) = stack.webhook("pull_request")["json"]["runs"]
     keys = run_all_nodes(stack, run_id)
     last = f"runs/{run_id}/4x8-8ps/node-11.json"
-    stray = upload_node(stack, run_id, "4x8-8ps", 99, "trainer", 0, trainer_log(1.0))
+    stray = upload_node(stack, run_id, "4x8-8ps", 99, "trainer", 99, trainer_log(1.0))
     assert stack.collect(stray) == {"handled": 0}
     deliver_all(stack, [k for k in keys if k != last], copies=1)
     assert config_item(stack, run_id, "4x8-8ps")["state"] == "pending"

@@ -6,7 +6,17 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.integration.conftest import Stack, event
+from tests.integration.conftest import BUCKET, Stack, event
+from tests.integration.test_flow import (
+    THROUGHPUT,
+    config_key_of,
+    deliver_all,
+    final_statuses,
+    run_all_nodes,
+    trainer_log,
+    upload_node,
+)
+from tests.integration.test_reliability import config_item
 
 FORK = "someone/Paddle"
 APPROVAL = "needs approval: a maintainer adds the label ok-to-test"
@@ -87,3 +97,37 @@ def test_a_draft_starts_nothing_until_it_is_ready_for_review(stack: Stack) -> No
     assert stack.jobs() == [] and stack.github.statuses == []
     ready = deliver(stack, pull_request("ready_for_review", association="MEMBER"), "r2")
     assert ready["statusCode"] == 201 and len(stack.jobs()) == 4
+
+
+def test_a_log_overwritten_after_its_manifest_ends_the_run_in_error_naming_it(
+    stack: Stack,
+) -> None:
+    (run_id,) = stack.webhook("pull_request", delivery="t1")["json"]["runs"]
+    keys = run_all_nodes(stack, run_id)
+    # another job (any job may write under runs/) rewrites a finished node's log, 3x faster
+    forged = trainer_log(THROUGHPUT["4x8-8ps"] * 3 / 4)
+    path = f"runs/{run_id}/4x8-8ps/logs/trainer-0.log"
+    stack.job_s3.put_object(Bucket=BUCKET, Key=path, Body=forged)
+    deliver_all(stack, keys, copies=1)
+    (final,) = final_statuses(stack)
+    assert final["state"] == "error" and final["description"].startswith("4x8-8ps failed")
+    config = config_item(stack, run_id, "4x8-8ps")
+    assert config["kpis"]["throughput"] is None
+    assert (
+        "node 0: logs/trainer-0.log changed after upload: its sha256 is not the manifest's"
+        in config["kpis"]["problems"]
+    )
+
+
+def test_a_manifest_signed_with_another_configs_key_fails_that_config(stack: Stack) -> None:
+    (run_id,) = stack.webhook("pull_request", delivery="t2")["json"]["runs"]
+    keys = [k for k in run_all_nodes(stack, run_id) if "/1x1/" not in k]
+    other_key = config_key_of(stack, run_id, "1x8")
+    log = trainer_log(THROUGHPUT["1x1"])
+    keys.append(upload_node(stack, run_id, "1x1", 0, "trainer", 0, log, key=other_key))
+    deliver_all(stack, keys, copies=1)
+    (final,) = final_statuses(stack)
+    assert final["state"] == "error" and final["description"].startswith("1x1 failed")
+    problems = config_item(stack, run_id, "1x1")["kpis"]["problems"]
+    assert "node 0: 1x1/node-0.json is not signed with this config's key (forged?)" in problems
+    assert config_item(stack, run_id, "1x8")["state"] == "ok"

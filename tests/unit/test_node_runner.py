@@ -5,6 +5,7 @@ process run in a real git checkout."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from distkpi.domain.signing import signed_by
 from distkpi.node.runner import NodeRunner
 from tests.conftest import offline_aws
 
@@ -29,7 +31,7 @@ WATCHED = [
     *("NODE_RANK", "NPROC_PER_NODE", "TRAINING_ROLE", "PADDLE_TRAINERS_NUM", "PADDLE_TRAINER_ID"),
     *("PADDLE_TRAINER_ENDPOINTS", "PADDLE_PSERVERS_IP_PORT_LIST", "PADDLE_CURRENT_ENDPOINT"),
     *("POD_IP", "PADDLE_PORT", "PADDLE_GLOO_HTTP_ENDPOINT", "DISTKPI_GIT_TOKEN"),
-    *("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"),
+    *("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "DISTKPI_MANIFEST_KEY"),
 ]
 # the benchmark: what it sees, where it runs, and which commit's file it found
 DUMP = (
@@ -319,3 +321,20 @@ def test_environment_dumps_left_by_paddles_launcher_are_not_uploaded(
     assert "not uploaded, environment dumps: files/trainer-0/backup_env.0.json" in log
     for entry in manifest(s3, 0)["files"]:
         assert "visible-to-the-job" not in uploaded(s3, entry["path"])
+
+
+def test_manifests_and_rendezvous_records_are_signed_and_name_each_files_digest(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    path, _, tip = repo
+    key = "k" * 64
+    assert run_job(path, tip, tmp_path / "work", 1, 1, DISTKPI_MANIFEST_KEY=key) == [0, 0]
+    for node in (0, 1):
+        got = manifest(s3, node)
+        assert signed_by(key, got) and not signed_by("another config's key", got)
+        for entry in got["files"]:
+            content = s3.get_object(Bucket=BUCKET, Key=f"runs/r1/c/{entry['path']}")["Body"].read()
+            assert entry["sha256"] == hashlib.sha256(content).hexdigest()
+        record = json.loads(uploaded(s3, f"rendezvous/node-{node}.json"))
+        assert signed_by(key, record)
+    assert "DISTKPI_MANIFEST_KEY" not in seen(s3, 0)  # the command never sees the key

@@ -82,11 +82,16 @@ Role = Literal["trainer", "pserver"]
 FileKind = Literal["log", "gpu_memory", "file"]
 
 
+SHA256_HEX = r"^[0-9a-f]{64}$"
+
+
 class FileEntry(_Frozen):
     path: str
     role: Role
     rank: Annotated[int, Field(ge=0)]
     kind: FileKind
+    # the file's sha256 as its node uploaded it (domain/signing.py)
+    sha256: Annotated[str, Field(pattern=SHA256_HEX)] | None = None
 
     @field_validator("path")
     @classmethod
@@ -117,6 +122,8 @@ class NodeManifest(_Frozen):
     setup_s: float | None = None
     # why the node could not run its command (checkout, setup, rendezvous), if it could not
     problem: Annotated[str, Field(max_length=1000)] | None = None
+    # HMAC-SHA256 of the rest under the config's key (domain/signing.py)
+    signature: Annotated[str, Field(pattern=SHA256_HEX)] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)

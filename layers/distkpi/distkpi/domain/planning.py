@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from distkpi.domain.contracts import ConfigSpec, RunSpec
@@ -93,7 +93,10 @@ def node_groups(spec: ConfigSpec) -> tuple[NodeGroup, ...]:
     return tuple(groups)
 
 
-def plan_jobs(run: RunSpec, suite: Suite, bucket: str) -> list[JobPlan]:
+def plan_jobs(
+    run: RunSpec, suite: Suite, bucket: str, manifest_keys: Mapping[str, str] | None = None
+) -> list[JobPlan]:
+    """One job per config; each gets its own config's manifest key, and no other's."""
     plans = []
     for spec in run.configs:
         environment = {
@@ -116,6 +119,8 @@ def plan_jobs(run: RunSpec, suite: Suite, bucket: str) -> list[JobPlan]:
             "DISTKPI_COMMAND": json.dumps(list(suite.command)),
             "DISTKPI_COMMAND_TIMEOUT_S": str(suite.command_timeout_s),
         }
+        if manifest_keys and spec.name in manifest_keys:
+            environment["DISTKPI_MANIFEST_KEY"] = manifest_keys[spec.name]
         plans.append(
             JobPlan(
                 name=job_name(run.run_id, spec.name),

@@ -32,6 +32,7 @@ from distkpi.domain.kpis import (
     run_kpis,
 )
 from distkpi.domain.logformats import parse_log
+from distkpi.domain.signing import HashingReader, signed_by
 from distkpi.exceptions import ContractError, NotFoundError, RunFolderError, StorageError
 
 # Only node-<i>.json with i written as Python writes it counts: node-01.json beside
@@ -93,8 +94,11 @@ def _stray_manifests(names: list[str]) -> list[str]:
     ]
 
 
-def read_manifest(source: RunSource, config: str, node: int) -> NodeManifest:
-    """A node's manifest; ContractError (with the reason) when it is unreadable or invalid."""
+def read_manifest(
+    source: RunSource, config: str, node: int, key: str | None = None
+) -> NodeManifest:
+    """A node's manifest; ContractError (with the reason) when it is unreadable, invalid, or
+    (given the config's key) not signed with it."""
     where = f"{config}/node-{node}.json"
     try:
         data = json.loads(source.read_bytes(where))
@@ -102,17 +106,31 @@ def read_manifest(source: RunSource, config: str, node: int) -> NodeManifest:
         raise
     except (ValueError, RecursionError) as exc:
         raise ContractError(f"{where} is not JSON: {exc}") from exc
+    if key is not None and not (isinstance(data, dict) and signed_by(key, data)):
+        raise ContractError(f"{where} is not signed with this config's key (forged?)")
     manifest = parse_node_manifest(data, where)
     if manifest.node != node:
         raise ContractError(f"{where} says it is node {manifest.node}")
     return manifest
 
 
+class ChangedAfterUpload(Exception):
+    """A file whose sha256 is not the one its node's manifest gives."""
+
+
 def _parse_file(source: RunSource, config: str, entry: FileEntry) -> ParsedLog | ParsedGpuMemory:
-    with source.open(f"{config}/{entry.path}") as stream:
+    """The file parsed, its digest checked against the manifest's in the same pass."""
+    with source.open(f"{config}/{entry.path}") as raw:
+        stream = HashingReader(raw)
+        parsed: ParsedLog | ParsedGpuMemory
         if entry.kind == "log":
-            return ParsedLog(entry.path, entry.role, entry.rank, parse_log(stream))
-        return ParsedGpuMemory(entry.path, entry.role, entry.rank, parse_gpu_memory(stream))
+            parsed = ParsedLog(entry.path, entry.role, entry.rank, parse_log(stream))  # type: ignore[arg-type]
+        else:
+            summary = parse_gpu_memory(stream)  # type: ignore[arg-type]
+            parsed = ParsedGpuMemory(entry.path, entry.role, entry.rank, summary)
+        if entry.sha256 is not None and stream.finish() != entry.sha256:
+            raise ChangedAfterUpload(entry.path)
+        return parsed
 
 
 def _parse_files(
@@ -124,6 +142,11 @@ def _parse_files(
             continue
         try:
             parsed = _parse_file(source, config, entry)
+        except ChangedAfterUpload:
+            evidence.invalid_nodes[manifest.node] = (  # type: ignore[index]
+                f"{entry.path} changed after upload: its sha256 is not the manifest's"
+            )
+            continue
         except NotFoundError:
             evidence.problems.append(f"{entry.path}: named by node {manifest.node} but missing")
             continue
@@ -155,8 +178,10 @@ def _unique_entries(manifest: NodeManifest, evidence: ConfigEvidence) -> list[Fi
     return unique
 
 
-def gather_config(source: RunSource, spec: ConfigSpec) -> ConfigEvidence:
-    """Read every manifest of ``spec`` that arrived and parse the files each one names."""
+def gather_config(source: RunSource, spec: ConfigSpec, key: str | None = None) -> ConfigEvidence:
+    """Read every manifest of ``spec`` that arrived and parse the files each one names; with
+    the config's key, a manifest not signed with it is an invalid node. A file whose digest
+    differs from its manifest's makes its node invalid, whatever the key."""
     manifests: dict[int, NodeManifest] = {}
     invalid: dict[int, str] = {}
     evidence = ConfigEvidence(spec=spec, manifests=manifests, invalid_nodes=invalid)
@@ -169,7 +194,7 @@ def gather_config(source: RunSource, spec: ConfigSpec) -> ConfigEvidence:
             )
             continue
         try:
-            manifests[node] = read_manifest(source, spec.name, node)
+            manifests[node] = read_manifest(source, spec.name, node, key)
         except NotFoundError:  # listed, then gone: it has not reported
             continue
         except (ContractError, StorageError) as exc:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.nodeplace import Endpoint, Place
 from distkpi.domain.runfolder import node_index
+from distkpi.domain.signing import sign, signed_by
 from distkpi.exceptions import NotFoundError
 from distkpi.node.source import NodeProblem
 
@@ -43,12 +44,14 @@ def rendezvous(
     own: Endpoint,
     deadline_s: float,
     *,
+    key: str | None = None,
     poll_s: float = 1.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[int, Endpoint]:
     """Every node's endpoint, this one's included; NodeProblem naming the nodes that never
-    showed up by the deadline. ``config_key`` is runs/<run>/<config>/."""
+    showed up by the deadline, or whose record is not signed with the config's ``key``.
+    ``config_key`` is runs/<run>/<config>/."""
     if place.num_nodes == 1:
         return {place.index: own}
     folder = config_key + FOLDER
@@ -58,22 +61,29 @@ def rendezvous(
         "port": own.port,
         "spare_port": own.spare_port,
     }
-    store.put_bytes(f"{folder}node-{place.index}.json", json.dumps(record).encode())
+    signed = sign(key, record) if key else record
+    store.put_bytes(f"{folder}node-{place.index}.json", json.dumps(signed).encode())
     until = clock() + deadline_s
     while True:
         present = {i for i in map(node_index, store.list_names(folder)) if i is not None}
         missing = [n for n in range(place.num_nodes) if n not in present]
         if not missing:
-            return {n: _endpoint(store, folder, n) for n in range(place.num_nodes)}
+            return {n: _endpoint(store, folder, n, key) for n in range(place.num_nodes)}
         if clock() >= until:
             names = ", ".join(map(str, missing))
             raise NodeProblem(f"rendezvous: node(s) {names} never showed up in {deadline_s:g}s")
         sleep(poll_s)
 
 
-def _endpoint(store: S3RunStore, folder: str, node: int) -> Endpoint:
+def _endpoint(store: S3RunStore, folder: str, node: int, key: str | None) -> Endpoint:
     try:
         record = json.loads(store.read_bytes(f"{folder}node-{node}.json"))
+        if not isinstance(record, dict):
+            raise TypeError("not a JSON object")
+        if key and not signed_by(key, record):
+            raise NodeProblem(
+                f"rendezvous: node {node}'s record is not signed with this config's key"
+            )
         spare = record.get("spare_port")
         return Endpoint(
             node, str(record["address"]), int(record["port"]), int(spare) if spare else None

@@ -20,6 +20,7 @@ with its whole process group.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import resource
@@ -39,15 +40,18 @@ from urllib.parse import urlparse
 
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.nodeplace import Endpoint, Place, expand, framework_environment
+from distkpi.domain.signing import sign
 from distkpi.exceptions import ContractError, StorageError
 from distkpi.node.rendezvous import free_ports, own_address, rendezvous
 from distkpi.node.source import TOKEN_VARIABLE, NodeProblem, get_source, run_setup
 
 GPU_QUERY = ["--query-gpu=timestamp,index,memory.used", "--format=csv", "-lms", "500"]
-# what the command never sees: the clone token and the job's AWS credentials
+KEY_VARIABLE = "DISTKPI_MANIFEST_KEY"  # this config's signing key (domain/signing.py)
+# what the command never sees: the clone token, the signing key, the job's AWS credentials
 WITHHELD_VARIABLES = frozenset(
     {
         TOKEN_VARIABLE,
+        KEY_VARIABLE,
         "AWS_ACCESS_KEY_ID",
         "AWS_SECRET_ACCESS_KEY",
         "AWS_SESSION_TOKEN",
@@ -77,7 +81,22 @@ class Upload:
     kind: str
 
     def entry(self) -> dict[str, Any]:
-        return {"path": self.path, "role": self.role, "rank": self.rank, "kind": self.kind}
+        """What the manifest says of it, with its sha256 as it is uploaded."""
+        return {
+            "path": self.path,
+            "role": self.role,
+            "rank": self.rank,
+            "kind": self.kind,
+            "sha256": _sha256(self.local),
+        }
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -260,7 +279,14 @@ class NodeRunner:
         own = Endpoint(place.index, address, *free_ports(address, 2))
         deadline = float(self.env.get("DISTKPI_RENDEZVOUS_S", "600"))
         endpoints = rendezvous(
-            store, config_key, place, own, deadline, clock=self.clock, sleep=self.sleep
+            store,
+            config_key,
+            place,
+            own,
+            deadline,
+            key=self.env.get(KEY_VARIABLE),
+            clock=self.clock,
+            sleep=self.sleep,
         )
         env = base | framework_environment(place, endpoints, str(source), str(files.log_dir))
         command = list(self.command) or _json_list(self.env, "DISTKPI_COMMAND")
@@ -295,19 +321,24 @@ class NodeRunner:
             manifest["problem"] = report.problem
         return manifest
 
-    @staticmethod
     def _upload(
+        self,
         store: S3RunStore,
         config_key: str,
         place: Place,
         uploads: list[Upload],
         manifest: dict[str, Any],
     ) -> None:
-        """The files first, the manifest last: the collector counts a node when its
-        manifest lands, and reads what it names."""
+        """The files first, the manifest last, naming each file's sha256 and signed with the
+        config's key: the collector counts a node when its manifest lands, and reads what
+        it names."""
+        entries = []
         for upload in uploads:
+            entries.append(upload.entry())
             store.upload_file(str(upload.local), config_key + upload.path)
-        manifest["files"] = [u.entry() for u in uploads]
+        manifest["files"] = entries
+        if signing_key := self.env.get(KEY_VARIABLE):
+            manifest = sign(signing_key, manifest)
         key = f"{config_key}node-{place.index}.json"
         store.put_bytes(key, json.dumps(manifest).encode())
 

@@ -3,7 +3,7 @@ job per config, `pending`, and the superseding of a pull request's older runs.""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -30,6 +30,7 @@ from distkpi.domain.planning import (
     run_spec_for,
 )
 from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord
+from distkpi.domain.signing import new_key
 from distkpi.domain.suites import BrokenSuite, Suite
 from distkpi.domain.trust import NeedsApproval, approval_description
 from distkpi.domain.webhook import Trigger
@@ -146,7 +147,8 @@ class RunStarter:
         """Record the run, submit its jobs and post `pending`; False when it exists already
         (a retried delivery, or a confirmation that another finisher started)."""
         spec, trigger = record.spec, record.trigger
-        if not self.runs.create(record, {c.name: c.nodes for c in spec.configs}):
+        manifest_keys = {c.name: new_key() for c in spec.configs}
+        if not self.runs.create(record, {c.name: c.nodes for c in spec.configs}, manifest_keys):
             logger.info("run exists already", run_id=record.run_id)
             return False
         if trigger.pull_request is not None:
@@ -155,7 +157,7 @@ class RunStarter:
             )
             self.pull_requests.add(trigger.repo, trigger.pull_request, entry)
         self.store.put_json(run_spec_key(record.run_id), spec.to_json())
-        self._submit(spec, suite)
+        self._submit(spec, suite, manifest_keys)
         self.count("RunsStarted")
         self.statuses.post(spec, State.PENDING, description)
         logger.info(
@@ -234,10 +236,10 @@ class RunStarter:
             self.count("SuitesInvalid")
             self.statuses.post_broken_suite(trigger, suite)
 
-    def _submit(self, run: RunSpec, suite: Suite) -> None:
+    def _submit(self, run: RunSpec, suite: Suite, manifest_keys: Mapping[str, str]) -> None:
         if self.launcher is None:
             raise LaunchError("no Batch launcher configured")
-        for plan in plan_jobs(run, suite, self.store.bucket):
+        for plan in plan_jobs(run, suite, self.store.bucket, manifest_keys):
             try:
                 job_id, request = self.launcher.submit(plan)
             except LaunchError as exc:

@@ -125,8 +125,10 @@ class ConfigSettler:
         """The config's KPIs from whatever its nodes have put in the run folder; a folder
         that cannot even be listed leaves the config without nodes, and says why."""
         spec = run.config(config)
+        record = self.runs.config(run.run_id, config)
+        key = record.manifest_key if record is not None else None
         try:
-            evidence = gather_config(self.store.run(run.run_id), spec)
+            evidence = gather_config(self.store.run(run.run_id), spec, key)
         except StorageError as exc:
             logger.exception("run folder not readable", run_id=run.run_id, config=config)
             evidence = ConfigEvidence(spec, {}, problems=[f"run folder cannot be read: {exc}"])

@@ -88,6 +88,7 @@ def config_record(item: Mapping[str, Any]) -> ConfigRecord:
         nodes_reported=frozenset(int(n) for n in item.get("nodes_reported", ())),
         kpis=kpis,
         job_id=item.get("job_id"),
+        manifest_key=item.get("manifest_key"),
     )
 
 
@@ -95,8 +96,14 @@ class RunRepository:
     def __init__(self, table: DynamoTable) -> None:
         self.table = table
 
-    def create(self, run: RunRecord, configs: Mapping[str, int]) -> bool:
-        """The run and one pending config per (name -> nodes); False if the run exists."""
+    def create(
+        self,
+        run: RunRecord,
+        configs: Mapping[str, int],
+        manifest_keys: Mapping[str, str] | None = None,
+    ) -> bool:
+        """The run and one pending config per (name -> nodes), each with its manifest key
+        when given; False if the run exists."""
         created = self.table.conditional(
             Item=to_dynamo(run_item(run)), ConditionExpression="attribute_not_exists(PK)"
         )
@@ -109,6 +116,8 @@ class RunRepository:
                 "nodes_expected": nodes,
                 "state": ConfigState.PENDING.value,
             }
+            if manifest_keys and name in manifest_keys:
+                config["manifest_key"] = manifest_keys[name]
             self.table.conditional(Item=config, ConditionExpression="attribute_not_exists(PK)")
         return True
 
@@ -123,6 +132,10 @@ class RunRepository:
             ConsistentRead=True,
         )
         return [config_record(item) for item in found]
+
+    def config(self, run_id: str, name: str) -> ConfigRecord | None:
+        item = self.table.get(keys.config(run_id, name), consistent=True)
+        return config_record(item) if item is not None else None
 
     def set_job(self, run_id: str, config: str, job_id: str) -> None:
         self.table.update(
