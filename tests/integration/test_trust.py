@@ -6,7 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tests.integration.conftest import BUCKET, Stack, event
+import yaml
+
+from tests.integration.conftest import BUCKET, ROOT, Stack, event
 from tests.integration.test_flow import (
     THROUGHPUT,
     config_key_of,
@@ -131,3 +133,29 @@ def test_a_manifest_signed_with_another_configs_key_fails_that_config(stack: Sta
     problems = config_item(stack, run_id, "1x1")["kpis"]["problems"]
     assert "node 0: 1x1/node-0.json is not signed with this config's key (forged?)" in problems
     assert config_item(stack, run_id, "1x8")["state"] == "ok"
+
+
+def suite_with_paths(stack: Stack, *paths: str) -> None:
+    suite = yaml.safe_load((ROOT / "infra" / "suites" / "resnet50.yaml").read_text())
+    suite["paths"] = list(paths)
+    stack.s3.put_object(Bucket=BUCKET, Key="suites/resnet50.yaml", Body=yaml.safe_dump(suite))
+
+
+def test_a_change_under_none_of_a_suites_paths_is_skipped_with_success(stack: Stack) -> None:
+    suite_with_paths(stack, "paddle/fluid/distributed/**", "python/paddle/distributed/*.py")
+    # a push that changes only the docs starts nothing and passes the required check
+    stack.github.changed_files = ["README.md", "doc/fluid/howto.md"]
+    skipped = stack.webhook("push", delivery="p1")
+    assert skipped["statusCode"] == 201 and skipped["json"]["runs"] == []
+    assert stack.jobs() == []
+    (status,) = stack.github.statuses
+    assert status["state"] == "success"
+    assert status["description"] == (
+        "skipped: no change under paddle/fluid/distributed/**, python/paddle/distributed/*.py"
+    )
+    # one that touches a path runs
+    stack.github.changed_files = ["README.md", "paddle/fluid/distributed/ps/service/server.cc"]
+    assert len(stack.webhook("push", delivery="p2")["json"]["runs"]) == 1
+    # and so does one whose files GitHub cannot list in full (its cap is 300)
+    stack.github.changed_files = [f"doc/page{i}.md" for i in range(400)]
+    assert len(stack.webhook("push", delivery="p3")["json"]["runs"]) == 1

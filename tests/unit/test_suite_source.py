@@ -107,3 +107,34 @@ def test_a_multi_node_definition_gets_the_image_on_every_node_range() -> None:
     assert "revision" not in request and "jobDefinitionArn" not in request
     assert request["nodeProperties"]["nodeRangeProperties"][0]["container"] == {"image": "new:abc"}
     assert base["nodeProperties"]["nodeRangeProperties"][0]["container"]["image"] == "old"  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "touched"),
+    [
+        (
+            "python/paddle/distributed/**",
+            "python/paddle/distributed/fleet/base/role_maker.py",
+            True,
+        ),
+        ("python/paddle/distributed/**", "python/paddle/nn/layer.py", False),
+        ("**/CMakeLists.txt", "CMakeLists.txt", True),
+        ("**/CMakeLists.txt", "paddle/fluid/CMakeLists.txt", True),
+        ("paddle/*.cc", "paddle/a.cc", True),
+        ("paddle/*.cc", "paddle/fluid/a.cc", False),
+        ("setup.py", "setup.py", True),
+        ("setup.py", "tools/setup.py", False),
+    ],
+)
+def test_paths_are_globs_with_double_star_for_any_folders(
+    pattern: str, path: str, touched: bool
+) -> None:
+    suite = parse_suite(SUITE + f"paths: [{pattern!r}]\n", "s.yaml")
+    assert suite.touched_by([path]) is touched
+    assert suite.touched_by(None)  # files unknown: the suite runs
+    assert parse_suite(SUITE, "s.yaml").touched_by([path])  # no paths: every change
+
+
+def test_empty_paths_are_a_clear_error() -> None:
+    with pytest.raises(ContractError, match=r"s\.yaml: invalid suite: paths"):
+        parse_suite(SUITE + "paths: []\n", "s.yaml")

@@ -52,7 +52,7 @@ def _session(retries: int, backoff_s: float) -> requests.Session:
         total=retries,
         backoff_factor=backoff_s,
         status_forcelist=RETRY_ON,
-        allowed_methods=frozenset({"POST"}),
+        allowed_methods=frozenset({"POST", "GET", "DELETE"}),
         respect_retry_after_header=True,
         raise_on_status=False,
     )
@@ -97,6 +97,33 @@ class GitHubStatusClient:
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28",
         }
+
+    def changed_files(self, repo: str, base: str, head: str, limit: int = 300) -> list[str] | None:
+        """The files changed from ``base`` to ``head`` (GET /repos/{repo}/compare/base...head,
+        page by page until a page adds nothing new); None when GitHub cannot list them all
+        (``limit`` files or more: its cap) or cannot be asked."""
+        files: dict[str, None] = {}
+        url = f"{self.api_url}/repos/{repo}/compare/{base}...{head}"
+        for page in range(1, limit // 100 + 2):
+            try:
+                response = self.session.get(
+                    url,
+                    params={"per_page": 100, "page": page},
+                    headers=self._headers(),
+                    timeout=self._timeout(),
+                )
+            except (requests.RequestException, GitHubError):
+                return None
+            if response.status_code != 200:
+                return None
+            listed = [f.get("filename") for f in response.json().get("files") or []]
+            new = [n for n in listed if isinstance(n, str) and n not in files]
+            files.update(dict.fromkeys(new))
+            if len(files) >= limit:
+                return None
+            if len(listed) < 100 or not new:
+                return list(files)
+        return None
 
     def remove_label(self, repo: str, number: int, label: str) -> None:
         """DELETE /repos/{repo}/issues/{number}/labels/{label}; a label already gone is

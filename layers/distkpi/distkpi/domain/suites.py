@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -67,6 +67,10 @@ class Suite(BaseModel):
     # how long the command may run on a node before it is stopped (a parameter server no
     # trainer ever reaches would otherwise hold its job until the run's deadline)
     command_timeout_s: Annotated[int, Field(ge=1)] = 7200
+    # glob patterns (`**` any folders): a change touching none of them skips the suite
+    paths: (
+        Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(min_length=1)] | None
+    ) = None
     # the repositories (owner/name) this suite runs for; unset: every one
     repos: tuple[Annotated[str, Field(pattern=r"^[^/\s]+/[^/\s]+$")], ...] | None = None
     target_accuracy: Annotated[float, Field(ge=0, le=1)]
@@ -105,6 +109,13 @@ class Suite(BaseModel):
     def runs_for(self, repo: str) -> bool:
         return self.repos is None or repo in self.repos
 
+    def touched_by(self, changed: Sequence[str] | None) -> bool:
+        """Whether changes to these files concern the suite; an unknown list (None) does."""
+        if self.paths is None or changed is None:
+            return True
+        patterns = [_glob(p) for p in self.paths]
+        return any(p.fullmatch(path) for p in patterns for path in changed)
+
     def source_url(self, repo: str) -> str:
         """The clone URL of ``repo``, or 'none' when the image holds the code."""
         return self.source if self.source == NO_SOURCE else self.source.replace("{repo}", repo)
@@ -114,6 +125,28 @@ class Suite(BaseModel):
 
     def specs(self) -> tuple[ConfigSpec, ...]:
         return tuple(c.spec() for c in self.configs)
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """A path glob: `**` any folders (or none), `*` and `?` within one name."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
 
 
 def parse_suite(text: str | bytes, where: str) -> Suite:

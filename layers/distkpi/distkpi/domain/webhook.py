@@ -42,6 +42,13 @@ class Trigger:
     pull_request: int | None = None
     # when GitHub last changed the pull request: orders pushes whose deliveries cross
     updated_at: str | None = None
+    # a push's previous head: what its changed files are counted from (path filters)
+    before: str | None = None
+
+    @property
+    def compared_from(self) -> str | None:
+        """The commit whose difference to this one says which files changed."""
+        return self.base_sha if self.event == "pull_request" else self.before
 
 
 @dataclass(frozen=True)
@@ -143,7 +150,18 @@ def _push(payload: Mapping[str, Any], branches: Collection[str]) -> Trigger | Ig
         return Ignored(f"push to branch {branch!r} is not configured")
     if payload.get("deleted") or set(sha) == {"0"}:
         return Ignored(f"branch {branch!r} was deleted")
-    return Trigger(repo=repo, sha=sha, ref=ref, branch=branch, event="push", base_branch=branch)
+    before = _text(payload.get("before"))
+    if before is not None and (not SHA.fullmatch(before) or set(before) == {"0"}):
+        before = None  # a new branch has no previous head
+    return Trigger(
+        repo=repo,
+        sha=sha,
+        ref=ref,
+        branch=branch,
+        event="push",
+        base_branch=branch,
+        before=before,
+    )
 
 
 def decide(

@@ -1,5 +1,6 @@
-"""A GitHub stand-in on 127.0.0.1: accepts and records commit statuses, and label removals
-from pull requests, like the REST API."""
+"""A GitHub stand-in on 127.0.0.1: accepts and records commit statuses and label removals
+from pull requests, and answers compare requests with the files it is given, like the REST
+API."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ STATUS_PATH = re.compile(
 LABEL_PATH = re.compile(
     r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/issues/(?P<number>[0-9]+)/labels/(?P<label>[^/]+)$"
 )
+COMPARE_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/compare/(?P<range>[^/?]+)")
 STATES = {"pending", "success", "failure", "error"}
+MAX_COMPARE_FILES = 300  # GitHub lists at most this many files in a compare
 
 
 class GitHubStandIn:
@@ -30,6 +33,8 @@ class GitHubStandIn:
         self.token = token
         self.statuses: list[dict[str, Any]] = []
         self.removed_labels: list[dict[str, Any]] = []
+        # what GET /repos/{o}/{r}/compare/{base}...{head} lists (every range alike); None: 404
+        self.changed_files: list[str] | None = None
         self.requests = 0
         self._scripted: deque[int] = deque()
         self._lock = threading.Lock()
@@ -56,6 +61,9 @@ class GitHubStandIn:
                 auth = self.headers.get("Authorization")
                 self._answer(*standin._handle(self.path, auth, self._body()))
 
+            def do_GET(self) -> None:
+                self._answer(*standin._compare(self.path, self.headers.get("Authorization")))
+
             def do_DELETE(self) -> None:
                 auth = self.headers.get("Authorization")
                 self._answer(*standin._remove_label(self.path, auth))
@@ -80,6 +88,16 @@ class GitHubStandIn:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+    def _compare(self, path: str, auth: str | None) -> tuple[int, Any]:
+        with self._lock:
+            self.requests += 1
+        if not COMPARE_PATH.match(path) or self.changed_files is None:
+            return 404, {"message": "Not Found"}
+        if self.token is not None and auth != f"Bearer {self.token}":
+            return 401, {"message": "Bad credentials"}
+        files = [{"filename": name, "status": "modified"} for name in self.changed_files]
+        return 200, {"status": "ahead", "files": files[:MAX_COMPARE_FILES]}
 
     def _remove_label(self, path: str, auth: str | None) -> tuple[int, Any]:
         """DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name}, recorded."""

@@ -83,12 +83,15 @@ class RunStarter:
             return Delivery(Outcome.DUPLICATE)
         try:
             suites, broken = self.catalog.suites()
-            suites = [s for s in suites if s.runs_for(trigger.repo)]
+            suites, untouched = self._touched(
+                [s for s in suites if s.runs_for(trigger.repo)], trigger
+            )
             started = self.start_runs(trigger, delivery, suites)
         except Exception:
             self.deliveries.release(delivery)
             raise
         self.report_broken(trigger, broken)
+        self.report_skipped(trigger, untouched)
         if self.cancel_superseded:
             self._supersede_quietly(trigger, [s.name for s in suites])
         return Delivery(Outcome.STARTED, started, [s.name for s in broken])
@@ -228,6 +231,23 @@ class RunStarter:
         self.count("RunsAwaitingApproval", len(names))
         logger.info("runs await approval", reason=waiting.reason, suites=names, sha=trigger.sha)
         return names
+
+    def _touched(self, suites: list[Suite], trigger: Trigger) -> tuple[list[Suite], list[Suite]]:
+        """(suites the change concerns, suites whose `paths` it touches none of); the files
+        are asked of GitHub once, and only when a suite has paths."""
+        if all(s.paths is None for s in suites):
+            return suites, []
+        changed = self.statuses.changed_files(trigger)
+        touched = [s for s in suites if s.touched_by(changed)]
+        return touched, [s for s in suites if s not in touched]
+
+    def report_skipped(self, trigger: Trigger, suites: Iterable[Suite]) -> None:
+        """`success`, so that a required check does not block a change it does not concern."""
+        for suite in suites:
+            description = f"skipped: no change under {', '.join(suite.paths or ())}"
+            self.statuses.post_for_suite(trigger, suite.name, State.SUCCESS, description)
+            self.count("SuitesSkipped")
+            logger.info("suite skipped: no change under its paths", suite=suite.name)
 
     def report_broken(self, trigger: Trigger, broken: Iterable[BrokenSuite]) -> None:
         """A suite that cannot be read gets an `error` status, not a silent skip."""

@@ -1,4 +1,5 @@
-"""Commit statuses: one context per suite, a link to the run's report, failures counted."""
+"""What distkpi says to GitHub and asks of it: commit statuses (one context per suite, a
+link to the run's report, failures counted), the approval label, a change's files."""
 
 from __future__ import annotations
 
@@ -51,6 +52,16 @@ class StatusPublisher:
             description=description,
         )
         return self._send(status, {"suite": suite})
+
+    def changed_files(self, trigger: Trigger) -> list[str] | None:
+        """The files the trigger's commit changes; None when that cannot be known."""
+        base = trigger.compared_from
+        if base is None:
+            return None
+        files = self.github.changed_files(trigger.repo, base, trigger.sha)
+        if files is None:
+            logger.info("changed files unknown: every suite runs", extra={"sha": trigger.sha})
+        return files
 
     def withdraw_approval(self, trigger: Trigger, label: str) -> bool:
         """Take the approval label off the pull request (it was given to an earlier head)."""
