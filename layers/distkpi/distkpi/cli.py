@@ -64,6 +64,8 @@ def _cmd_local(args: argparse.Namespace) -> int:
     from distkpi.local.demo import dry_run, print_result, run_local
 
     source = Path(args.repo) if args.repo else None
+    if args.event:
+        return _replay(args, source)
     if args.dry_run:
         planned = dry_run(Path(args.suite), args.sha, source=source)
         print(json.dumps(planned, indent=2) if args.json else _describe_plan(planned))
@@ -82,6 +84,25 @@ def _cmd_local(args: argparse.Namespace) -> int:
     else:
         print_result(result)
     return 0 if result.ok else FAILURE
+
+
+def _replay(args: argparse.Namespace, source: Path | None) -> int:
+    from distkpi.local.replay import read_events, replay
+
+    events = read_events([Path(f) for f in args.event], args.event_name or [])
+    result = replay(Path(args.suite), Path(args.out), events, dry_run=args.dry_run, source=source)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for d in result["deliveries"]:
+            print(f"{d['event']}: {d['status_code']} {d['body'].get('message', '')}")
+        for run in result["runs"]:
+            print(
+                f"run {run['run_id']}: {run.get('state', 'planned')} {run.get('description', '')}"
+            )
+        for status in result["statuses"]:
+            print(f"status {status['context']} {status['state']}: {status['description']}")
+    return FAILURE if any(r.get("state") == "error" for r in result["runs"]) else 0
 
 
 def _describe_plan(planned: dict[str, Any]) -> str:
@@ -112,6 +133,20 @@ def _add_local(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=1,
         help="N merge requests: the N-1 commits before --sha (first parent) are pushed to "
         "develop to build a history, then --sha comes as the pull request",
+    )
+    p.add_argument(
+        "--event",
+        action="append",
+        metavar="FILE",
+        help="replay this recorded delivery (headers and payload, or a bare payload), signed "
+        "with the local secret; repeat for a sequence",
+    )
+    p.add_argument(
+        "--event-name",
+        action="append",
+        metavar="NAME",
+        help="the event of every --event (once), or of the n-th (once per --event); default: "
+        "the file's X-GitHub-Event header",
     )
     p.add_argument(
         "--fail",

@@ -10,7 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 
-from distkpi.domain.trust import NeedsApproval, admit
+from distkpi.domain.trust import NeedsApproval, admit, trusted_because
 from distkpi.domain.webhook import Ignored, Invalid, Trigger, decide, signature_matches
 from distkpi.entry.observability import count, logger
 from distkpi.entry.wiring import webhook
@@ -105,7 +105,11 @@ def _decide(event: str, payload: dict[str, Any]) -> Trigger | Ignored | Invalid 
     settings = webhook().settings
     decided = decide(event, payload, settings.branches)
     if isinstance(decided, Trigger) and decided.event == "pull_request":
-        return admit(decided, payload, settings.trust)
+        admitted = admit(decided, payload, settings.trust)
+        if isinstance(admitted, Trigger):
+            why = trusted_because(payload, settings.trust) or "approved with the label"
+            logger.info("pull request admitted", reason=why)
+        return admitted
     return decided
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import ModuleType
-from typing import TextIO
+from typing import Any, TextIO
 from unittest import mock
 
 from distkpi.adapters.dynamo import DynamoTable, JobRepository, RunRepository
@@ -63,17 +63,21 @@ class LocalStack:
     def jobs(self) -> JobRepository:
         return JobRepository(DynamoTable(TABLE))
 
+    def deliver(self, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
+        """A delivery signed with the local webhook secret, to the real webhook handler: its
+        status code and JSON answer."""
+        event = signed_function_url_event(self.aws.webhook_secret, headers, body)
+        response = self.handlers["webhook"].lambda_handler(event, LambdaContext())
+        return int(response["statusCode"]), json.loads(response.get("body") or "{}")
+
     def send_webhook(self, repo: str, sha: str, base_sha: str, *, push: bool = False) -> list[str]:
         """A signed delivery to the real webhook handler: a pull request onto develop at
         ``base_sha``, or a push of ``sha`` to develop on top of it."""
         delivery = str(uuid.uuid4())
         build = push_delivery if push else pull_request_delivery
-        headers, body = build(repo, sha, base_sha, delivery)
-        event = signed_function_url_event(self.aws.webhook_secret, headers, body)
-        response = self.handlers["webhook"].lambda_handler(event, LambdaContext())
-        answer = json.loads(response.get("body") or "{}")
-        if response["statusCode"] != 201:
-            raise RuntimeError(f"webhook answered {response['statusCode']}: {answer}")
+        code, answer = self.deliver(*build(repo, sha, base_sha, delivery))
+        if code != 201:
+            raise RuntimeError(f"webhook answered {code}: {answer}")
         kind = "push to develop" if push else "pull_request"
         self.say(f"webhook: {kind} {sha[:10]} -> runs {', '.join(answer['runs'])}")
         return list(answer["runs"])

@@ -1,0 +1,71 @@
+"""`distkpi local --event`: recorded deliveries replayed, signed with the local secret, on
+the local stack's real webhook."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from distkpi.cli import main
+from tests.e2e.test_local import ROOT
+
+pytestmark = pytest.mark.e2e
+
+EVENTS = ROOT / "tests" / "events"
+
+
+def replayed(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:  # type: ignore[type-arg]
+    assert main(["local", *argv, "--dry-run", "--json"]) == 0
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+def test_each_recorded_delivery_gets_its_response(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [EVENTS / f"{name}.json" for name in ("ping", "pull_request", "push")]
+    out = replayed(capsys, *(a for f in files for a in ("--event", str(f))))
+    answers = [(d["event"], d["status_code"], d["body"]["message"]) for d in out["deliveries"]]
+    assert answers == [
+        ("ping", 200, "pong"),
+        ("pull_request", 201, "runs started"),
+        ("push", 201, "runs started"),
+    ]
+    # the dry run shows the jobs each started would submit, and nothing ran
+    assert [len(run["jobs"]) for run in out["runs"]] == [3, 3]
+    assert {s["state"] for s in out["statuses"]} == {"pending"}
+
+
+def test_a_sequence_an_outsiders_pull_request_then_its_approval(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    recorded = json.loads((EVENTS / "pull_request.json").read_text())
+    payload = recorded["payload"]
+    payload["pull_request"]["head"]["repo"]["full_name"] = "someone/Paddle"
+    payload["pull_request"]["author_association"] = "FIRST_TIME_CONTRIBUTOR"
+    payload["action"] = "opened"
+    opened = tmp_path / "opened.json"
+    opened.write_text(json.dumps(payload))  # a bare payload: the event name comes from the flag
+    labeled = copy.deepcopy(payload)
+    labeled["action"], labeled["label"] = "labeled", {"name": "ok-to-test"}
+    (tmp_path / "labeled.json").write_text(json.dumps(labeled))
+    out = replayed(
+        capsys,
+        *("--event", str(opened), "--event", str(tmp_path / "labeled.json")),
+        *("--event-name", "pull_request"),
+    )
+    assert [d["status_code"] for d in out["deliveries"]] == [202, 201]
+    assert out["deliveries"][0]["body"]["message"].startswith("awaiting approval")
+    assert len(out["runs"]) == 1
+
+
+def test_files_that_are_no_github_delivery_are_refused_by_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    s3_event = EVENTS / "s3_object_created.json"
+    assert main(["local", "--event", str(s3_event), "--dry-run"]) == 2
+    assert f"{s3_event}: no X-GitHub-Event header; give --event-name" in capsys.readouterr().err
+    two = ["--event", str(EVENTS / "ping.json"), "--event", str(EVENTS / "push.json")]
+    names = ["--event-name", "ping", "--event-name", "push", "--event-name", "push"]
+    assert main(["local", *two, *names, "--dry-run"]) == 2
+    assert "--event-name given 3 times for 2 --event" in capsys.readouterr().err
