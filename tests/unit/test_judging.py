@@ -216,3 +216,16 @@ def test_a_bad_confirm_names_the_file_and_the_field(confirm: str, field: str) ->
     with pytest.raises(ContractError) as raised:
         parse_suite(text, "suites/m.yaml")
     assert "suites/m.yaml" in str(raised.value) and field in str(raised.value)
+
+
+def test_rates_and_times_are_judged_on_the_log_scale_accuracy_is_not() -> None:
+    history = noisy(100, 0.1, 30)
+    tput = judge_kpi("c", "throughput", 100.0, history, SETTINGS)
+    assert tput.low is not None and tput.high is not None and tput.baseline is not None
+    # a factor either way, not an amount: the range reaches further up than down
+    assert tput.high - tput.baseline > tput.baseline - tput.low
+    assert tput.high / tput.baseline == pytest.approx(tput.baseline / tput.low)
+    assert "of the log" in tput.why
+    acc = judge_kpi("c", "test_accuracy", 0.7, [0.7 + 0.001 * (i % 3) for i in range(30)], SETTINGS)
+    assert acc.low is not None and acc.high is not None and acc.baseline is not None
+    assert acc.high - acc.baseline == pytest.approx(acc.baseline - acc.low)

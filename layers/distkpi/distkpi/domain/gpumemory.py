@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import BinaryIO
 
 from distkpi.domain.bounds import fits
-from distkpi.domain.linescan import scan_lines
+from distkpi.domain.linescan import Readable, scan_lines
 
 _MEMORY_COLUMNS = ("memory.used", "used_memory")
 _VALUE = re.compile(r"\s*+(\d++(?:\.\d++)?+)\s*+(MiB|MB|GiB|GB|KiB)?+\s*+$", re.IGNORECASE)
@@ -42,7 +41,7 @@ def _mib(text: str) -> float | None:
     return value if fits(value) else None
 
 
-def parse_gpu_memory(stream: BinaryIO) -> GpuMemorySummary:
+def parse_gpu_memory(stream: Readable) -> GpuMemorySummary:
     out = GpuMemorySummary()
     column: int | None = None
     unreadable = 0

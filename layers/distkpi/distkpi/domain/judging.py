@@ -16,6 +16,9 @@ v = s^2, plus its within-run spread when it reports samples. k runs: s^2 is pool
 runs' own variance (so runs that disagree more than the history widen it), and
 v = s^2 * (m + (1 - m) / k), m being the suite's `confirm.machine_share` (default 0): the
 part of the noise that belongs to the machine stays when a commit is re-run on it.
+Rates, times and memory (every KPI but test accuracy) vary by a factor, so they are judged
+on the log scale: the range is a factor either side of the geometric mean, and a time to
+accuracy, the reciprocal of a throughput, is no longer skewed against the interval.
 With fewer than ``min_history`` baseline values the range is the suite's relative tolerance
 around their mean, which is not a statistical test and takes no part in Holm's split. Only
 the harmful direction can regress: throughput, speedup, efficiency and test accuracy must
@@ -48,6 +51,9 @@ HIGHER_IS_BETTER = {
 KPIS = tuple(HIGHER_IS_BETTER)
 # KPIs that are one test: efficiency is speedup divided by the config's constant GPU ratio
 FAMILY = {"efficiency": "speedup"}
+# rates and times vary by a factor, not by an amount (a time to accuracy is the reciprocal
+# of a throughput, skewed upwards): judged on the log scale; accuracy stays as it is
+LOG_SCALE = frozenset(KPIS) - {"test_accuracy"}
 
 
 class KpiVerdict(StrEnum):
@@ -262,11 +268,26 @@ def _pooled_df(e: KpiEvidence, window: int) -> int:
 
 @dataclass(frozen=True)
 class _Test:
-    """A KPI judged statistically: its spread and the p-value of the harm it shows."""
+    """A KPI judged statistically: its spread and the p-value of the harm it shows, on the
+    log scale when ``log`` (then ``mean`` is the log of the runs' geometric mean)."""
 
     evidence: KpiEvidence
     spread: Spread
     p: float
+    mean: float
+    log: bool
+
+    def outside(self, level: float) -> tuple[float, float, KpiVerdict]:
+        """The range at 1 - level, on the KPI's own scale, and where the mean falls."""
+        low, high = self.spread.bounds(1 - level)
+        verdict = _verdict(self.evidence.kpi, self.mean, low, high)
+        if self.log:
+            low, high = math.exp(low), math.exp(high)
+        return low, high, verdict
+
+    @property
+    def baseline(self) -> float:
+        return math.exp(self.spread.baseline) if self.log else self.spread.baseline
 
 
 def _harm(kpi: str, value: float, baseline: float) -> float:
@@ -311,13 +332,19 @@ def _statistical(evidence: KpiEvidence, settings: VerdictSettings) -> bool:
 
 def _tests(evidence: Iterable[KpiEvidence], settings: VerdictSettings) -> list[_Test]:
     tests = []
+    share = settings.confirm.machine_share if settings.confirm else 0.0
     for e in evidence:
-        if _statistical(e, settings):
-            recent = e.history[-settings.window :]
-            samples = e.samples if len(e.values) == 1 else ()
-            share = settings.confirm.machine_share if settings.confirm else 0.0
-            spread = spread_of(recent, e.values, samples, e.earlier, share)
-            tests.append(_Test(e, spread, _p_value(e.kpi, e.value or 0.0, spread)))
+        if not _statistical(e, settings):
+            continue
+        samples = e.samples if len(e.values) == 1 else ()
+        parts = (e.history[-settings.window :], e.values, samples, e.earlier)
+        log = e.kpi in LOG_SCALE and all(v > 0 for part in parts for v in part)
+        recent, values, samples, earlier = (
+            tuple(math.log(v) for v in part) if log else part for part in parts
+        )
+        spread = spread_of(recent, values, samples, earlier, share)
+        mean = statistics.fmean(values)
+        tests.append(_Test(e, spread, _p_value(e.kpi, mean, spread), mean, log))
     return tests
 
 
@@ -382,17 +409,16 @@ def judge_all(
             out.append(_without_test(e, settings))
             continue
         level = levels.get(_family(e), stopped)
-        low, high = test.spread.bounds(1 - level)
+        low, high, verdict = test.outside(level)
         value = e.value or 0.0
-        enforced = e.kpi in settings.enforced
-        verdict = _verdict(e.kpi, value, low, high) if enforced else KpiVerdict.NOT_ENFORCED
+        if e.kpi not in settings.enforced:
+            verdict = KpiVerdict.NOT_ENFORCED
         k = len(e.values)
         runs = f" (mean of {k} runs)" if k > 1 else ""
-        how = f"{1 - level:.4%} t-interval over {test.spread.n} values{runs}"
+        scale = " of the log" if test.log else ""
+        how = f"{1 - level:.4%} t-interval{scale} over {test.spread.n} values{runs}"
         out.append(
-            Judgement(
-                e.config, e.kpi, value, test.spread.baseline, low, high, verdict, how, k, 1 - level
-            )
+            Judgement(e.config, e.kpi, value, test.baseline, low, high, verdict, how, k, 1 - level)
         )
     return out
 

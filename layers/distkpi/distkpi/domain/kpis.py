@@ -42,7 +42,7 @@ class ConfigEvidence:
     manifests: Mapping[int, NodeManifest]
     logs: Sequence[ParsedLog] = ()
     gpu_memory: Sequence[ParsedGpuMemory] = ()
-    invalid_nodes: Mapping[int, str] = field(default_factory=dict)
+    invalid_nodes: dict[int, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
 

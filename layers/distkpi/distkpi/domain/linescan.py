@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import BinaryIO
+from typing import Protocol
 
 import ahocorasick_rs
 
@@ -50,8 +50,14 @@ class ScanProblems:
         return out
 
 
+class Readable(Protocol):
+    """What the scanner reads from: a binary stream, or anything with its read()."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 class _Scanner:
-    def __init__(self, stream: BinaryIO, needles: tuple[bytes, ...] | None) -> None:
+    def __init__(self, stream: Readable, needles: tuple[bytes, ...] | None) -> None:
         self.stream = stream
         self.matcher = _matcher(needles) if needles is not None else None
         self.problems = ScanProblems()
@@ -137,7 +143,7 @@ def _all_line_starts(chunk: bytes) -> list[int]:
 
 
 def scan_lines(
-    stream: BinaryIO, needles: tuple[bytes, ...] | None
+    stream: Readable, needles: tuple[bytes, ...] | None
 ) -> tuple[Iterator[str], ScanProblems]:
     """Lines of ``stream`` that contain one of ``needles`` (every line when None), in order.
 

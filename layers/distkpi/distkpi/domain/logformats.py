@@ -6,10 +6,10 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any
 
 from distkpi.domain.bounds import MAX_PASS, fits
-from distkpi.domain.linescan import scan_lines
+from distkpi.domain.linescan import Readable, scan_lines
 from distkpi.domain.logsummary import Level, LogSummary
 
 # Every line any parser below accepts contains one of these.
@@ -250,7 +250,7 @@ def parse_line(line: str, out: LogSummary) -> bool:
     return any(parser(line, out) for parser in _PARSERS)
 
 
-def parse_log(stream: BinaryIO) -> LogSummary:
+def parse_log(stream: Readable) -> LogSummary:
     """Stream a training log of any size into a LogSummary; never raises on bad content."""
     summary = LogSummary()
     lines, problems = scan_lines(stream, NEEDLES)

@@ -124,9 +124,9 @@ def _parse_file(source: RunSource, config: str, entry: FileEntry) -> ParsedLog |
         stream = HashingReader(raw)
         parsed: ParsedLog | ParsedGpuMemory
         if entry.kind == "log":
-            parsed = ParsedLog(entry.path, entry.role, entry.rank, parse_log(stream))  # type: ignore[arg-type]
+            parsed = ParsedLog(entry.path, entry.role, entry.rank, parse_log(stream))
         else:
-            summary = parse_gpu_memory(stream)  # type: ignore[arg-type]
+            summary = parse_gpu_memory(stream)
             parsed = ParsedGpuMemory(entry.path, entry.role, entry.rank, summary)
         if entry.sha256 is not None and stream.finish() != entry.sha256:
             raise ChangedAfterUpload(entry.path)
@@ -143,7 +143,7 @@ def _parse_files(
         try:
             parsed = _parse_file(source, config, entry)
         except ChangedAfterUpload:
-            evidence.invalid_nodes[manifest.node] = (  # type: ignore[index]
+            evidence.invalid_nodes[manifest.node] = (
                 f"{entry.path} changed after upload: its sha256 is not the manifest's"
             )
             continue
