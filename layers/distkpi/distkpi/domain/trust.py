@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from distkpi.domain.webhook import Ignored, Trigger
+from distkpi.domain.webhook import Ignored, Trigger, dig
 
 DEFAULT_TRUSTED = ("OWNER", "MEMBER", "COLLABORATOR")
 
@@ -35,15 +35,8 @@ class NeedsApproval:
     stale_label: bool  # the approval label is still on it, given to an earlier head
 
 
-def _dig(payload: Mapping[str, Any], *path: str) -> Any:
-    node: Any = payload
-    for key in path:
-        node = node.get(key) if isinstance(node, Mapping) else None
-    return node
-
-
 def _labels(payload: Mapping[str, Any]) -> set[str]:
-    labels = _dig(payload, "pull_request", "labels")
+    labels = dig(payload, "pull_request", "labels")
     if not isinstance(labels, list):
         return set()
     return {label["name"] for label in labels if isinstance(label, dict) and "name" in label}
@@ -51,10 +44,10 @@ def _labels(payload: Mapping[str, Any]) -> set[str]:
 
 def trusted_because(payload: Mapping[str, Any], settings: TrustSettings) -> str | None:
     """Why the pull request's author may run on the fleet unapproved, or None."""
-    head = _dig(payload, "pull_request", "head", "repo", "full_name")
-    if head is not None and head == _dig(payload, "repository", "full_name"):
+    head = dig(payload, "pull_request", "head", "repo", "full_name")
+    if head is not None and head == dig(payload, "repository", "full_name"):
         return "from the base repository"
-    association = _dig(payload, "pull_request", "author_association")
+    association = dig(payload, "pull_request", "author_association")
     if association in settings.trusted_associations:
         return f"author is {association}"
     return None
@@ -65,18 +58,18 @@ def admit(
 ) -> Trigger | NeedsApproval | Ignored:
     """Whether a pull_request delivery (one that names a head) starts its runs now."""
     action = payload.get("action")
-    if _dig(payload, "pull_request", "draft") is True and not settings.run_drafts:
+    if dig(payload, "pull_request", "draft") is True and not settings.run_drafts:
         return Ignored("draft: its runs start when it is ready for review")
     trusted = trusted_because(payload, settings)
     if action == "labeled":
-        if _dig(payload, "label", "name") != settings.approval_label:
-            return Ignored(f"label {_dig(payload, 'label', 'name')!r} starts nothing")
+        if dig(payload, "label", "name") != settings.approval_label:
+            return Ignored(f"label {dig(payload, 'label', 'name')!r} starts nothing")
         if trusted is not None:
             return Ignored(f"approval label on a trusted pull request ({trusted}): nothing new")
         return trigger  # approved by someone who may add labels, for this head
     if trusted is not None:
         return trigger
-    association = _dig(payload, "pull_request", "author_association") or "unknown"
+    association = dig(payload, "pull_request", "author_association") or "unknown"
     reason = f"from a fork by an author who is {association}"
     return NeedsApproval(trigger, reason, settings.approval_label in _labels(payload))
 

@@ -94,7 +94,8 @@ def _number(payload: Mapping[str, Any]) -> int | Invalid:
     return number
 
 
-def _dig(payload: Mapping[str, Any], *path: str) -> Any:
+def dig(payload: Mapping[str, Any], *path: str) -> Any:
+    """The value at ``path`` in nested objects, or None where any step is missing."""
     node: Any = payload
     for key in path:
         if not isinstance(node, Mapping):
@@ -112,11 +113,11 @@ def _pull_request(payload: Mapping[str, Any]) -> Trigger | Ignored | Invalid:
     if action not in PR_ACTIONS:
         return Ignored(f"pull_request action {action!r} does not start runs")
     repo, sha = (
-        _dig(payload, "repository", "full_name"),
-        _dig(payload, "pull_request", "head", "sha"),
+        dig(payload, "repository", "full_name"),
+        dig(payload, "pull_request", "head", "sha"),
     )
-    head_ref = _dig(payload, "pull_request", "head", "ref")
-    base_ref = _dig(payload, "pull_request", "base", "ref")
+    head_ref = dig(payload, "pull_request", "head", "ref")
+    base_ref = dig(payload, "pull_request", "base", "ref")
     if not all(isinstance(v, str) for v in (repo, sha, head_ref, base_ref)):
         return Ignored("pull_request payload lacks repository, head or base")
     number = _number(payload)
@@ -129,16 +130,16 @@ def _pull_request(payload: Mapping[str, Any]) -> Trigger | Ignored | Invalid:
         branch=head_ref,
         event="pull_request",
         base_branch=base_ref,
-        base_sha=_text(_dig(payload, "pull_request", "base", "sha")),
+        base_sha=_text(dig(payload, "pull_request", "base", "sha")),
         pull_request=number,
-        updated_at=_text(_dig(payload, "pull_request", "updated_at")),
+        updated_at=_text(dig(payload, "pull_request", "updated_at")),
     )
 
 
 def _push(payload: Mapping[str, Any], branches: Collection[str]) -> Trigger | Ignored | Invalid:
     ref, repo, sha = (
         payload.get("ref"),
-        _dig(payload, "repository", "full_name"),
+        dig(payload, "repository", "full_name"),
         payload.get("after"),
     )
     if not (isinstance(ref, str) and isinstance(repo, str) and isinstance(sha, str)):

@@ -156,8 +156,11 @@ class NodeFiles:
 def is_environment_dump(path: Path) -> bool:
     if path.name.startswith(ENVIRONMENT_DUMP_NAMES):
         return True
-    with path.open("rb") as f:
-        return f.readline(4096).lstrip().startswith(ENVIRONMENT_DUMP_LINE)
+    try:
+        with path.open("rb") as f:
+            return f.readline(4096).lstrip().startswith(ENVIRONMENT_DUMP_LINE)
+    except OSError:  # unreadable: the upload says so, as for any file
+        return False
 
 
 @dataclass
