@@ -338,3 +338,18 @@ def test_manifests_and_rendezvous_records_are_signed_and_name_each_files_digest(
         record = json.loads(uploaded(s3, f"rendezvous/node-{node}.json"))
         assert signed_by(key, record)
     assert "DISTKPI_MANIFEST_KEY" not in seen(s3, 0)  # the command never sees the key
+
+
+def test_a_rendezvous_record_not_signed_with_the_configs_key_fails_the_node(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    # another job writes node 1's record, pointing node 0 at an address of its choosing
+    path, _, tip = repo
+    forged = {"node": 1, "address": "203.0.113.9", "port": 4242, "spare_port": 4243}
+    s3.put_object(Bucket=BUCKET, Key="runs/r1/c/rendezvous/node-1.json", Body=json.dumps(forged))
+    env = node_env(path, tip, tmp_path / "work", 0, 2, 0, DISTKPI_MANIFEST_KEY="k" * 64)
+    env["DISTKPI_NODE_WAIT_S"] = "0"
+    assert NodeRunner(env, ["python3", "bench.py"]).run() == 1
+    assert manifest(s3, 0)["problem"] == (
+        "rendezvous: node 1's record is not signed with this config's key"
+    )
