@@ -58,8 +58,11 @@ def datasets(features: int, repeat: int) -> Arrays:
     x = np.tile(x, -(-features // x.shape[1]))[:, :features]
     split = len(x) * 4 // 5
     train_x, train_y, test_x, test_y = x[:split], y[:split], x[split:], y[split:]
-    noisy = [train_x + 0.05 * rng.standard_normal(train_x.shape, dtype="float32")]
-    train_x = np.concatenate([train_x] + noisy * (repeat - 1))
+    noisy = [
+        train_x + 0.05 * rng.standard_normal(train_x.shape, dtype="float32")
+        for _ in range(repeat - 1)
+    ]
+    train_x = np.concatenate([train_x, *noisy])
     return train_x, np.tile(train_y, repeat), test_x, test_y
 
 
