@@ -74,6 +74,7 @@ class RunBuilder:
         node: int,
         files: Iterable[tuple[str, str, int, str, str | bytes]],
         exit_code: int = 0,
+        **manifest_fields: Any,
     ) -> RunBuilder:
         """files: (path, role, rank, kind, content); content None means: named but absent."""
         folder = self.root / config
@@ -91,6 +92,7 @@ class RunBuilder:
             "started_at": "2026-11-30T00:00:00Z",
             "finished_at": "2026-11-30T00:10:00Z",
             "files": entries,
+            **manifest_fields,
         }
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"node-{node}.json").write_text(json.dumps(manifest))

@@ -43,6 +43,7 @@ def upload_node(
     *,
     exit_code: int = 0,
     key: str | None = None,
+    hardware: dict[str, Any] | None = None,
 ) -> str:
     """What `distkpi node` does: the node's files first, then its manifest, naming each
     file's sha256 and signed with the config's key (``key`` overrides it)."""
@@ -63,6 +64,8 @@ def upload_node(
         "finished_at": "2026-11-30T03:10:00Z",
         "files": files,
     }
+    if hardware is not None:
+        manifest["hardware"] = hardware
     signed = sign(key or config_key_of(stack, run_id, config), manifest)
     key_name = f"{prefix}node-{node}.json"
     stack.job_s3.put_object(Bucket=BUCKET, Key=key_name, Body=json.dumps(signed))
@@ -81,8 +84,10 @@ def run_all_nodes(
     run_id: str,
     broken: dict[tuple[str, int], Any] | None = None,
     scale: dict[str, float] | None = None,
+    hardware: dict[str, Any] | None = None,
 ) -> list[str]:
-    """Every node of the run uploads; ``scale`` makes a config faster or slower."""
+    """Every node of the run uploads; ``scale`` makes a config faster or slower;
+    ``hardware`` is what every node says it ran on."""
     broken, scale = broken or {}, scale or {}
     spec = json.loads(
         stack.s3.get_object(Bucket=BUCKET, Key=f"runs/{run_id}/run.json")["Body"].read()
@@ -99,7 +104,17 @@ def run_all_nodes(
             )
             log, exit_code = broken.get((cfg["name"], node), (log, 0))
             keys.append(
-                upload_node(stack, run_id, cfg["name"], node, role, rank, log, exit_code=exit_code)
+                upload_node(
+                    stack,
+                    run_id,
+                    cfg["name"],
+                    node,
+                    role,
+                    rank,
+                    log,
+                    exit_code=exit_code,
+                    hardware=hardware,
+                )
             )
     return keys
 

@@ -28,7 +28,7 @@ def history(page_size: int | None = None) -> HistoryRepository:
     return HistoryRepository(DynamoTable(TABLE, page_size=page_size))
 
 
-def seed_history(stack: Stack, runs: int, scale: float = 1.0) -> None:
+def seed_history(stack: Stack, runs: int, scale: float = 1.0, hardware: str | None = None) -> None:
     """``runs`` earlier pushes to develop, as the collector records them."""
     rng = random.Random(5)
     records: list[HistoryRecord] = []
@@ -49,6 +49,7 @@ def seed_history(stack: Stack, runs: int, scale: float = 1.0) -> None:
                 "pserver_gpu_memory_mib": None,
                 "gpus": 1,
                 "problems": [],
+                "hardware": hardware,
             }
             records.append(
                 HistoryRecord(
@@ -114,6 +115,40 @@ def test_a_pull_request_slower_than_develop_fails(stack: Stack) -> None:
     judged = {(j["config"], j["kpi"]): j for j in run["result"]["judgements"]}
     assert judged[("4x8-8ps", "throughput")]["verdict"] == "regressed"
     assert judged[("1x1", "throughput")]["verdict"] == "pass"
+
+
+A100 = {"instance_type": "p4d.24xlarge", "gpu_model": "NVIDIA A100-SXM4-40GB", "gpu_count": 8}
+H100 = {"instance_type": "p5.48xlarge", "gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": 8}
+
+
+def test_a_run_on_new_hardware_starts_its_own_baseline(stack: Stack) -> None:
+    # Given 12 develop runs on p4d.24xlarge
+    seed_history(stack, 12, hardware="p4d.24xlarge/NVIDIA A100-SXM4-40GB")
+    # When a pull request lands on p5.48xlarge, 25% slower on the largest config
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    keys = run_all_nodes(stack, run_id, scale={"4x8-8ps": 0.75}, hardware=H100)
+    deliver_all(stack, keys, copies=1)
+    # Then nothing is judged against the A100 numbers: every KPI starts its own baseline
+    (final,) = final_statuses(stack)
+    assert final["state"] == "success", final
+    run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]
+    assert {j["verdict"] for j in run["result"]["judgements"]} == {"no-baseline"}
+    kpis = run["result"]["kpis"]["configs"]["4x8-8ps"]
+    assert kpis["hardware"] == "p5.48xlarge/NVIDIA H100 80GB HBM3"
+    # and its history rows say where they ran
+    rows = list(history().history(REPO, "pr:12091", MODEL))
+    assert len(rows) == 4 and {r.kpis.hardware for r in rows} == {
+        "p5.48xlarge/NVIDIA H100 80GB HBM3"
+    }
+
+
+def test_the_same_slowdown_on_the_baselines_hardware_fails(stack: Stack) -> None:
+    seed_history(stack, 12, hardware="p4d.24xlarge/NVIDIA A100-SXM4-40GB")
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    keys = run_all_nodes(stack, run_id, scale={"4x8-8ps": 0.75}, hardware=A100)
+    deliver_all(stack, keys, copies=1)
+    (final,) = final_statuses(stack)
+    assert final["state"] == "failure" and "4x8-8ps tput -25%" in final["description"]
 
 
 def test_an_audited_reset_starts_the_baseline_afresh(

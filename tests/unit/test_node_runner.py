@@ -106,6 +106,7 @@ def node_env(
         "DISTKPI_COMMAND": "[]",
         "DISTKPI_NODE_ADDRESS": "127.0.0.1",
         "DISTKPI_WORKDIR": str(work / f"node-{node}"),
+        "AWS_EC2_METADATA_DISABLED": "true",
         "DISTKPI_GIT_TOKEN": TOKEN,
         "DISTKPI_RENDEZVOUS_S": "30",
         "DISTKPI_NODE_WAIT_S": "30",

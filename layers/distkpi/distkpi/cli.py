@@ -111,7 +111,18 @@ def _describe_plan(planned: dict[str, Any]) -> str:
         lines.append(f"run {run['run_id']}  model {run['model']}  sha {run['sha']}")
         for job in run["jobs"]:
             nodes = job.get("nodeOverrides", {}).get("numNodes", 1)
-            lines.append(f"  {job['jobName']}: {nodes} node(s), {job['jobDefinition']}")
+            gpus = run["gpus_by_job"][job["jobName"]]
+            lines.append(
+                f"  {job['jobName']}: {nodes} node(s), {gpus} GPU(s), {job['jobDefinition']}"
+            )
+        estimate = run["gpu_hours_estimate"]
+        cost = (
+            f"about {estimate:.3g} GPU-hours (median of the base branch's last "
+            f"{run['gpu_hours_estimate_runs']} run(s))"
+            if estimate is not None
+            else "no estimate of GPU-hours: the base branch has no runs that know theirs"
+        )
+        lines.append(f"  {run['gpus']} GPUs in all; {cost}")
     for status in planned["statuses"]:
         lines.append(f"status {status['context']} {status['state']}: {status['description']}")
     return "\n".join(lines)

@@ -10,10 +10,18 @@ from typing import Annotated, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from distkpi.domain.contracts import describe_errors
+from distkpi.domain.sizing import Sizing
 from distkpi.domain.trust import DEFAULT_TRUSTED, TrustSettings
 from distkpi.exceptions import ContractError
 
 Text = Annotated[str, Field(min_length=1)]
+
+
+def _split(value: object) -> object:
+    """A comma-separated list, as CloudFormation passes one."""
+    if isinstance(value, str):
+        return tuple(b.strip() for b in value.split(",") if b.strip())
+    return value
 
 
 class FunctionSettings(BaseModel):
@@ -45,6 +53,38 @@ class BatchSettings(FunctionSettings):
     single_node_job_definition: Annotated[Text, Field(alias="SINGLE_NODE_JOB_DEFINITION")]
     multi_node_job_definition: Annotated[Text, Field(alias="MULTI_NODE_JOB_DEFINITION")]
     suites_prefix: Annotated[str, Field(alias="SUITES_PREFIX")] = "suites/"
+    # the compute environment, as the stack sizes it (template.yaml's parameters)
+    instance_types: Annotated[tuple[str, ...], Field(alias="INSTANCE_TYPES", min_length=1)] = (
+        "p4d.24xlarge",
+    )
+    pserver_instance_type: Annotated[str | None, Field(alias="PSERVER_INSTANCE_TYPE")] = (
+        "c6i.4xlarge"
+    )
+    max_vcpus: Annotated[int, Field(alias="MAX_VCPUS", ge=1)] = 512
+    vcpus_per_gpu: Annotated[int, Field(alias="VCPUS_PER_GPU", ge=1)] = Sizing.vcpus_per_gpu
+    memory_mib_per_gpu: Annotated[int, Field(alias="MEMORY_MIB_PER_GPU", ge=1)] = (
+        Sizing.memory_mib_per_gpu
+    )
+    pserver_vcpus: Annotated[int, Field(alias="PSERVER_VCPUS", ge=1)] = Sizing.pserver_vcpus
+    pserver_memory_mib: Annotated[int, Field(alias="PSERVER_MEMORY_MIB", ge=1)] = (
+        Sizing.pserver_memory_mib
+    )
+
+    @field_validator("instance_types", mode="before")
+    @classmethod
+    def _split_types(cls, value: object) -> object:
+        return _split(value)
+
+    @field_validator("pserver_instance_type", mode="before")
+    @classmethod
+    def _none_when_empty(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @property
+    def sizing(self) -> Sizing:
+        return Sizing(
+            self.vcpus_per_gpu, self.memory_mib_per_gpu, self.pserver_vcpus, self.pserver_memory_mib
+        )
 
 
 class WebhookSettings(BatchSettings):
@@ -65,10 +105,8 @@ class WebhookSettings(BatchSettings):
 
     @field_validator("branches", "trusted_associations", mode="before")
     @classmethod
-    def _split(cls, value: object) -> object:
-        if isinstance(value, str):
-            return tuple(b.strip() for b in value.split(",") if b.strip())
-        return value
+    def _split_lists(cls, value: object) -> object:
+        return _split(value)
 
 
 class SweeperSettings(BatchSettings):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
 
 from distkpi.adapters.aws import client
-from distkpi.domain.planning import JobPlan
+from distkpi.domain.planning import JobPlan, NodeGroup
 from distkpi.exceptions import LaunchError
 
 if TYPE_CHECKING:
@@ -17,6 +18,22 @@ if TYPE_CHECKING:
 
 def _env(values: dict[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} for k, v in sorted(values.items())]
+
+
+# Batch refuses a SubmitJob request larger than this (its service quotas)
+MAX_REQUEST_BYTES = 30 * 1024
+
+
+def _container(plan: JobPlan, group: NodeGroup) -> dict[str, Any]:
+    """One node group's container overrides: its role, command and resources."""
+    container: dict[str, Any] = {
+        "environment": _env({**plan.environment, "DISTKPI_ROLE": group.role})
+    }
+    if plan.command:
+        container["command"] = list(plan.command)
+    if group.request is not None:
+        container["resourceRequirements"] = group.request.resource_requirements()
+    return container
 
 
 _REGISTERED = (
@@ -57,6 +74,22 @@ def _with_image(definition: Mapping[str, Any], image: str) -> dict[str, Any]:
             ],
         }
     return request
+
+
+def _gpus(container: Mapping[str, Any]) -> int:
+    wanted = container.get("resourceRequirements", [])
+    return sum(int(r["value"]) for r in wanted if r.get("type") == "GPU")
+
+
+def gpus_requested(request: Mapping[str, Any]) -> int:
+    """The GPUs a SubmitJob request asks for, over all its nodes."""
+    if "nodeOverrides" not in request:
+        return _gpus(request.get("containerOverrides", {}))
+    total = 0
+    for override in request["nodeOverrides"]["nodePropertyOverrides"]:
+        first, _, last = override["targetNodes"].partition(":")
+        total += (int(last) - int(first) + 1) * _gpus(override.get("containerOverrides", {}))
+    return total
 
 
 class BatchLauncher:
@@ -111,27 +144,20 @@ class BatchLauncher:
         """The SubmitJob request for a plan (kept separate so it can be read and tested)."""
         tags = {"distkpi:run": plan.run_id, "distkpi:config": plan.config}
         if not plan.multinode:
-            overrides: dict[str, Any] = {
-                "environment": _env({**plan.environment, "DISTKPI_ROLE": "trainer"})
-            }
-            if plan.command:
-                overrides["command"] = list(plan.command)
             return {
                 "jobName": plan.name,
                 "jobQueue": self.queue,
                 "jobDefinition": self.definition(self.single_node_definition, plan.image),
-                "containerOverrides": overrides,
+                "containerOverrides": _container(plan, plan.groups[0]),
                 "tags": tags,
                 "propagateTags": True,
             }
         node_overrides = []
         for group in plan.groups:
-            container: dict[str, Any] = {
-                "environment": _env({**plan.environment, "DISTKPI_ROLE": group.role})
-            }
-            if plan.command:
-                container["command"] = list(plan.command)
-            node_overrides.append({"targetNodes": group.target, "containerOverrides": container})
+            override = {"targetNodes": group.target, "containerOverrides": _container(plan, group)}
+            if group.request is not None and group.request.instance_type:
+                override["instanceTypes"] = [group.request.instance_type]
+            node_overrides.append(override)
         return {
             "jobName": plan.name,
             "jobQueue": self.queue,
@@ -144,6 +170,12 @@ class BatchLauncher:
     def submit(self, plan: JobPlan) -> tuple[str, dict[str, Any]]:
         """Submit the plan's job: its id and the request that was sent."""
         request = self.request(plan)
+        size = len(json.dumps(request).encode())
+        if size > MAX_REQUEST_BYTES:
+            raise LaunchError(
+                f"job {plan.name}: its SubmitJob request is {size} bytes; Batch takes at most "
+                f"{MAX_REQUEST_BYTES}"
+            )
         try:
             response = self.batch.submit_job(**request)
         except ClientError as exc:

@@ -27,7 +27,11 @@ def read_history_csv(path: Path) -> list[HistoryRow]:
         raise ContractError(f"{path}: missing column(s) {', '.join(missing)}")
     if "status" not in frame.columns:
         frame["status"] = "ok"
+    for optional in ("hardware", "gpu_hours"):  # files written before runs knew them
+        if optional not in frame.columns:
+            frame[optional] = None
     frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
+    frame["gpu_hours"] = pd.to_numeric(frame["gpu_hours"], errors="coerce")
     frame = frame.sort_values("finished_at", kind="stable")
     return [
         HistoryRow(
@@ -41,6 +45,8 @@ def read_history_csv(path: Path) -> list[HistoryRow]:
             kpi=str(r["kpi"]),
             value=None if pd.isna(r["value"]) else float(r["value"]),
             status=str(r["status"]),
+            hardware=None if pd.isna(r["hardware"]) else str(r["hardware"]),
+            gpu_hours=None if pd.isna(r["gpu_hours"]) else float(r["gpu_hours"]),
         )
         for r in frame.to_dict(orient="records")
     ]
@@ -51,7 +57,6 @@ def write_history(
 ) -> None:
     import pandas as pd
 
-    out = out or sys.stdout
     out = out or sys.stdout
     frame = pd.DataFrame([r.to_json() for r in rows], columns=list(HISTORY_COLUMNS))
     if fmt == "csv":

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis, against_base
+from distkpi.domain.kpis import MIXED, ConfigKpis, ConfigStatus, RunKpis, against_base
 
 MEASURED = (
     "throughput",
@@ -35,9 +35,12 @@ def _merged(runs: Sequence[ConfigKpis]) -> ConfigKpis:
     """One config's own KPIs (before the base config's) over its runs."""
     if len(runs) == 1:
         return runs[0]
+    spent = [r.gpu_hours for r in runs if r.gpu_hours is not None]
+    gpu_hours = sum(spent) if spent else None  # what the commit cost, all runs together
     broken = [r for r in runs if r.status is not ConfigStatus.OK]
     if broken:
-        return replace(broken[0], runs=len(runs))
+        return replace(broken[0], runs=len(runs), gpu_hours=gpu_hours)
+    hardware = {r.hardware for r in runs}
     means: dict[str, Any] = {}
     per_run: dict[str, tuple[float, ...]] = {}
     for kpi in MEASURED:
@@ -52,6 +55,8 @@ def _merged(runs: Sequence[ConfigKpis]) -> ConfigKpis:
         converged=False if False in converged else (None if None in converged else True),
         runs=len(runs),
         run_values={kpi: values for kpi, values in per_run.items() if values},
+        hardware=hardware.pop() if len(hardware) == 1 else MIXED,
+        gpu_hours=gpu_hours,
     )
 
 

@@ -110,6 +110,19 @@ class FileEntry(_Frozen):
         return path
 
 
+class NodeHardware(_Frozen):
+    """What a node ran on (node/hardware.py); `unknown` where it could not tell."""
+
+    instance_type: Annotated[str, Field(min_length=1, max_length=100)]
+    gpu_model: Annotated[str, Field(min_length=1, max_length=200)]
+    gpu_count: Annotated[int, Field(ge=0, le=1024)]
+    problem: Annotated[str, Field(max_length=1000)] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.instance_type}/{self.gpu_model}"
+
+
 class NodeManifest(_Frozen):
     schema_: Annotated[Literal[1], Field(alias="schema")]
     node: Annotated[int, Field(ge=0)]
@@ -122,6 +135,7 @@ class NodeManifest(_Frozen):
     setup_s: float | None = None
     # why the node could not run its command (checkout, setup, rendezvous), if it could not
     problem: Annotated[str, Field(max_length=1000)] | None = None
+    hardware: NodeHardware | None = None
     # HMAC-SHA256 of the rest under the config's key (domain/signing.py)
     signature: Annotated[str, Field(pattern=SHA256_HEX)] | None = None
 

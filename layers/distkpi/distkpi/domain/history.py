@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from distkpi.domain.changepoints import split_at_change
 from distkpi.domain.judging import KPIS, KpiEvidence, VerdictSettings
-from distkpi.domain.kpis import ConfigStatus, RunKpis
+from distkpi.domain.kpis import MIXED, ConfigStatus, RunKpis
 from distkpi.domain.records import HistoryRecord
 
 HISTORY_COLUMNS = (
@@ -22,6 +23,8 @@ HISTORY_COLUMNS = (
     "kpi",
     "value",
     "status",
+    "hardware",
+    "gpu_hours",
 )
 
 
@@ -39,6 +42,8 @@ class HistoryRow:
     kpi: str
     value: float | None
     status: str = "ok"
+    hardware: str | None = None  # None: recorded before runs knew their hardware
+    gpu_hours: float | None = None  # the config's, on each of its KPIs' rows
 
     def to_json(self) -> dict[str, Any]:
         return {c: getattr(self, c) for c in HISTORY_COLUMNS}
@@ -58,6 +63,8 @@ def rows_from_records(records: Iterable[HistoryRecord]) -> list[HistoryRow]:
             kpi=kpi,
             value=getattr(r.kpis, kpi),
             status=r.kpis.status.value,
+            hardware=r.kpis.hardware,
+            gpu_hours=r.kpis.gpu_hours,
         )
         for r in records
         for kpi in KPIS
@@ -74,9 +81,16 @@ def until_commit(rows: Sequence[HistoryRow], sha: str | None) -> list[HistoryRow
 
 
 def series(
-    rows: Iterable[HistoryRow], config: str, kpi: str, reset_after: str | None = None
+    rows: Iterable[HistoryRow],
+    config: str,
+    kpi: str,
+    reset_after: str | None = None,
+    hardware: str | None = None,
 ) -> list[float]:
-    """Values of one KPI of one config in time order; only ok runs, only after a reset."""
+    """Values of one KPI of one config in time order: only ok runs on the same hardware,
+    only after a reset. Trainers on mixed hardware are compared with nothing."""
+    if hardware == MIXED:
+        return []
     return [
         row.value
         for row in rows
@@ -84,6 +98,7 @@ def series(
         and row.kpi == kpi
         and row.value is not None
         and row.status == ConfigStatus.OK.value
+        and row.hardware == hardware
         and (reset_after is None or row.finished_at > reset_after)
     ]
 
@@ -103,7 +118,8 @@ def evidence_of(
         reset = max((resets[k] for k in (config.name, "*") if k in resets), default=None)
         values = config.to_json()
         for kpi in KPIS:
-            earlier, baseline = split_at_change(series(history, config.name, kpi, reset), settings)
+            values_before = series(history, config.name, kpi, reset, config.hardware)
+            earlier, baseline = split_at_change(values_before, settings)
             value = values[kpi]
             per_run = config.run_values.get(kpi) or (() if value is None else (value,))
             out.append(
@@ -118,3 +134,19 @@ def evidence_of(
                 )
             )
     return out
+
+
+def recent_gpu_hours(records: Iterable[HistoryRecord], runs: int = 5) -> tuple[float | None, int]:
+    """What a run of the model cost lately: the median GPU-hours of the ``runs`` newest runs
+    in ``records`` (newest first, as the history gives them) that know theirs, and how many
+    runs that median is of."""
+    per_run: dict[str, float] = {}
+    for record in records:
+        if record.kpis.gpu_hours is None:
+            continue
+        if record.run_id not in per_run and len(per_run) == runs:
+            break
+        per_run[record.run_id] = per_run.get(record.run_id, 0.0) + record.kpis.gpu_hours
+    if not per_run:
+        return None, 0
+    return statistics.median(per_run.values()), len(per_run)

@@ -11,6 +11,11 @@ from distkpi.domain.contracts import ConfigSpec, NodeManifest, Role, RunSpec
 from distkpi.domain.gpumemory import GpuMemorySummary
 from distkpi.domain.logsummary import LogSummary
 
+# a config's hardware when a node could not read its own, and when its trainers disagree:
+# unknown is compared only with unknown, mixed with nothing
+UNKNOWN = "unknown"
+MIXED = "mixed"
+
 
 class ConfigStatus(StrEnum):
     OK = "ok"
@@ -67,6 +72,10 @@ class ConfigKpis:
     # (only when there are several: a commit confirmed by re-running)
     runs: int = 1
     run_values: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    # <instance type>/<GPU model> of its trainers (hardware.py: UNKNOWN, MIXED)
+    hardware: str | None = None
+    # every reported node's GPUs times its wall time, setup included
+    gpu_hours: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -82,6 +91,8 @@ class ConfigKpis:
             "pserver_gpu_memory_mib": self.pserver_gpu_memory_mib,
             "problems": list(self.problems),
             "runs": self.runs,
+            "hardware": self.hardware,
+            "gpu_hours": self.gpu_hours,
         }
 
     def to_record(self) -> dict[str, Any]:
@@ -116,6 +127,8 @@ class ConfigKpis:
             throughput_samples=tuple(float(v) for v in data.get("throughput_samples", ())),
             converged=_converged(data),
             runs=int(data.get("runs", 1)),
+            hardware=None if data.get("hardware") is None else str(data["hardware"]),
+            gpu_hours=number("gpu_hours"),
             run_values={
                 str(kpi): tuple(float(v) for v in values)
                 for kpi, values in (data.get("run_values") or {}).items()
@@ -144,6 +157,11 @@ class RunKpis:
     def config(self, name: str) -> ConfigKpis:
         return next(c for c in self.configs if c.name == name)
 
+    @property
+    def gpu_hours(self) -> float | None:
+        known = [c.gpu_hours for c in self.configs if c.gpu_hours is not None]
+        return sum(known) if known else None
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunKpis:
         """The object to_json made (as `distkpi kpis --json` prints it)."""
@@ -157,6 +175,7 @@ class RunKpis:
             "run_id": self.run_id,
             "model": self.model,
             "base_config": self.base_config,
+            "gpu_hours": self.gpu_hours,
             "configs": {c.name: c.to_json() for c in self.configs},
         }
 
@@ -275,6 +294,41 @@ def _peak_memory(
     return None, (f"no GPU memory samples for the {role}s (no GPU?){host}",)
 
 
+def _hardware(evidence: ConfigEvidence) -> tuple[str | None, Problems]:
+    """The trainers' hardware, and what could not be read or did not match."""
+    trainers = evidence.spec.trainers
+    problems = [
+        f"node {node}: hardware: {m.hardware.problem}"
+        for node, m in sorted(evidence.manifests.items())
+        if m.hardware is not None and m.hardware.problem
+    ]
+    seen = {
+        node: m.hardware.name
+        for node, m in sorted(evidence.manifests.items())
+        if node < trainers and m.hardware is not None
+    }
+    names = set(seen.values())
+    if not names:
+        return None, tuple(problems)
+    if len(names) > 1:
+        ran = ", ".join(f"node {node} {name}" for node, name in seen.items())
+        problems.append(f"trainers ran on different hardware ({ran}); not compared with history")
+        return MIXED, tuple(problems)
+    (name,) = names
+    return (UNKNOWN if UNKNOWN in name.split("/") else name), tuple(problems)
+
+
+def _gpu_hours(evidence: ConfigEvidence) -> float | None:
+    """GPUs each reported node asked for times its wall time: trainers first, pservers none."""
+    spec = evidence.spec
+    walls = [
+        (spec.gpus_per_trainer if node < spec.trainers else 0) * m.wall_s
+        for node, m in evidence.manifests.items()
+        if m.wall_s is not None
+    ]
+    return sum(walls) / 3600 if walls else None
+
+
 def config_kpis(evidence: ConfigEvidence, target_accuracy: float, accuracy_pass: int) -> ConfigKpis:
     """One config's own KPIs; speedup, efficiency and accuracy delta come from run_kpis."""
     spec = evidence.spec
@@ -298,6 +352,7 @@ def config_kpis(evidence: ConfigEvidence, target_accuracy: float, accuracy_pass:
     accuracy, accuracy_problems = _test_accuracy(trainers, accuracy_pass)
     trainer_memory, trainer_memory_problems = _peak_memory(evidence, "trainer", True)
     pserver_memory, pserver_memory_problems = _peak_memory(evidence, "pserver", spec.pservers > 0)
+    hardware, hardware_problems = _hardware(evidence)
     return ConfigKpis(
         name=spec.name,
         gpus=spec.gpus,
@@ -319,7 +374,10 @@ def config_kpis(evidence: ConfigEvidence, target_accuracy: float, accuracy_pass:
             *accuracy_problems,
             *trainer_memory_problems,
             *pserver_memory_problems,
+            *hardware_problems,
         ),
+        hardware=hardware,
+        gpu_hours=_gpu_hours(evidence),
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from distkpi.domain.contracts import ConfigSpec, RunSpec
 from distkpi.domain.layout import config_prefix
+from distkpi.domain.sizing import Fleet, NodeRequest, Refusal, place
 from distkpi.domain.suites import Suite
 from distkpi.domain.webhook import Trigger
 
@@ -59,6 +60,7 @@ class NodeGroup:
     first: int
     last: int
     role: str
+    request: NodeRequest | None = None  # None: the job definition's resources
 
     @property
     def target(self) -> str:
@@ -75,10 +77,19 @@ class JobPlan:
     command: tuple[str, ...] = ()
     groups: tuple[NodeGroup, ...] = field(default=())
     image: str | None = None  # None: the job definition's
+    # why the config can never be placed; such a plan is never submitted
+    refusal: str | None = None
 
     @property
     def multinode(self) -> bool:
         return self.nodes > 1
+
+    @property
+    def gpus(self) -> int:
+        """The GPUs its nodes ask for, all together."""
+        return sum(
+            (g.last - g.first + 1) * g.request.gpus for g in self.groups if g.request is not None
+        )
 
 
 def job_name(run_id: str, config: str) -> str:
@@ -86,19 +97,34 @@ def job_name(run_id: str, config: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", f"distkpi-{run_id}-{config}")[:128]
 
 
-def node_groups(spec: ConfigSpec) -> tuple[NodeGroup, ...]:
-    groups = [NodeGroup(0, spec.trainers - 1, "trainer")]
+def node_groups(
+    spec: ConfigSpec, trainer: NodeRequest | None = None, pserver: NodeRequest | None = None
+) -> tuple[NodeGroup, ...]:
+    groups = [NodeGroup(0, spec.trainers - 1, "trainer", trainer)]
     if spec.pservers:
-        groups.append(NodeGroup(spec.trainers, spec.nodes - 1, "pserver"))
+        groups.append(NodeGroup(spec.trainers, spec.nodes - 1, "pserver", pserver))
     return tuple(groups)
 
 
 def plan_jobs(
-    run: RunSpec, suite: Suite, bucket: str, manifest_keys: Mapping[str, str] | None = None
+    run: RunSpec,
+    suite: Suite,
+    bucket: str,
+    manifest_keys: Mapping[str, str] | None = None,
+    fleet: Fleet | None = None,
 ) -> list[JobPlan]:
-    """One job per config; each gets its own config's manifest key, and no other's."""
+    """One job per config; each gets its own config's manifest key, and no other's. With a
+    fleet, each node asks for its role's resources, and a config that can never be placed
+    in it carries the refusal instead."""
     plans = []
     for spec in run.configs:
+        groups, refusal = node_groups(spec), None
+        if fleet is not None:
+            placed = place(spec, fleet, suite.resources, suite.pserver)
+            if isinstance(placed, Refusal):
+                refusal = f"{placed.reason} (suite {suite.where or suite.name})"
+            else:
+                groups = node_groups(spec, placed.trainer, placed.pserver)
         environment = {
             "DISTKPI_RUN_ID": run.run_id,
             "DISTKPI_CONFIG": spec.name,
@@ -129,8 +155,9 @@ def plan_jobs(
                 nodes=spec.nodes,
                 environment=environment,
                 command=NODE_ENTRYPOINT,
-                groups=node_groups(spec),
+                groups=groups,
                 image=suite.image_for(run.sha),
+                refusal=refusal,
             )
         )
     return plans

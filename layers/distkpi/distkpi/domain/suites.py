@@ -18,6 +18,7 @@ from distkpi.domain.contracts import (
     require_unique_names,
 )
 from distkpi.domain.judging import VerdictSettings
+from distkpi.domain.sizing import PserverResources, TrainerResources
 from distkpi.exceptions import ContractError
 
 
@@ -78,6 +79,12 @@ class Suite(BaseModel):
     accuracy_tolerance: Annotated[float, Field(ge=0)]
     configs: Annotated[tuple[SuiteConfig, ...], Field(min_length=1)]
     verdict: VerdictSettings = Field(default_factory=VerdictSettings)
+    # what a trainer node asks for per GPU, and a parameter-server node (never a GPU);
+    # unset: the stack's defaults
+    resources: TrainerResources | None = None
+    pserver: PserverResources | None = None
+    # the file it was read from, named when the stack cannot place one of its configs
+    where: Annotated[str, Field(exclude=True)] = ""
 
     @field_validator("configs")
     @classmethod
@@ -155,6 +162,8 @@ def parse_suite(text: str | bytes, where: str) -> Suite:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ContractError(f"{where}: not valid YAML: {exc}") from exc
+    if isinstance(data, dict):
+        data = {**data, "where": where}
     try:
         return Suite.model_validate(data)
     except ValidationError as exc:

@@ -29,6 +29,8 @@ ROWS: tuple[_Row, ...] = (
     ("pserver GPU memory (MiB)", lambda c: _num(c.pserver_gpu_memory_mib, ".0f")),
     ("test accuracy", lambda c: _num(c.test_accuracy, ".4f")),
     ("accuracy delta", lambda c: _signed(c.accuracy_delta)),
+    ("GPU-hours", lambda c: _num(c.gpu_hours, ".3g")),
+    ("hardware", lambda c: c.hardware or "-"),
 )
 
 
@@ -44,7 +46,8 @@ def render_table(run: RunKpis, target_accuracy: float | None = None) -> str:
         rest = (cell.rjust(w) for cell, w in zip(cells[1:], widths[1:], strict=True))
         return "  ".join([first, *rest]).rstrip()
 
-    out = [f"run {run.run_id}  model {run.model}  base {run.base_config}", line(header)]
+    cost = f"  {run.gpu_hours:.3g} GPU-hours" if run.gpu_hours is not None else ""
+    out = [f"run {run.run_id}  model {run.model}  base {run.base_config}{cost}", line(header)]
     out.append("  ".join("-" * w for w in widths))
     out.extend(line(r) for r in rows)
     problems = [(c.name, p) for c in run.configs for p in c.problems]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from distkpi.domain.commit_status import State, clip
+from distkpi.domain.commit_status import MAX_DESCRIPTION, State, clip
 from distkpi.domain.judging import Judgement, KpiVerdict
 from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis
 
@@ -22,6 +22,9 @@ def decide(
     """error: a config failed or is incomplete; failure: accuracy misaligned across configs
     or an enforced KPI regressed against its baseline; else success."""
     broken = [c for c in run.configs if c.status is not ConfigStatus.OK]
+    statuses = {c.status for c in broken}
+    if len(broken) > 1 and len(broken) == len(run.configs) and len(statuses) == 1:
+        return Verdict(State.ERROR, (f"all {len(broken)} configs {broken[0].status.value}",))
     if broken:
         return Verdict(State.ERROR, tuple(f"{c.name} {c.status.value}" for c in broken))
     misaligned = [
@@ -84,4 +87,7 @@ def describe(run: RunKpis, verdict: Verdict, judgements: Sequence[Judgement] = (
         return clip(f"{'; '.join(verdict.reasons)}: {detail}")
     largest = max(run.configs, key=lambda c: c.gpus)
     tail = "ok" if verdict.state is State.SUCCESS else "; ".join(verdict.reasons)
-    return clip(f"{_headline(largest, judgements)}: {tail}")
+    described = f"{_headline(largest, judgements)}: {tail}"
+    cost = f" · {run.gpu_hours:.3g} GPU-h" if run.gpu_hours is not None else ""
+    # the cost only when it fits whole: the reasons matter more
+    return clip(described + cost if len(described + cost) <= MAX_DESCRIPTION else described)

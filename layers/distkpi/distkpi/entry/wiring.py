@@ -17,11 +17,13 @@ from distkpi.adapters.dynamo import (
     PullRequestRepository,
     RunRepository,
 )
+from distkpi.adapters.ec2 import InstanceCatalog
 from distkpi.adapters.github import GitHubStatusClient, TimeBudget
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.adapters.secrets import SecretReader
 from distkpi.adapters.suite_catalog import SuiteCatalog
 from distkpi.domain.layout import report_key
+from distkpi.domain.sizing import Fleet
 from distkpi.entry.observability import count
 from distkpi.services.launch import RunStarter
 from distkpi.services.statuses import StatusPublisher
@@ -142,7 +144,22 @@ class BatchWiring(Wiring):
             launcher=self.launcher,
             cancel_superseded=self.cancel_superseded,
             settler=lambda: self.settler,
+            fleet=self.fleet,
             count=count,
+        )
+
+    @cached_property
+    def instances(self) -> InstanceCatalog:
+        return InstanceCatalog()
+
+    def fleet(self) -> Fleet:
+        s = self.settings
+        pserver_type = s.pserver_instance_type
+        return Fleet(
+            s.max_vcpus,
+            self.instances.shapes(s.instance_types),
+            self.instances.shapes([pserver_type])[0] if pserver_type else None,
+            s.sizing,
         )
 
     @property

@@ -10,14 +10,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from distkpi.adapters.batch import gpus_requested
+from distkpi.adapters.dynamo import DynamoTable, HistoryRepository
+from distkpi.domain.history import recent_gpu_hours
 from distkpi.domain.judging import Judgement
 from distkpi.domain.kpis import RunKpis
 from distkpi.domain.records import RunRecord
 from distkpi.exceptions import DistkpiError
+from distkpi.local.aws_stack import TABLE
 from distkpi.local.dispatch import Dispatcher
 from distkpi.local.executor import JobOutcome
 from distkpi.local.handlers import project_root
 from distkpi.local.stack import LocalStack, local_stack
+
+# the base branch's newest history rows read for a cost estimate: 5 runs of up to 20 configs
+RECENT_ROWS = 100
 
 
 @dataclass
@@ -137,21 +144,31 @@ def dry_run(
     progress: TextIO = sys.stderr,
 ) -> dict[str, Any]:
     """What a pull request of ``rev`` would start, without running it: each run with the
-    exact SubmitJob request of each job, and the statuses posted."""
+    exact SubmitJob request of each job, the GPUs they ask for, the GPU-hours its last
+    runs on the base branch took (the median of up to 5; None without any), and the
+    statuses posted."""
     source = source or project_root()
     (sha,) = commits_of(source, rev, 1)
     with local_stack(suite, progress) as stack:
         dispatch = Dispatcher(stack, Path(), source)
         run_ids = stack.send_webhook(repo, sha, _base_of(source, sha))
         runs = []
+        history = HistoryRepository(DynamoTable(TABLE))
         for run_id in run_ids:
             run = dispatch.run(run_id)
+            requests = dispatch.requests(run_id)
+            recent = history.history(repo, run.baseline_branch, run.model, limit=RECENT_ROWS)
+            estimate, of_runs = recent_gpu_hours(recent)
             runs.append(
                 {
                     "run_id": run_id,
                     "model": run.model,
                     "sha": run.trigger.sha,
-                    "jobs": dispatch.requests(run_id),
+                    "jobs": requests,
+                    "gpus_by_job": {r["jobName"]: gpus_requested(r) for r in requests},
+                    "gpus": sum(gpus_requested(r) for r in requests),
+                    "gpu_hours_estimate": estimate,
+                    "gpu_hours_estimate_runs": of_runs,
                 }
             )
         statuses = [

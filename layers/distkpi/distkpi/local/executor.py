@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from distkpi.node.hardware import LOCAL
+
 NODE_TIMEOUT_S = 900
 
 
@@ -108,6 +110,7 @@ class Executor:
                 "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0",
                 "DISTKPI_WORKDIR": str(self._node_dir(job, node)),
                 "DISTKPI_NODE_ADDRESS": "127.0.0.1",
+                "DISTKPI_INSTANCE_TYPE": LOCAL,  # this machine: no metadata service asked
                 "PATH": os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")]),
                 "PYTHONUNBUFFERED": "1",
             }

@@ -8,7 +8,8 @@
    stdout and stderr captured to <role>-<rank>.log and echoed, GPU memory sampled with
    nvidia-smi when there is a GPU;
 5. those files and every file the command left in DISTKPI_LOG_DIR uploaded, then, last,
-   node-<i>.json with the exit code, wall time, setup time, peak RSS and the problem if any;
+   node-<i>.json with the exit code, wall time, setup time, peak RSS, the hardware
+   (node/hardware.py) and the problem if any;
 6. the main node waits for the others' manifests, since Batch stops them when it exits.
 
 No environment variable's value is written to any log; neither the clone token nor AWS
@@ -42,6 +43,7 @@ from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.nodeplace import Endpoint, Place, expand, framework_environment
 from distkpi.domain.signing import sign
 from distkpi.exceptions import ContractError, StorageError
+from distkpi.node.hardware import Hardware, read_hardware
 from distkpi.node.rendezvous import free_ports, own_address, rendezvous
 from distkpi.node.source import TOKEN_VARIABLE, NodeProblem, get_source, run_setup
 
@@ -243,6 +245,7 @@ class NodeRunner:
     env: Mapping[str, str]
     command: Sequence[str]
     store_for: Callable[[str], S3RunStore] = S3RunStore
+    hardware_of: Callable[[Mapping[str, str], str], Hardware] = read_hardware
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
 
@@ -255,6 +258,7 @@ class NodeRunner:
         files.make()
         started = self.clock()
         report = NodeReport()
+        hardware = self.hardware_of(self.env, place.role)
         try:
             self._run(place, store, config_key, files, report)
         except NodeProblem as problem:
@@ -262,7 +266,7 @@ class NodeRunner:
             with files.log.open("a") as out:
                 out.write(f"distkpi node: {problem.problem}\n{problem.detail}\n")
         files.note_withheld()
-        manifest = self._manifest(place, report, self.clock() - started)
+        manifest = self._manifest(place, report, self.clock() - started, hardware)
         self._upload(store, config_key, place, files.uploads(), manifest)
         # a failed main node fails the job when it exits: nothing to wait for
         if place.is_main and place.num_nodes > 1 and report.exit_code == 0:
@@ -307,7 +311,9 @@ class NodeRunner:
         report.exit_code = code
 
     @staticmethod
-    def _manifest(place: Place, report: NodeReport, wall_s: float) -> dict[str, Any]:
+    def _manifest(
+        place: Place, report: NodeReport, wall_s: float, hardware: Hardware
+    ) -> dict[str, Any]:
         kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         manifest: dict[str, Any] = {
             "schema": 1,
@@ -319,6 +325,7 @@ class NodeRunner:
             "peak_host_rss_mib": round(kib / 1024, 1),
             "wall_s": round(wall_s, 3),
             "setup_s": round(report.setup_s, 3),
+            "hardware": hardware.to_json(),
         }
         if report.problem:
             manifest["problem"] = report.problem

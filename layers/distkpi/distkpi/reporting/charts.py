@@ -79,7 +79,8 @@ def throughput_history_chart(
 
     figure, panels = plt.subplots(len(configs), 1, figsize=(6.5, 2.4 * len(configs)), squeeze=False)
     for axes, config in zip(panels[:, 0], configs, strict=True):
-        values = series(history, config, "throughput")
+        hardware = next((c.hardware for c in run.configs if c.name == config), None)
+        values = series(history, config, "throughput", hardware=hardware)
         axes.plot(range(len(values)), values, ".-", color="tab:blue", label="history")
         current = next((c.throughput for c in run.configs if c.name == config), None)
         if current is not None:

@@ -89,6 +89,7 @@ def build_report(record: RunRecord, history: Sequence[HistoryRow]) -> dict[str, 
     }
 
     title = f"distkpi {escape(run.model)} {escape(run.run_id)}"
+    cost = f" &middot; {run.gpu_hours:.3g} GPU-hours" if run.gpu_hours is not None else ""
     description = escape(evaluation.description)
     speedup = _img("speedup.png", charts["speedup.png"], "speedup vs GPUs")
     history_img = _img("throughput_history.png", charts["throughput_history.png"], "history")
@@ -98,8 +99,8 @@ def build_report(record: RunRecord, history: Sequence[HistoryRow]) -> dict[str, 
 <h1>distkpi/{escape(run.model)} on {escape(trigger.repo)}@{escape(trigger.sha[:10])}</h1>
 <p><span class="state {escape(state)}">{escape(state)}</span> {description}</p>
 <p>run {escape(run.run_id)} &middot; {escape(trigger.event)} on {escape(trigger.branch)}
-&middot; judged against {escape(trigger.base_branch)} &middot; finished
-{escape(record.finished_at or "")}</p>
+&middot; judged against {escape(trigger.base_branch)}, on the same hardware &middot;
+finished {escape(record.finished_at or "")}{cost}</p>
 <h2>KPIs</h2>{_kpi_table(run)}
 <h2>Against the baseline</h2>{_judgement_table(judgements)}
 <h2>Scaling</h2>{speedup}

@@ -23,6 +23,7 @@ from distkpi.domain.commit_status import State, confirming_description, pending_
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.layout import run_spec_key
 from distkpi.domain.planning import (
+    JobPlan,
     confirmation_run_id,
     confirmation_spec,
     plan_jobs,
@@ -31,6 +32,7 @@ from distkpi.domain.planning import (
 )
 from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord
 from distkpi.domain.signing import new_key
+from distkpi.domain.sizing import Fleet
 from distkpi.domain.suites import BrokenSuite, Suite
 from distkpi.domain.trust import NeedsApproval, approval_description
 from distkpi.domain.webhook import Trigger
@@ -72,6 +74,9 @@ class RunStarter:
     cancel_superseded: bool = True
     # the fan-in, made only when Batch refuses a job: the KPI engine stays off the cold start
     settler: Callable[[], ConfigSettler] | None = None
+    # what the compute environment can give, asked of EC2 when a run is first planned;
+    # None: every node asks for what the job definitions say
+    fleet: Callable[[], Fleet] | None = None
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
 
@@ -259,7 +264,19 @@ class RunStarter:
     def _submit(self, run: RunSpec, suite: Suite, manifest_keys: Mapping[str, str]) -> None:
         if self.launcher is None:
             raise LaunchError("no Batch launcher configured")
-        for plan in plan_jobs(run, suite, self.store.bucket, manifest_keys):
+        try:
+            fleet = self.fleet() if self.fleet is not None else None
+        except LaunchError as exc:  # a stack parameter naming no instance type: no job runs
+            logger.exception("compute environment unknown", run_id=run.run_id)
+            for spec in run.configs:
+                self._fail(run.run_id, spec.name, f"not submitted: {exc}")
+            return
+        plans = plan_jobs(run, suite, self.store.bucket, manifest_keys, fleet)
+        refused = [p.refusal for p in plans if p.refusal is not None]
+        if refused:
+            self._refuse(run, plans, refused[0])
+            return
+        for plan in plans:
             try:
                 job_id, request = self.launcher.submit(plan)
             except LaunchError as exc:
@@ -270,7 +287,16 @@ class RunStarter:
             self.runs.set_job(run.run_id, plan.config, job_id)
             logger.info("job submitted", run_id=run.run_id, config=plan.config, job_id=job_id)
 
-    def _fail(self, run_id: str, config: str, reason: str) -> None:
+    def _refuse(self, run: RunSpec, plans: Sequence[JobPlan], first_refusal: str) -> None:
+        """A config that can never be placed makes the run's verdict `error` whatever the
+        others measure, so none is submitted: the run ends at once, saying why."""
+        logger.error("run not placeable", run_id=run.run_id, reason=first_refusal)
+        self.count("RunsNotPlaceable")
+        for plan in sorted(plans, key=lambda p: p.refusal is None):
+            reason = plan.refusal or f"not submitted: {first_refusal}"
+            self._fail(run.run_id, plan.config, reason, prefix="")
+
+    def _fail(self, run_id: str, config: str, reason: str, prefix: str = "job failed: ") -> None:
         if self.settler is None:
             raise LaunchError(f"job of {run_id} {config} refused, and no fan-in to settle it")
-        self.settler().fail_config(run_id, config, reason)
+        self.settler().fail_config(run_id, config, reason, prefix=prefix)

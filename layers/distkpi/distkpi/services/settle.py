@@ -81,15 +81,18 @@ class ConfigSettler:
         self.finisher.config_done(job.run_id, job.config)
         return True
 
-    def fail_config(self, run_id: str, config: str, reason: str) -> None:
-        """A config whose job failed: whatever its nodes left, marked failed with the reason."""
+    def fail_config(
+        self, run_id: str, config: str, reason: str, prefix: str = "job failed: "
+    ) -> None:
+        """A config whose job failed (or never ran): whatever its nodes left, marked failed
+        with the reason."""
         kpis = self._kpis_from_folder(self._spec(run_id), config)
         failed = replace(
             kpis,
             status=ConfigStatus.FAILED,
             throughput=None,
             throughput_samples=(),
-            problems=(f"job failed: {reason}", *kpis.problems),
+            problems=(f"{prefix}{reason}", *kpis.problems),
         )
         self._settle(run_id, failed)
         self.finisher.config_done(run_id, config)
