@@ -205,3 +205,22 @@ def test_a_dry_run_prints_what_a_pull_request_would_submit(tmp_path: Path) -> No
     assert jobs["1x1"]["containerOverrides"]["command"] == ["distkpi", "node"]
     assert jobs["8ps"]["nodeOverrides"]["numNodes"] == 12
     assert [s["state"] for s in planned["statuses"]] == ["pending"]
+
+
+def test_as_a_github_app_the_run_is_one_check_run_with_the_kpi_table(tmp_path: Path) -> None:
+    result = run_local(
+        suite(tmp_path, "1x1", "1x2"),
+        tmp_path / "out",
+        source=repository(tmp_path),
+        progress=io.StringIO(),
+        github_app=True,
+    )
+    out = result.to_json()
+    assert out["statuses"] == []  # an App answers with check runs
+    (check,) = out["checks"]
+    assert set(check) == {"name", "status", "conclusion", "title", "summary"}
+    assert (check["name"], check["status"]) == ("distkpi/tiny", "completed")
+    assert check["conclusion"] == result.runs[0].state
+    assert check["title"] == result.runs[0].description
+    assert check["summary"].startswith("| KPI | 1x1 | 1x2 |")
+    assert "| hardware | local/cpu | local/cpu |" in check["summary"]

@@ -32,7 +32,7 @@ from distkpi.local.aws_stack import (
     provision,
 )
 from distkpi.local.dispatch import BATCH_STATES
-from distkpi.local.github_standin import GitHubStandIn
+from distkpi.local.github_standin import GitHubApp, GitHubStandIn
 from distkpi.local.handlers import LambdaContext, load_handlers
 from distkpi.local.iam import (
     ADMIN,
@@ -246,6 +246,16 @@ class HandlerAs:
 
 @pytest.fixture
 def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+    yield from _stack(monkeypatch, GitHubStandIn(token=GITHUB_TOKEN))
+
+
+@pytest.fixture
+def app_stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+    """The stack signed in as a GitHub App: check runs, re-runs, installation tokens."""
+    yield from _stack(monkeypatch, GitHubStandIn(app=GitHubApp()))
+
+
+def _stack(monkeypatch: pytest.MonkeyPatch, github: GitHubStandIn) -> Iterator[Stack]:
     make_dynamodb_writes_atomic(monkeypatch)
     offline_aws(monkeypatch)
     for key, value in {
@@ -254,7 +264,6 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         "POWERTOOLS_SERVICE_NAME": "distkpi",
     }.items():
         monkeypatch.setenv(key, value)
-    github = GitHubStandIn(token=GITHUB_TOKEN)
     github.start()
     with mock_aws(config={"batch": {"use_docker": False}}):
         template = load_template((ROOT / "template.yaml").read_text())
@@ -264,6 +273,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
             [ROOT / "infra" / "suites" / "resnet50.yaml"],
             webhook_secret=WEBHOOK_SECRET,
             github_token=GITHUB_TOKEN,
+            github_app=github.app.secret() if github.app else None,
         )
         environment = function_environment(made, github.url)
         environment |= {"GITHUB_BACKOFF_S": "0", "REPORT_BASE_URL": "https://distkpi.example.com"}

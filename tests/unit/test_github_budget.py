@@ -38,7 +38,7 @@ class RecordingSession:
 def client(budget: TimeBudget, session: RecordingSession, retries: int = 1) -> GitHubStatusClient:
     return GitHubStatusClient(
         "http://127.0.0.1:9",
-        lambda: "token",
+        lambda repo: "token",
         session=session,  # type: ignore[arg-type]
         retries=retries,
         timeout_s=(3.05, 10.0),
@@ -101,7 +101,7 @@ def silent_server() -> Iterator[str]:
 
 def test_a_github_that_never_answers_costs_at_most_the_budget(silent_server: str) -> None:
     github = GitHubStatusClient(
-        silent_server, lambda: "t", retries=0, timeout_s=(3.05, 10.0), budget=TimeBudget(0.3)
+        silent_server, lambda repo: "t", retries=0, timeout_s=(3.05, 10.0), budget=TimeBudget(0.3)
     )
     with pytest.raises(GitHubError, match="unreachable"):
         github.post(STATUS)

@@ -78,6 +78,7 @@ def _cmd_local(args: argparse.Namespace) -> int:
         source=source,
         commits=args.commits,
         faults=faults,
+        github_app=args.github_app,
     )
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
@@ -137,6 +138,11 @@ def _add_local(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--dry-run", action="store_true", help="stop after the webhook: what would be submitted"
     )
     p.add_argument("--json", action="store_true", help="print statuses and runs as JSON")
+    p.add_argument(
+        "--github-app",
+        action="store_true",
+        help="sign in to GitHub as an App: check runs with the KPI table (JSON adds `checks`)",
+    )
     p.add_argument("--out", default="out/local", help="where run folders and job logs go")
     p.add_argument(
         "--commits",

@@ -33,5 +33,9 @@ class GitHubError(DistkpiError):
     """GitHub refused a request or could not be reached after retries."""
 
 
+class GitHubAuthError(GitHubError):
+    """GitHub refused the App's JWT, or the installation has no access to the repository."""
+
+
 class SignatureError(DistkpiError):
     """A webhook's signature is missing or does not match."""

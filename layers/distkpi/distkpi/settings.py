@@ -37,13 +37,37 @@ class FunctionSettings(BaseModel):
     github_retries: Annotated[int, Field(alias="GITHUB_RETRIES", ge=0)] = 4
     github_backoff_s: Annotated[float, Field(alias="GITHUB_BACKOFF_S", ge=0)] = 0.5
     github_timeout_s: Annotated[float, Field(alias="GITHUB_TIMEOUT_S", gt=0)] = 10.0
+    # lasting, private report links: the webhook's Function URL (its /reports route), and
+    # the key they are signed with (domain/report_links.py)
+    reports_url: Annotated[str | None, Field(alias="REPORTS_URL")] = None
+    report_link_secret_id: Annotated[str | None, Field(alias="REPORT_LINK_SECRET_ID")] = None
+    # the topic told of regressions on configured branches
+    alert_topic_arn: Annotated[str | None, Field(alias="ALERT_TOPIC_ARN")] = None
+    # a GitHub App's id and private key (JSON): check runs instead of commit statuses
+    github_app_secret_id: Annotated[str | None, Field(alias="GITHUB_APP_SECRET_ID")] = None
     # the webhook's GitHub calls, in all, per delivery; unset: no bound but the timeouts
     github_budget_s: Annotated[float | None, Field(alias="GITHUB_BUDGET_S", gt=0)] = None
 
-    @field_validator("report_base_url", "github_budget_s", mode="before")
+    @field_validator(
+        "report_base_url",
+        "github_budget_s",
+        "github_app_secret_id",
+        "reports_url",
+        "report_link_secret_id",
+        "alert_topic_arn",
+        mode="before",
+    )
     @classmethod
     def _empty_is_none(cls, value: object) -> object:
         return None if value == "" else value
+
+    @property
+    def github_web_url(self) -> str:
+        """Where people read repositories: github.com, or a GitHub Enterprise host."""
+        api = self.github_api_url.rstrip("/")
+        if api == "https://api.github.com":
+            return "https://github.com"
+        return api.removesuffix("/api/v3")
 
 
 class BatchSettings(FunctionSettings):

@@ -1,11 +1,12 @@
-"""GitHub over the REST API (github.com or GitHub Enterprise): commit statuses, and taking
-the approval label off a pull request."""
+"""GitHub over the REST API (github.com or GitHub Enterprise): commit statuses or check runs,
+a change's files, and taking the approval label off a pull request."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote
 
 import requests
@@ -13,7 +14,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from distkpi.domain.commit_status import clip
-from distkpi.exceptions import GitHubError
+from distkpi.exceptions import GitHubAuthError, GitHubError
 
 RETRY_ON = (429, 500, 502, 503, 504)
 
@@ -52,7 +53,7 @@ def _session(retries: int, backoff_s: float) -> requests.Session:
         total=retries,
         backoff_factor=backoff_s,
         status_forcelist=RETRY_ON,
-        allowed_methods=frozenset({"POST", "GET", "DELETE"}),
+        allowed_methods=frozenset({"POST", "GET", "DELETE", "PATCH"}),
         respect_retry_after_header=True,
         raise_on_status=False,
     )
@@ -66,13 +67,14 @@ class GitHubStatusClient:
     def __init__(
         self,
         api_url: str,
-        token: Callable[[], str],
+        token: Callable[[str], str],
         *,
         session: requests.Session | None = None,
         retries: int = 4,
         backoff_s: float = 0.5,
         timeout_s: tuple[float, float] = (3.05, 10.0),
         budget: TimeBudget | None = None,
+        refused: Callable[[str], None] | None = None,
     ) -> None:
         self.api_url = api_url.rstrip("/")
         self._token = token
@@ -80,6 +82,8 @@ class GitHubStatusClient:
         self.timeout_s = timeout_s
         self.attempts = retries + 1
         self.budget = budget
+        # told of a repository whose token GitHub refused (the App's cache drops it)
+        self.refused = refused
 
     def _timeout(self) -> tuple[float, float]:
         """Each attempt's (connect, read) timeout: within what is left of the budget, shared
@@ -91,9 +95,10 @@ class GitHubStatusClient:
             raise GitHubError("no time left for GitHub in this delivery")
         return min(self.timeout_s[0], share), min(self.timeout_s[1], share)
 
-    def _headers(self) -> dict[str, str]:
+    def _headers(self, repo: str) -> dict[str, str]:
+        """A personal token, or the App's installation token for ``repo``."""
         return {
-            "Authorization": f"Bearer {self._token()}",
+            "Authorization": f"Bearer {self._token(repo)}",
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28",
         }
@@ -109,7 +114,7 @@ class GitHubStatusClient:
                 response = self.session.get(
                     url,
                     params={"per_page": 100, "page": page},
-                    headers=self._headers(),
+                    headers=self._headers(repo),
                     timeout=self._timeout(),
                 )
             except (requests.RequestException, GitHubError):
@@ -130,9 +135,12 @@ class GitHubStatusClient:
         no error."""
         url = f"{self.api_url}/repos/{repo}/issues/{number}/labels/{quote(label, safe='')}"
         try:
-            response = self.session.delete(url, headers=self._headers(), timeout=self._timeout())
+            response = self.session.delete(
+                url, headers=self._headers(repo), timeout=self._timeout()
+            )
         except requests.RequestException as exc:
             raise GitHubError(f"GitHub unreachable: {type(exc).__name__}") from exc
+        self._check_auth(response.status_code, repo)
         if response.status_code not in (200, 404):
             raise GitHubError(f"GitHub answered {response.status_code} removing {label!r}")
 
@@ -145,12 +153,59 @@ class GitHubStatusClient:
         if status.target_url:
             body["target_url"] = status.target_url
         url = f"{self.api_url}/repos/{status.repo}/statuses/{status.sha}"
-        headers, timeout = self._headers(), self._timeout()
+        headers, timeout = self._headers(status.repo), self._timeout()
         try:
             response = self.session.post(url, json=body, headers=headers, timeout=timeout)
         except requests.RequestException as exc:
             raise GitHubError(f"GitHub unreachable: {type(exc).__name__}") from exc
+        self._check_auth(response.status_code, status.repo)
         if response.status_code != 201:
             raise GitHubError(
                 f"GitHub answered {response.status_code} for {status.repo}@{status.sha[:10]}"
             )
+
+    def _check_auth(self, code: int, repo: str) -> None:
+        """401: a token GitHub no longer takes; 403 with an App: the installation has no
+        access to the repository (a personal token's 403 is an ordinary refusal)."""
+        if code == 401 or (code == 403 and self.refused is not None):
+            if self.refused is not None:
+                self.refused(repo)
+            raise GitHubAuthError(f"GitHub answered {code} for {repo}: credentials refused")
+
+    def check_runs(self, repo: str, sha: str, name: str) -> list[dict[str, Any]]:
+        """The check runs named ``name`` on ``sha`` (GET .../commits/{sha}/check-runs)."""
+        url = f"{self.api_url}/repos/{repo}/commits/{sha}/check-runs"
+        params = {"check_name": name, "filter": "all", "per_page": 100}
+        answer = self._send("GET", url, repo, params=params)
+        runs = answer.get("check_runs")
+        return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
+
+    def create_check_run(self, repo: str, body: dict[str, Any]) -> int:
+        answer = self._send("POST", f"{self.api_url}/repos/{repo}/check-runs", repo, body=body)
+        return int(answer.get("id") or 0)
+
+    def update_check_run(self, repo: str, check_run: int, body: dict[str, Any]) -> None:
+        url = f"{self.api_url}/repos/{repo}/check-runs/{check_run}"
+        self._send("PATCH", url, repo, body=body)
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        repo: str,
+        *,
+        body: dict[str, Any] | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        headers, timeout = self._headers(repo), self._timeout()
+        try:
+            response = self.session.request(
+                method, url, json=body, params=params, headers=headers, timeout=timeout
+            )
+        except requests.RequestException as exc:
+            raise GitHubError(f"GitHub unreachable: {type(exc).__name__}") from exc
+        self._check_auth(response.status_code, repo)
+        if response.status_code not in (200, 201):
+            raise GitHubError(f"GitHub answered {response.status_code} to {method} for {repo}")
+        answer = response.json()
+        return answer if isinstance(answer, dict) else {}

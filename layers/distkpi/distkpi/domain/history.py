@@ -88,19 +88,22 @@ def series(
     hardware: str | None = None,
 ) -> list[float]:
     """Values of one KPI of one config in time order: only ok runs on the same hardware,
-    only after a reset. Trainers on mixed hardware are compared with nothing."""
+    only after a reset, and a commit once, by its latest run (a re-run's earlier runs stay
+    in the history, but are not counted twice). Mixed hardware is compared with nothing."""
     if hardware == MIXED:
         return []
-    return [
-        row.value
-        for row in rows
-        if row.config == config
-        and row.kpi == kpi
-        and row.value is not None
-        and row.status == ConfigStatus.OK.value
-        and row.hardware == hardware
-        and (reset_after is None or row.finished_at > reset_after)
-    ]
+    by_commit: dict[str, float] = {}
+    for row in rows:
+        if (
+            row.config == config
+            and row.kpi == kpi
+            and row.value is not None
+            and row.status == ConfigStatus.OK.value
+            and row.hardware == hardware
+            and (reset_after is None or row.finished_at > reset_after)
+        ):
+            by_commit[row.sha] = row.value
+    return list(by_commit.values())
 
 
 def evidence_of(

@@ -52,6 +52,21 @@ class Trigger:
 
 
 @dataclass(frozen=True)
+class Rerun:
+    """Someone pressed "Re-run" on a distkpi check (check_run) or on the App's whole check
+    suite (check_suite): new runs of those suites (None: every suite) at that commit."""
+
+    trigger: Trigger
+    suites: tuple[str, ...] | None
+    # the run whose check was re-requested (the check run's external id), when known
+    previous: str | None = None
+
+
+CHECK_PREFIX = "distkpi/"
+RERUN_EVENTS = frozenset({"check_run", "check_suite"})
+
+
+@dataclass(frozen=True)
 class Ignored:
     reason: str
 
@@ -165,17 +180,83 @@ def _push(payload: Mapping[str, Any], branches: Collection[str]) -> Trigger | Ig
     )
 
 
+def _rerun(
+    event: str, payload: Mapping[str, Any], branches: Collection[str], app_id: str | None
+) -> Rerun | Ignored:
+    if payload.get("action") != "rerequested":
+        return Ignored(f"{event} action {payload.get('action')!r} starts nothing")
+    check = payload.get(event)
+    if not isinstance(check, Mapping):
+        return Ignored(f"{event} payload lacks {event}")
+    if app_id is None or str(dig(check, "app", "id")) != app_id:
+        return Ignored(f"{event} of another App")
+    suites: tuple[str, ...] | None = None
+    previous, suite = None, check
+    if event == "check_run":
+        name = check.get("name")
+        if not isinstance(name, str) or not name.startswith(CHECK_PREFIX):
+            return Ignored(f"check run {name!r} is not a distkpi suite's")
+        suites = (name.removeprefix(CHECK_PREFIX),)
+        previous = _text(check.get("external_id"))
+        suite = check.get("check_suite") or {}
+    trigger = _rerun_trigger(payload, check, suite, branches)
+    if isinstance(trigger, Ignored):
+        return Ignored(f"{event} {trigger.reason}")
+    return Rerun(trigger, suites, previous)
+
+
+def _rerun_trigger(
+    payload: Mapping[str, Any],
+    check: Mapping[str, Any],
+    suite: Mapping[str, Any],
+    branches: Collection[str],
+) -> Trigger | Ignored:
+    """The commit a check (suite) was for: its pull request's, else its branch's push."""
+    repo, sha = dig(payload, "repository", "full_name"), check.get("head_sha")
+    branch = dig(suite, "head_branch")
+    if not (isinstance(repo, str) and isinstance(sha, str) and isinstance(branch, str)):
+        return Ignored("payload lacks repository, head_sha or head_branch")
+    pulls = check.get("pull_requests") or dig(suite, "pull_requests") or []
+    pull = pulls[0] if isinstance(pulls, list) and pulls else None
+    base_ref = dig(pull, "base", "ref") if isinstance(pull, Mapping) else None
+    if isinstance(pull, Mapping) and isinstance(base_ref, str):
+        number = pull.get("number")
+        return Trigger(
+            repo=repo,
+            sha=sha,
+            ref=f"refs/pull/{number}/head",
+            branch=branch,
+            event="pull_request",
+            base_branch=base_ref,
+            base_sha=_text(dig(pull, "base", "sha")),
+            pull_request=number if isinstance(number, int) else None,
+        )
+    if branch in branches:
+        return Trigger(repo, sha, f"refs/heads/{branch}", branch, "push", branch)
+    return Ignored(f"on branch {branch!r}, neither a pull request's nor configured")
+
+
 def decide(
-    event: str, payload: Mapping[str, Any], branches: Collection[str]
-) -> Trigger | Ignored | Invalid:
+    event: str,
+    payload: Mapping[str, Any],
+    branches: Collection[str],
+    app_id: str | None = None,
+) -> Trigger | Rerun | Ignored | Invalid:
     """Whether a delivery (already authenticated) starts runs, and for which commit; Invalid
-    for one that would start runs but holds what GitHub never sends."""
+    for one that would start runs but holds what GitHub never sends. Re-runs are asked of
+    the App (``app_id``) only for its own checks."""
     if event == "pull_request":
-        decided = _pull_request(payload)
+        decided: Trigger | Rerun | Ignored | Invalid = _pull_request(payload)
     elif event == "push":
         decided = _push(payload, branches)
+    elif event in RERUN_EVENTS:
+        decided = _rerun(event, payload, branches, app_id)
     else:
         return Ignored(f"event {event!r} does not start runs")
     if isinstance(decided, Trigger):
         return _invalid_field(decided) or decided
+    if isinstance(decided, Rerun):
+        invalid = _invalid_field(decided.trigger)
+        if invalid is not None:
+            return invalid
     return decided

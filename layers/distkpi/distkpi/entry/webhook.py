@@ -5,18 +5,31 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import time
 from http import HTTPStatus
 from typing import Any
 
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 
+from distkpi.domain.layout import report_key
+from distkpi.domain.report_links import link_problem
 from distkpi.domain.trust import NeedsApproval, admit, trusted_because
-from distkpi.domain.webhook import Ignored, Invalid, Trigger, decide, signature_matches
+from distkpi.domain.webhook import (
+    RERUN_EVENTS,
+    Ignored,
+    Invalid,
+    Rerun,
+    Trigger,
+    decide,
+    dig,
+    signature_matches,
+)
 from distkpi.entry.observability import count, logger
 from distkpi.entry.wiring import webhook
 from distkpi.services.launch import Outcome
 
 MAX_BODY_BYTES = 1024 * 1024
+REPORT_URL_S = 300  # a presigned report URL lives minutes: the signed link is what lasts
 
 app = LambdaFunctionUrlResolver()
 
@@ -42,10 +55,29 @@ def _header(name: str) -> str | None:
     return app.current_event.headers.get(name.lower()) or app.current_event.headers.get(name)
 
 
+@app.get("/reports/<run_id>")
+def report(run_id: str) -> Response[str]:
+    """A report link from a check or status: a fresh presigned URL of the report, after
+    checking the link's signature and expiry (domain/report_links.py)."""
+    wired = webhook()
+    if wired.settings.report_link_secret_id is None:
+        return _reply(HTTPStatus.NOT_FOUND, message="this stack signs no report links")
+    query = app.current_event.query_string_parameters or {}
+    problem = link_problem(
+        wired.report_link_key(), run_id, query.get("exp"), query.get("sig"), time.time()
+    )
+    if problem is not None:
+        logger.warning("report link refused", run_id=run_id, reason=problem)
+        return _reply(HTTPStatus.FORBIDDEN, message=problem)
+    url = wired.store.presigned_url(report_key(run_id), expires_s=REPORT_URL_S)
+    return Response(status_code=HTTPStatus.FOUND.value, headers={"Location": url}, body="")
+
+
 @app.post("/")
 def receive() -> Response[str]:
     if (budget := webhook().github_budget) is not None:
         budget.start()
+    webhook().own_url = f"https://{app.current_event.request_context.domain_name}"
     body = _raw_body()
     if body is None:
         return _reply(HTTPStatus.BAD_REQUEST, message="body is not valid base64")
@@ -83,15 +115,27 @@ def _payload(body: bytes) -> dict[str, Any] | Response[str]:
 def _dispatch(event: str, delivery: str, payload: dict[str, Any]) -> Response[str]:
     if event == "ping":
         return _reply(HTTPStatus.OK, message="pong")
-    trigger = _decide(event, payload)
-    if not isinstance(trigger, Trigger):
-        return _nothing_started(trigger)
+    decided = _decide(event, payload)
+    if not isinstance(decided, Trigger | Rerun):
+        return _nothing_started(decided)
     if not delivery:
         return _reply(HTTPStatus.BAD_REQUEST, message="X-GitHub-Delivery header missing")
+    trigger = decided if isinstance(decided, Trigger) else decided.trigger
     logger.append_keys(sha=trigger.sha)
-    handled = webhook().starter.handle_delivery(trigger, delivery)
+    _remember_installation(trigger.repo, payload)
+    if isinstance(decided, Rerun):
+        handled = webhook().starter.rerun(decided, delivery)
+    else:
+        handled = webhook().starter.handle_delivery(trigger, delivery)
     if handled.outcome is Outcome.DUPLICATE:
         return _reply(HTTPStatus.OK, message="duplicate delivery", runs=[])
+    if handled.refused_for and not handled.runs:
+        return _reply(
+            HTTPStatus.ACCEPTED,
+            message="re-run refused: a run of this commit is still going",
+            runs=[],
+            still_going=handled.refused_for,
+        )
     return _reply(
         HTTPStatus.CREATED,
         message="runs started",
@@ -100,10 +144,21 @@ def _dispatch(event: str, delivery: str, payload: dict[str, Any]) -> Response[st
     )
 
 
-def _decide(event: str, payload: dict[str, Any]) -> Trigger | Ignored | Invalid | NeedsApproval:
+def _remember_installation(repo: str, payload: dict[str, Any]) -> None:
+    """With a GitHub App, each delivery says which installation acts on its repository."""
+    installation = dig(payload, "installation", "id")
+    auth = webhook().app_auth
+    if auth is not None and isinstance(installation, int):
+        auth.remember(repo, installation)
+
+
+def _decide(
+    event: str, payload: dict[str, Any]
+) -> Trigger | Rerun | Ignored | Invalid | NeedsApproval:
     """What the delivery asks for, and for a pull request whether it may run now."""
     settings = webhook().settings
-    decided = decide(event, payload, settings.branches)
+    app_id = webhook().app_id() if event in RERUN_EVENTS else None
+    decided = decide(event, payload, settings.branches, app_id)
     if isinstance(decided, Trigger) and decided.event == "pull_request":
         admitted = admit(decided, payload, settings.trust)
         if isinstance(admitted, Trigger):

@@ -4,6 +4,7 @@ only wires: what to read, decide or write lives in the services and adapters it 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -19,10 +20,12 @@ from distkpi.adapters.dynamo import (
 )
 from distkpi.adapters.ec2 import InstanceCatalog
 from distkpi.adapters.github import GitHubStatusClient, TimeBudget
+from distkpi.adapters.github_app import AppAuth, AppCredentials
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.adapters.secrets import SecretReader
 from distkpi.adapters.suite_catalog import SuiteCatalog
 from distkpi.domain.layout import report_key
+from distkpi.domain.report_links import report_link
 from distkpi.domain.sizing import Fleet
 from distkpi.entry.observability import count
 from distkpi.services.launch import RunStarter
@@ -47,6 +50,9 @@ class Wiring:
 
     def __init__(self, settings: FunctionSettings) -> None:
         self.settings = settings
+        # the webhook's own Function URL, from the requests it serves (a stack cannot give
+        # a function its own URL): where its report links point
+        self.own_url: str | None = None
 
     @cached_property
     def secrets(self) -> SecretReader:
@@ -72,15 +78,40 @@ class Wiring:
     def history(self) -> HistoryRepository:
         return HistoryRepository(self.table)
 
-    def github_token(self) -> str:
+    @cached_property
+    def app_auth(self) -> AppAuth | None:
+        """The GitHub App's sign-in, when the stack has an App (else a personal token)."""
+        s = self.settings
+        secret_id = s.github_app_secret_id
+        if secret_id is None:
+            return None
+        return AppAuth(
+            s.github_api_url,
+            lambda: AppCredentials.from_secret(self.secrets.get(secret_id)),
+            timeout_s=(min(3.05, s.github_timeout_s), s.github_timeout_s),
+        )
+
+    def github_token(self, repo: str) -> str:
+        if self.app_auth is not None:
+            return self.app_auth.token_for(repo)
         return self.secrets.get(self.settings.github_token_secret_id)
 
     def report_url(self, run_id: str) -> str:
-        """REPORT_BASE_URL/reports/<run>/index.html, else a presigned link to the object
-        (valid while the function's credentials are, hours: set a base URL for good links)."""
+        """REPORT_BASE_URL/reports/<run>/index.html (a public site); else a signed link to
+        the webhook's /reports route, which lasts a year and redirects to a fresh
+        presigned URL; else (a stack without one, as locally) a presigned URL."""
         key = report_key(run_id)
-        base = self.settings.report_base_url
-        return f"{base.rstrip('/')}/{key}" if base else self.store.presigned_url(key)
+        s = self.settings
+        if s.report_base_url:
+            return f"{s.report_base_url.rstrip('/')}/{key}"
+        base = s.reports_url or self.own_url
+        if base and s.report_link_secret_id:
+            return report_link(base, self.report_link_key(), run_id, time.time())
+        return self.store.presigned_url(key)
+
+    def report_link_key(self) -> bytes:
+        assert self.settings.report_link_secret_id is not None
+        return self.secrets.get(self.settings.report_link_secret_id).encode()
 
     @cached_property
     def github_budget(self) -> TimeBudget | None:
@@ -97,14 +128,28 @@ class Wiring:
             backoff_s=s.github_backoff_s,
             timeout_s=(min(3.05, s.github_timeout_s), s.github_timeout_s),
             budget=self.github_budget,
+            refused=self.app_auth.forget if self.app_auth is not None else None,
         )
-        return StatusPublisher(github, self.report_url, count)
+        checks = self.app_auth is not None
+        return StatusPublisher(github, self.report_url, count, checks, s.github_web_url)
 
     @cached_property
     def publisher(self) -> Publisher:
+        from distkpi.adapters.dynamo.alarms import AlarmRepository
+        from distkpi.adapters.sns import AlertTopic
+        from distkpi.services.alerts import RegressionAlerts
         from distkpi.services.publish import Publisher
 
-        return Publisher(self.runs, self.history, self.store, self.statuses, count)
+        alerts = None
+        if self.settings.alert_topic_arn:
+            alerts = RegressionAlerts(
+                AlarmRepository(self.table),
+                AlertTopic(self.settings.alert_topic_arn),
+                self.report_url,
+                self.settings.github_web_url,
+                count,
+            )
+        return Publisher(self.runs, self.history, self.store, self.statuses, count, alerts=alerts)
 
     @cached_property
     def settler(self) -> ConfigSettler:
@@ -112,7 +157,7 @@ class Wiring:
         from distkpi.services.settle import ConfigSettler
 
         finisher = RunFinisher(self.runs, self.history, self.publisher, confirm=self.confirm)
-        return ConfigSettler(self.runs, self.jobs, self.store, finisher, count)
+        return ConfigSettler(self.runs, self.jobs, self.store, finisher, count, self.statuses)
 
     @property
     def confirm(self) -> Callable[[RunRecord, Sequence[str]], str | None] | None:
@@ -176,6 +221,13 @@ class WebhookWiring(BatchWiring):
 
     def webhook_secret(self) -> bytes:
         return self.secrets.get(self.settings.webhook_secret_id).encode()
+
+    def app_id(self) -> str | None:
+        """The stack's GitHub App, whose checks alone it re-runs; None without one."""
+        secret_id = self.settings.github_app_secret_id
+        if secret_id is None:
+            return None
+        return AppCredentials.from_secret(self.secrets.get(secret_id)).app_id
 
     @property
     def cancel_superseded(self) -> bool:

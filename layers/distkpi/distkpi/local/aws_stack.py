@@ -31,6 +31,9 @@ BUCKET = f"{STACK_NAME}-runs-{ACCOUNT}-{REGION}"
 QUEUE = "distkpi-local-node-manifests"
 WEBHOOK_SECRET_ID = "distkpi-local-webhook"
 GITHUB_TOKEN_SECRET_ID = "distkpi-local-github-token"
+GITHUB_APP_SECRET_ID = "distkpi-local-github-app"
+REPORT_LINK_SECRET_ID = "distkpi-local-report-links"
+REGRESSION_TOPIC = "distkpi-local-regressions"
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class LocalAws:
     job_queue: str
     single_node_definition: str
     multi_node_definition: str
+    regression_topic: str
+    github_app: bool = False
 
     def client(self, service: str) -> Any:
         return local_client(self.endpoint, service)
@@ -121,6 +126,8 @@ class Provisioned:
     job_queue: str
     single_node_definition: str
     multi_node_definition: str
+    regression_topic: str
+    github_app: bool = False
 
 
 def provision(
@@ -130,6 +137,7 @@ def provision(
     *,
     webhook_secret: str,
     github_token: str,
+    github_app: str | None = None,
 ) -> Provisioned:
     """The table, bucket, secrets and Batch resources of template.yaml, in whatever AWS
     ``client`` reaches (moto in-process for tests, moto's server for the local stack)."""
@@ -156,7 +164,12 @@ def provision(
     sm = client("secretsmanager")
     sm.create_secret(Name=WEBHOOK_SECRET_ID, SecretString=webhook_secret)
     sm.create_secret(Name=GITHUB_TOKEN_SECRET_ID, SecretString=github_token)
-    return Provisioned(*_batch(client("batch"), client("iam"), template))
+    sm.create_secret(Name=GITHUB_APP_SECRET_ID, SecretString=github_app or "replace-me")
+    sm.create_secret(Name=REPORT_LINK_SECRET_ID, SecretString=secrets.token_hex(20))
+    topic = client("sns").create_topic(Name=REGRESSION_TOPIC)["TopicArn"]
+    return Provisioned(
+        *_batch(client("batch"), client("iam"), template), topic, github_app is not None
+    )
 
 
 def _notify_queue(client: Callable[[str], Any], template: dict[str, Any]) -> str:
@@ -182,7 +195,9 @@ def _notify_queue(client: Callable[[str], Any], template: dict[str, Any]) -> str
     return queue_url
 
 
-def create_local_aws(endpoint: str, template_path: Path, suite: Path) -> LocalAws:
+def create_local_aws(
+    endpoint: str, template_path: Path, suite: Path, github_app: str | None = None
+) -> LocalAws:
     os.environ.update(aws_environment(endpoint))
     # moto keeps its state per process: start from nothing, as a fresh account would.
     requests.post(f"{endpoint}/moto-api/reset", timeout=10)
@@ -192,7 +207,12 @@ def create_local_aws(endpoint: str, template_path: Path, suite: Path) -> LocalAw
     client = functools.partial(local_client, endpoint)
     webhook_secret, github_token = secrets.token_hex(20), "ghs_" + secrets.token_hex(18)
     made = provision(
-        client, template, [suite], webhook_secret=webhook_secret, github_token=github_token
+        client,
+        template,
+        [suite],
+        webhook_secret=webhook_secret,
+        github_token=github_token,
+        github_app=github_app,
     )
     queue_url = _notify_queue(client, template)
     return LocalAws(
@@ -203,6 +223,8 @@ def create_local_aws(endpoint: str, template_path: Path, suite: Path) -> LocalAw
         made.job_queue,
         made.single_node_definition,
         made.multi_node_definition,
+        made.regression_topic,
+        made.github_app,
     )
 
 
@@ -219,6 +241,9 @@ def function_environment(aws: LocalAws | Provisioned, github_url: str) -> dict[s
         "SINGLE_NODE_JOB_DEFINITION": aws.single_node_definition,
         "MULTI_NODE_JOB_DEFINITION": aws.multi_node_definition,
         "BRANCHES": "develop",
+        "REPORT_LINK_SECRET_ID": REPORT_LINK_SECRET_ID,
+        "ALERT_TOPIC_ARN": aws.regression_topic,
+        "GITHUB_APP_SECRET_ID": GITHUB_APP_SECRET_ID if aws.github_app else "",
         "POWERTOOLS_TRACE_DISABLED": "true",
         "POWERTOOLS_LOG_LEVEL": "WARNING",
         "POWERTOOLS_METRICS_DISABLED": "true",

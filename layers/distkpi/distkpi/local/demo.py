@@ -20,6 +20,7 @@ from distkpi.exceptions import DistkpiError
 from distkpi.local.aws_stack import TABLE
 from distkpi.local.dispatch import Dispatcher
 from distkpi.local.executor import JobOutcome
+from distkpi.local.github_standin import GitHubStandIn
 from distkpi.local.handlers import project_root
 from distkpi.local.stack import LocalStack, local_stack
 
@@ -47,6 +48,7 @@ class LocalResult:
     jobs: list[JobOutcome]
     events_delivered: int
     seconds: float
+    checks: list[dict[str, Any]] | None = None  # with --github-app
 
     @property
     def ok(self) -> bool:
@@ -59,6 +61,7 @@ class LocalResult:
                 for s in self.statuses
             ],
             "runs": [r.kpis.to_json() for r in self.runs],
+            **({"checks": self.checks} if self.checks is not None else {}),
         }
 
 
@@ -103,6 +106,7 @@ def run_local(
     repo: str = "local/demo",
     faults: dict[tuple[str, int], int] | None = None,
     progress: TextIO = sys.stderr,
+    github_app: bool = False,
 ) -> LocalResult:
     """``commits`` merge requests on one stack, measuring the code of ``source`` (a git
     repository, default this checkout) at ``rev`` and its first-parent predecessors: the
@@ -110,9 +114,10 @@ def run_local(
     pull request and is judged against it."""
     source = source or project_root()
     chain = commits_of(source, rev, commits)
-    with local_stack(suite, progress) as stack:
+    with local_stack(suite, progress, github_app=github_app) as stack:
         stack.say(
             f"local stack up: AWS (moto) at {stack.aws.endpoint}, GitHub at {stack.github.url}"
+            + (" (as a GitHub App)" if github_app else "")
         )
         dispatch = Dispatcher(stack, out, source)
         runs: list[RunRecord] = []
@@ -132,7 +137,22 @@ def run_local(
             jobs,
             stack.events_delivered,
             time.monotonic() - stack.started,
+            checks_of(stack.github) if github_app else None,
         )
+
+
+def checks_of(github: GitHubStandIn) -> list[dict[str, Any]]:
+    """Each check run GitHub holds, as it stands: name, status, conclusion, title, summary."""
+    return [
+        {
+            "name": c["name"],
+            "status": c.get("status"),
+            "conclusion": c.get("conclusion"),
+            "title": c.get("output", {}).get("title"),
+            "summary": c.get("output", {}).get("summary"),
+        }
+        for c in github.checks
+    ]
 
 
 def dry_run(
@@ -233,6 +253,15 @@ def print_result(result: LocalResult, out: TextIO = sys.stdout) -> None:
     print(f"\nverdict: {last.state} - {last.description}", file=out)
     print(f"logs and KPIs: {last.folder}  (distkpi kpis {last.folder})", file=out)
     print(f"report: {last.report}\n", file=out)
+    if result.checks is not None:
+        print("check runs GitHub holds:", file=out)
+        for check in result.checks:
+            print(
+                f"  {check['name']:16s} {check['status']:10s} {check['conclusion'] or '-':8s} "
+                f"{check['title']}",
+                file=out,
+            )
+        return
     print("statuses GitHub received:", file=out)
     for status in result.statuses:
         print(

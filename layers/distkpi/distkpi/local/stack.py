@@ -26,7 +26,7 @@ from distkpi.local.aws_stack import (
     create_local_aws,
     function_environment,
 )
-from distkpi.local.github_standin import GitHubStandIn
+from distkpi.local.github_standin import GitHubApp, GitHubStandIn
 from distkpi.local.handlers import (
     LambdaContext,
     batch_job_event,
@@ -117,21 +117,29 @@ class LocalStack:
 
 
 @contextmanager
-def local_stack(suite: Path, progress: TextIO = sys.stderr) -> Iterator[LocalStack]:
+def local_stack(
+    suite: Path, progress: TextIO = sys.stderr, *, github_app: bool = False
+) -> Iterator[LocalStack]:
     """Up on free ports, with ``suite`` deployed; down (and the environment as it was)
-    afterwards."""
+    afterwards. ``github_app``: GitHub is an App's host (check runs, installation tokens)."""
     from moto.server import ThreadedMotoServer
 
     root = project_root()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
-    github = GitHubStandIn()
+    app = GitHubApp() if github_app else None
+    github = GitHubStandIn(app=app)
     try:
         # everything set in the environment from here on is undone on the way out
         with mock.patch.dict(os.environ):
             host, port = server.get_host_and_port()
-            aws = create_local_aws(f"http://{host}:{port}", root / "template.yaml", suite)
+            aws = create_local_aws(
+                f"http://{host}:{port}",
+                root / "template.yaml",
+                suite,
+                github_app=app.secret() if app else None,
+            )
             github.token = aws.github_token
             os.environ.update(function_environment(aws, github.start()))
             # the handlers' logger takes its level from this environment when first imported

@@ -4,7 +4,7 @@ job per config, `pending`, and the superseding of a pull request's older runs.""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -30,12 +30,12 @@ from distkpi.domain.planning import (
     run_id_for,
     run_spec_for,
 )
-from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord
+from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord, RunStatus
 from distkpi.domain.signing import new_key
 from distkpi.domain.sizing import Fleet
 from distkpi.domain.suites import BrokenSuite, Suite
 from distkpi.domain.trust import NeedsApproval, approval_description
-from distkpi.domain.webhook import Trigger
+from distkpi.domain.webhook import Rerun, Trigger
 from distkpi.exceptions import LaunchError
 from distkpi.services.jobs import stop_jobs
 from distkpi.services.ports import Clock, Counter, no_metrics, utcnow
@@ -54,11 +54,13 @@ class Outcome(Enum):
 
 @dataclass(frozen=True)
 class Delivery:
-    """What a delivery started: its runs, and the suite files that could not be read."""
+    """What a delivery started: its runs, the suite files that could not be read, and the
+    runs still going that a re-run was refused for."""
 
     outcome: Outcome
     runs: list[str] = field(default_factory=list)
     invalid_suites: list[str] = field(default_factory=list)
+    refused_for: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -80,17 +82,23 @@ class RunStarter:
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
 
-    def handle_delivery(self, trigger: Trigger, delivery: str) -> Delivery:
+    def handle_delivery(
+        self, trigger: Trigger, delivery: str, only: Sequence[str] | None = None
+    ) -> Delivery:
         """A delivery's whole transaction: claimed once; if starting fails, released for
-        GitHub's redelivery; broken suites reported; older runs of a pull request superseded."""
+        GitHub's redelivery; broken suites reported; older runs of a pull request superseded.
+        ``only``: just those suites (a re-run), whatever their paths."""
         if not self.deliveries.claim(delivery, int(self.clock().timestamp())):
             logger.info("delivery seen before; nothing started")
             return Delivery(Outcome.DUPLICATE)
         try:
             suites, broken = self.catalog.suites()
-            suites, untouched = self._touched(
-                [s for s in suites if s.runs_for(trigger.repo)], trigger
-            )
+            suites = [s for s in suites if s.runs_for(trigger.repo)]
+            untouched: list[Suite] = []
+            if only is not None:
+                suites, broken = [s for s in suites if s.name in only], []
+            else:
+                suites, untouched = self._touched(suites, trigger)
             started = self.start_runs(trigger, delivery, suites)
         except Exception:
             self.deliveries.release(delivery)
@@ -100,6 +108,33 @@ class RunStarter:
         if self.cancel_superseded:
             self._supersede_quietly(trigger, [s.name for s in suites])
         return Delivery(Outcome.STARTED, started, [s.name for s in broken])
+
+    def rerun(self, rerun: Rerun, delivery: str) -> Delivery:
+        """New runs of the re-requested suites at that commit (new run ids; the earlier runs
+        stay in the history, where a commit counts once). A suite whose run of that commit
+        is still going is refused, saying so in its check."""
+        trigger = rerun.trigger
+        going = {
+            r.model: r
+            for r in self.runs.of_commit(trigger.repo, trigger.sha)
+            if r.status in (RunStatus.RUNNING, RunStatus.CONFIRMING)
+            and (rerun.suites is None or r.model in rerun.suites)
+        }
+        for run in going.values():
+            message = f"re-run refused: run {run.run_id} of this commit is still going"
+            self.statuses.still_going(run.spec, message)
+            logger.info("re-run refused: run still going", run_id=run.run_id)
+        if rerun.suites is not None and set(rerun.suites) <= set(going):
+            return Delivery(Outcome.STARTED, refused_for=[r.run_id for r in going.values()])
+        suites, _ = self.catalog.suites()
+        wanted = [
+            s.name
+            for s in suites
+            if (rerun.suites is None or s.name in rerun.suites) and s.name not in going
+        ]
+        started = self.handle_delivery(trigger, delivery, only=wanted)
+        self.count("RerunsStarted", len(started.runs))
+        return replace(started, refused_for=[r.run_id for r in going.values()])
 
     def start_runs(self, trigger: Trigger, delivery: str, suites: Iterable[Suite]) -> list[str]:
         started: list[str] = []
@@ -230,7 +265,9 @@ class RunStarter:
         suites, _ = self.catalog.suites()
         names = [s.name for s in suites if s.runs_for(trigger.repo)]
         for name in names:
-            self.statuses.post_for_suite(trigger, name, State.PENDING, approval_description(label))
+            self.statuses.post_for_suite(
+                trigger, name, State.PENDING, approval_description(label), awaiting_approval=True
+            )
         if waiting.stale_label:
             self.statuses.withdraw_approval(trigger, label)
         self.count("RunsAwaitingApproval", len(names))

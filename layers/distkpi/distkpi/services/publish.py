@@ -14,6 +14,8 @@ from distkpi.domain.evaluation import Evaluation
 from distkpi.domain.history import HistoryRow
 from distkpi.domain.layout import kpis_key, report_key
 from distkpi.domain.records import HistoryRecord, RunRecord
+from distkpi.exceptions import StorageError
+from distkpi.services.alerts import RegressionAlerts
 from distkpi.services.baseline import baseline_of
 from distkpi.services.ports import Clock, Counter, no_metrics, utcnow
 from distkpi.services.statuses import StatusPublisher
@@ -29,6 +31,7 @@ class Publisher:
     statuses: StatusPublisher
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
+    alerts: RegressionAlerts | None = None  # a stack with a regression topic
 
     def publish(self, run: RunRecord, baseline: Sequence[HistoryRow] | None = None) -> bool:
         """Publish a finished run's stored evaluation (its report drawn against ``baseline``,
@@ -43,12 +46,25 @@ class Publisher:
         self.history.put(history_records(run, evaluation))
         self.store.put_json(kpis_key(run.run_id), evaluation.kpis.to_json())
         written = self._write_report(run, baseline)
+        if self.alerts is not None and not self._alerted(run):
+            self.runs.release_publication(run.run_id)
+            return False
         state, description = evaluation.verdict.state, evaluation.description
-        if self.statuses.post(run.spec, state, description, report=written):
+        if self.statuses.post(run.spec, state, description, report=written, evaluation=evaluation):
             self.runs.mark_published(run.run_id, now)
             return True
         self.runs.release_publication(run.run_id)
         return False
+
+    def _alerted(self, run: RunRecord) -> bool:
+        """Tell the team of a regression before GitHub, which may be down; False when the
+        topic refused (the sweeper publishes the run again, alert first)."""
+        assert self.alerts is not None
+        try:
+            self.alerts.after(run)
+        except StorageError:
+            return False
+        return True
 
     def republish_unpublished(self) -> int:
         """Publish the runs that finished while GitHub was down; how many went out now."""

@@ -16,7 +16,8 @@ from distkpi.domain.records import ConfigState
 from distkpi.domain.runfolder import gather_config, node_indices
 from distkpi.exceptions import NotFoundError, StorageError
 from distkpi.services.finish import RunFinisher
-from distkpi.services.ports import Counter, no_metrics
+from distkpi.services.ports import Counter, no_metrics, utcnow
+from distkpi.services.statuses import StatusPublisher
 
 logger = Logger(child=True)
 
@@ -34,6 +35,7 @@ class ConfigSettler:
     store: S3RunStore
     finisher: RunFinisher
     count: Counter = no_metrics
+    statuses: StatusPublisher | None = None  # says `in_progress` with check runs
 
     def on_node_manifest(self, run_id: str, config: str, node: int) -> None:
         """A node's manifest landed; NotFoundError when it is no node of a known config."""
@@ -46,11 +48,19 @@ class ConfigSettler:
             reported=len(record.nodes_reported),
             expected=record.nodes_expected,
         )
+        if self.statuses is not None and self.statuses.checks:
+            self._first_node(run_id)
         if record.state is ConfigState.PENDING:
             if len(record.nodes_reported) < record.nodes_expected:
                 return
             self._settle(run_id, self._kpis_from_folder(self._spec(run_id), config))
         self.finisher.config_done(run_id, config)
+
+    def _first_node(self, run_id: str) -> None:
+        """The run's check run goes `in_progress` with its first node, once."""
+        if self.runs.mark_started(run_id, utcnow().isoformat(timespec="seconds")):
+            assert self.statuses is not None
+            self.statuses.started(self._spec(run_id), "running: the first node has reported")
 
     def on_job_failed(self, job_id: str, reason: str) -> bool:
         """A Batch job FAILED: False when the job is not one of ours."""

@@ -1,20 +1,26 @@
-"""What distkpi says to GitHub and asks of it: commit statuses (one context per suite, a
-link to the run's report, failures counted), the approval label, a change's files."""
+"""What distkpi says to GitHub and asks of it: commit statuses, or with App auth check runs
+(one per suite, `distkpi/<model>`, carrying the KPI table), a link to the run's report,
+failures counted; the approval label; a change's files."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
 from distkpi.adapters.github import CommitStatus, GitHubStatusClient
+from distkpi.domain.checks import CheckRun, conclusion_of
 from distkpi.domain.commit_status import State
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.suites import BrokenSuite
 from distkpi.domain.webhook import Trigger
-from distkpi.exceptions import GitHubError
+from distkpi.exceptions import GitHubAuthError, GitHubError
 from distkpi.services.ports import Counter, no_metrics
+
+if TYPE_CHECKING:
+    from distkpi.domain.evaluation import Evaluation
 
 logger = Logger(child=True)
 
@@ -24,26 +30,141 @@ class StatusPublisher:
     github: GitHubStatusClient
     report_url: Callable[[str], str | None]
     count: Counter = no_metrics
+    # App auth: check runs instead of commit statuses
+    checks: bool = False
+    # where people read the repository (a pull request's page), for action_required
+    web_url: str = "https://github.com"
 
-    def post(self, run: RunSpec, state: State, description: str, *, report: bool = False) -> bool:
-        """Post one status, linking the run's report when there is one; False (logged and
-        counted) when GitHub refused or was down."""
+    def post(
+        self,
+        run: RunSpec,
+        state: State,
+        description: str,
+        *,
+        report: bool = False,
+        evaluation: Evaluation | None = None,
+    ) -> bool:
+        """Post one status (or check run), linking the run's report when there is one;
+        False (logged and counted) when GitHub refused or was down."""
+        target = self.report_url(run.run_id) if report else None
+        if self.checks:
+            conclusion, title = conclusion_of(state, description)
+            summary = title
+            text = None
+            if evaluation is not None:
+                from distkpi.domain.check_summary import problems_text, summary_markdown
+
+                summary = summary_markdown(evaluation, target, run.target_accuracy)
+                text = problems_text(evaluation.kpis.configs)
+            check = CheckRun(
+                name=f"distkpi/{run.model}",
+                head_sha=run.sha,
+                external_id=run.run_id,
+                status="queued" if conclusion is None else "completed",
+                title=title,
+                summary=summary,
+                conclusion=conclusion,
+                text=text,
+                details_url=target,
+            )
+            return self._check(run.repo, check, {"run_id": run.run_id})
         status = CommitStatus(
             repo=run.repo,
             sha=run.sha,
             state=state.value,
             context=f"distkpi/{run.model}",
             description=description,
-            target_url=self.report_url(run.run_id) if report else None,
+            target_url=target,
         )
         return self._send(status, {"run_id": run.run_id})
+
+    def started(self, run: RunSpec, description: str) -> bool:
+        """The run's first node reported: its check run is `in_progress` (a commit status
+        stays `pending`, so nothing is posted)."""
+        if not self.checks:
+            return True
+        check = CheckRun(
+            name=f"distkpi/{run.model}",
+            head_sha=run.sha,
+            external_id=run.run_id,
+            status="in_progress",
+            title=description,
+            summary=description,
+        )
+        return self._check(run.repo, check, {"run_id": run.run_id})
+
+    def still_going(self, run: RunSpec, message: str) -> bool:
+        """Say in a running run's check why pressing "Re-run" started nothing."""
+        if not self.checks:
+            return True
+        check = CheckRun(
+            name=f"distkpi/{run.model}",
+            head_sha=run.sha,
+            external_id=run.run_id,
+            status="in_progress",
+            title=message,
+            summary=f"{message}: its result will conclude this check; re-run it after.",
+        )
+        return self._check(run.repo, check, {"run_id": run.run_id})
+
+    def _check(self, repo: str, check: CheckRun, keys: dict[str, str]) -> bool:
+        """Update the run's check run (found by name and external id), else create it."""
+        extra = {"state": check.conclusion or check.status, **keys}
+        try:
+            found = [
+                c.get("id")
+                for c in self.github.check_runs(repo, check.head_sha, check.name)
+                if c.get("external_id") == check.external_id
+            ]
+            if found and isinstance(found[0], int):
+                self.github.update_check_run(repo, found[0], check.body())
+            else:
+                self.github.create_check_run(repo, check.body())
+        except GitHubError as exc:
+            self._failed(exc, "check run not posted", extra)
+            return False
+        self.count("StatusesPosted")
+        logger.info("check run posted", extra=extra)
+        return True
+
+    def _failed(self, exc: GitHubError, message: str, extra: Mapping[str, object]) -> None:
+        logger.error(message, extra={**extra, "error": str(exc)})
+        self.count("StatusPostFailures")
+        if isinstance(exc, GitHubAuthError):
+            self.count("GitHubAuthFailures")
 
     def post_broken_suite(self, trigger: Trigger, suite: BrokenSuite) -> bool:
         """`error` under the suite's context, saying what is wrong with its file."""
         return self.post_for_suite(trigger, suite.name, State.ERROR, suite.problem)
 
-    def post_for_suite(self, trigger: Trigger, suite: str, state: State, description: str) -> bool:
-        """A status under a suite's context for a commit that has no run of it."""
+    def post_for_suite(
+        self,
+        trigger: Trigger,
+        suite: str,
+        state: State,
+        description: str,
+        *,
+        awaiting_approval: bool = False,
+    ) -> bool:
+        """A status under a suite's context for a commit that has no run of it (a check
+        run waiting for approval is `action_required`, linking the pull request)."""
+        if self.checks:
+            conclusion, title = conclusion_of(state, description)
+            details = None
+            if awaiting_approval:
+                conclusion = "action_required"
+                details = f"{self.web_url.rstrip('/')}/{trigger.repo}/pull/{trigger.pull_request}"
+            check = CheckRun(
+                name=f"distkpi/{suite}",
+                head_sha=trigger.sha,
+                external_id=f"{suite}@{trigger.sha}",
+                status="completed",
+                title=title,
+                summary=title,
+                conclusion=conclusion or "failure",
+                details_url=details,
+            )
+            return self._check(trigger.repo, check, {"suite": suite})
         status = CommitStatus(
             repo=trigger.repo,
             sha=trigger.sha,
@@ -68,8 +189,8 @@ class StatusPublisher:
         assert trigger.pull_request is not None
         try:
             self.github.remove_label(trigger.repo, trigger.pull_request, label)
-        except GitHubError:
-            logger.exception("approval label not removed", extra={"label": label})
+        except GitHubError as exc:
+            logger.error("approval label not removed", extra={"label": label, "error": str(exc)})
             self.count("LabelRemovalFailures")
             return False
         logger.info("stale approval label removed", extra={"label": label})
@@ -79,9 +200,8 @@ class StatusPublisher:
         extra = {"state": status.state, **keys}
         try:
             self.github.post(status)
-        except GitHubError:
-            logger.exception("status not posted", extra=extra)
-            self.count("StatusPostFailures")
+        except GitHubError as exc:
+            self._failed(exc, "status not posted", extra)
             return False
         self.count("StatusesPosted")
         logger.info("status posted", extra=extra)

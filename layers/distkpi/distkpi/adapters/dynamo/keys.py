@@ -9,6 +9,7 @@ DELIVERY#<id>                 / DELIVERY            a webhook delivery seen (TTL
 PR#<repo>#<number>            / <created>#<run_id>  a run of a pull request (TTL)
 HIST#<repo>#<branch>#<model>  / <created>#<run_id>#<config>  one config's KPIs of a run
 RESET#<repo>#<branch>#<model> / <at>#<config>       an audited baseline reset
+ALARM#<repo>#<branch>#<model> / ALARM               the configs alarmed of, the last pass
 """
 
 from __future__ import annotations
@@ -67,3 +68,7 @@ def history_entry(created_at: str, run_id: str, config_name: str) -> str:
 
 def reset(repo: str, branch: str, model: str) -> str:
     return f"RESET#{repo}#{branch}#{model}"
+
+
+def alarm(repo: str, branch: str, model: str) -> Key:
+    return {"PK": f"ALARM#{repo}#{branch}#{model}", "SK": "ALARM"}

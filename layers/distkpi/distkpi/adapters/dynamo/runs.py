@@ -250,6 +250,17 @@ class RunRepository:
         )
         return response is not None
 
+    def mark_started(self, run_id: str, at: str) -> bool:
+        """The run's first node reported: True for the one caller that marked it."""
+        response = self.table.conditional(
+            Key=keys.run(run_id),
+            UpdateExpression="SET first_node_at = :at",
+            ConditionExpression="#status = :running AND attribute_not_exists(first_node_at)",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={":at": at, ":running": RunStatus.RUNNING.value},
+        )
+        return response is not None
+
     def claim_publication(self, run_id: str, now: int, lease_s: int = 300) -> bool:
         """One publisher of the final status at a time; a stale lease can be taken over."""
         response = self.table.conditional(

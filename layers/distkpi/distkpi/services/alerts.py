@@ -1,0 +1,58 @@
+"""Default-branch alerts: a `failure` on a push to a configured branch publishes one
+message per run to the stack's topic, unless every config it regressed was alarmed of
+already and has not passed since (domain/alerts.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aws_lambda_powertools import Logger
+
+from distkpi.adapters.dynamo.alarms import AlarmRepository
+from distkpi.adapters.sns import AlertTopic
+from distkpi.domain.alerts import Alerted, alert_message, next_state
+from distkpi.domain.records import RunRecord
+from distkpi.exceptions import StorageError
+from distkpi.services.ports import Counter, no_metrics
+
+logger = Logger(child=True)
+
+
+@dataclass
+class RegressionAlerts:
+    alarms: AlarmRepository
+    topic: AlertTopic
+    report_url: Callable[[str], str | None]
+    web_url: str = "https://github.com"
+    count: Counter = no_metrics
+
+    def after(self, run: RunRecord) -> bool:
+        """Alarm of the run's new regressions; True when a message went out. Its alarm
+        state is kept only once the message is out, so a failed publish is retried with
+        the run's publication."""
+        evaluation, trigger = run.evaluation, run.trigger
+        if evaluation is None or trigger.event != "push":
+            return False
+        before = self.alarms.get(trigger.repo, trigger.branch, run.model)
+        after, new = next_state(before, evaluation, trigger.sha)
+        if new:
+            message = alert_message(
+                evaluation,
+                Alerted(trigger.repo, trigger.branch, run.model, trigger.sha),
+                new,
+                last_pass_sha=before.last_pass_sha,
+                web_url=self.web_url,
+                report_url=self.report_url(run.run_id),
+            )
+            try:
+                self.topic.publish(message.subject, message.body)
+            except StorageError:
+                logger.exception("alert not published", run_id=run.run_id)
+                self.count("AlertFailures")
+                raise
+            self.count("AlertsPublished")
+            logger.info("regression alert published", run_id=run.run_id, configs=sorted(new))
+        if after != before:
+            self.alarms.put(trigger.repo, trigger.branch, run.model, after)
+        return bool(new)

@@ -1,0 +1,68 @@
+"""Re-run deliveries: which commit, which suites, and whose checks."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from distkpi.domain.history import HistoryRow, series
+from distkpi.domain.webhook import Ignored, Rerun, decide
+
+EVENTS = Path(__file__).resolve().parents[1] / "events"
+APP = "904512"
+
+
+def payload(name: str) -> dict[str, Any]:
+    return copy.deepcopy(json.loads((EVENTS / f"{name}.json").read_text())["payload"])
+
+
+def test_a_check_run_rerequested_reruns_its_suite_for_its_pull_request() -> None:
+    decided = decide("check_run", payload("check_run"), ["develop"], APP)
+    assert isinstance(decided, Rerun)
+    assert decided.suites == ("resnet50",)
+    assert decided.previous == "resnet50-9f4e1c2b7a-00000000"
+    trigger = decided.trigger
+    assert (trigger.event, trigger.pull_request, trigger.base_branch) == (
+        "pull_request",
+        12091,
+        "develop",
+    )
+    assert trigger.sha == "9f4e1c2b7a6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f"
+
+
+def test_a_check_suite_rerequested_reruns_every_suite() -> None:
+    decided = decide("check_suite", payload("check_suite"), ["develop"], APP)
+    assert isinstance(decided, Rerun) and decided.suites is None
+
+
+def test_a_rerun_on_a_configured_branch_without_a_pull_request_is_a_push() -> None:
+    body = payload("check_suite")
+    body["check_suite"]["pull_requests"] = []
+    body["check_suite"]["head_branch"] = "develop"
+    decided = decide("check_suite", body, ["develop"], APP)
+    assert isinstance(decided, Rerun) and decided.trigger.event == "push"
+    body["check_suite"]["head_branch"] = "feature"
+    assert isinstance(decide("check_suite", body, ["develop"], APP), Ignored)
+
+
+def test_other_apps_checks_and_other_actions_start_nothing() -> None:
+    other = payload("check_run")
+    other["check_run"]["app"]["id"] = 1
+    assert "another App" in str(decide("check_run", other, ["develop"], APP))
+    assert isinstance(decide("check_run", payload("check_run"), ["develop"], None), Ignored)
+    created = payload("check_run")
+    created["action"] = "created"
+    assert isinstance(decide("check_run", created, ["develop"], APP), Ignored)
+    foreign = payload("check_run")
+    foreign["check_run"]["name"] = "ci/build"
+    assert isinstance(decide("check_run", foreign, ["develop"], APP), Ignored)
+
+
+def test_a_commit_counts_once_in_a_baseline_by_its_latest_run() -> None:
+    def row(sha: str, run: str, value: float) -> HistoryRow:
+        return HistoryRow("t", "o/r", "develop", "m", "1x1", sha, run, "throughput", value)
+
+    rows = [row("a" * 40, "r1", 100.0), row("b" * 40, "r2", 110.0), row("a" * 40, "r3", 104.0)]
+    assert series(rows, "1x1", "throughput") == [104.0, 110.0]
