@@ -8,13 +8,11 @@ photographed by a real headless browser.
 from __future__ import annotations
 
 import html
-import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import markdown
+from chromium import screenshot
 
 ROOT = Path(__file__).resolve().parents[2]
 SUMMARY = ROOT / "tests" / "golden" / "check_summary.md"
@@ -49,27 +47,10 @@ def page(summary: str) -> str:
 
 
 def main() -> int:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        print("needs chromium (apt-get install chromium)", file=sys.stderr)
-        return 1
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "check.html"
         source.write_text(page(SUMMARY.read_text()))
-        subprocess.run(
-            [
-                browser,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--hide-scrollbars",
-                "--window-size=1500,1120",
-                f"--screenshot={PICTURE}",
-                source.as_uri(),
-            ],
-            check=True,
-            capture_output=True,
-        )
+        screenshot(source, PICTURE, 1500, 1120)
     print(f"wrote {PICTURE.relative_to(ROOT)}")
     return 0
 

@@ -137,6 +137,7 @@ def test_pushes_build_a_history_the_pull_request_is_judged_against(tmp_path: Pat
         source=repository(tmp_path, commits=2),
         commits=2,
         progress=io.StringIO(),
+        pull_request=True,
     )
     push, pull = result.runs
     assert (push.event, pull.event) == ("push", "pull_request")

@@ -380,12 +380,16 @@ def test_a_run_past_its_deadline_is_settled_as_error_and_its_jobs_stopped(
     lost = f"runs/{run_id}/2x8-4ps/node-5.json"
     stack.s3.delete_object(Bucket=BUCKET, Key=lost)
     deliver_all(stack, [k for k in keys if k != lost and "/4x8-8ps/" not in k], copies=1)
-    assert sweep(stack) == {"timed_out": 0, "republished": 0}  # 8 hours have not passed
+    assert sweep(stack) == {
+        "timed_out": 0,
+        "republished": 0,
+        "site_rebuilt": 0,
+    }  # 8 hours have not passed
     assert final_statuses(stack) == []
 
     monkeypatch.setenv("RUN_TIMEOUT_S", "0")
     wiring.reset()
-    assert sweep(stack) == {"timed_out": 1, "republished": 0}
+    assert sweep(stack) == {"timed_out": 1, "republished": 0, "site_rebuilt": 0}
     (final,) = final_statuses(stack)
     assert final["state"] == "error"
     assert final["description"] == (
@@ -410,7 +414,7 @@ def test_a_run_past_its_deadline_is_settled_as_error_and_its_jobs_stopped(
         == ("timed out: no result 0h after the run started")
     )
     assert reasons["1x1"] != reasons["2x8-4ps"]
-    assert sweep(stack) == {"timed_out": 0, "republished": 0}
+    assert sweep(stack) == {"timed_out": 0, "republished": 0, "site_rebuilt": 0}
     assert len(final_statuses(stack)) == 1
 
 
@@ -426,7 +430,7 @@ def test_one_broken_overdue_run_does_not_keep_the_others_from_their_deadline(
     )
     monkeypatch.setenv("RUN_TIMEOUT_S", "0")
     wiring.reset()
-    assert sweep(stack) == {"timed_out": 1, "republished": 0}
+    assert sweep(stack) == {"timed_out": 1, "republished": 0, "site_rebuilt": 1}
     assert [s["state"] for s in final_statuses(stack)] == ["error"]
     assert stack.table.get_item(Key={"PK": f"RUN#{fine}", "SK": "RUN"})["Item"]["status"] == "done"
     assert "overdue run not settled" in caplog.text
@@ -479,8 +483,8 @@ def test_github_down_still_stores_the_kpis_and_the_status_goes_out_later(
     stack.github.start()
     monkeypatch.setenv("GITHUB_API_URL", stack.github.url)
     wiring.reset()
-    assert sweep(stack) == {"timed_out": 0, "republished": 1}
-    assert sweep(stack) == {"timed_out": 0, "republished": 0}
+    assert sweep(stack) == {"timed_out": 0, "republished": 1, "site_rebuilt": 0}
+    assert sweep(stack) == {"timed_out": 0, "republished": 0, "site_rebuilt": 0}
     (final,) = final_statuses(stack)
     assert final["state"] == "success" and final["sha"] == SHA
     run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]

@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from distkpi.adapters.history_files import FORMATS
 from distkpi.exceptions import ContractError, DistkpiError, RunFolderError
+
+DEFAULT_STATE = Path("out/local/state")  # distkpi local's state folder (local/state.py)
 
 if TYPE_CHECKING:
     from distkpi.adapters.dynamo import DynamoTable
@@ -62,12 +65,18 @@ def _fault(text: str) -> tuple[str, int, int]:
 
 def _cmd_local(args: argparse.Namespace) -> int:
     from distkpi.local.demo import dry_run, print_result, run_local
+    from distkpi.local.state import StateFolder
 
     source = Path(args.repo) if args.repo else None
+    state = StateFolder(Path(args.state))
+    if args.action == "up":
+        from distkpi.local.up import serve
+
+        return serve(Path(args.suite), state, args.port, fresh=args.fresh)
     if args.event:
         return _replay(args, source)
     if args.dry_run:
-        planned = dry_run(Path(args.suite), args.sha, source=source)
+        planned = dry_run(Path(args.suite), args.sha, source=source, state=state)
         print(json.dumps(planned, indent=2) if args.json else _describe_plan(planned))
         return 0
     faults = {(c, n): e for c, n, e in args.fail or []}
@@ -79,6 +88,9 @@ def _cmd_local(args: argparse.Namespace) -> int:
         commits=args.commits,
         faults=faults,
         github_app=args.github_app,
+        pull_request=args.pull_request,
+        state=state,
+        fresh=args.fresh,
     )
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
@@ -131,7 +143,27 @@ def _describe_plan(planned: dict[str, Any]) -> str:
 
 def _add_local(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("local", help="the whole pipeline on this machine, with real training")
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=["up"],
+        help="up: keep the local stack running (until Ctrl-C) for the other commands",
+    )
     p.add_argument("--suite", default="infra/suites/local.yaml", help="suite file to run")
+    p.add_argument(
+        "--state",
+        default=str(DEFAULT_STATE),
+        help="folder the local AWS state (history, runs, reports) is kept in between runs",
+    )
+    p.add_argument(
+        "--fresh", action="store_true", help="start from empty state (deletes the --state folder)"
+    )
+    p.add_argument("--port", type=int, default=4566, help="with up: moto's port (GitHub: next)")
+    p.add_argument(
+        "--pull-request",
+        action="store_true",
+        help="the last commit comes as a pull request onto its parent (else it is pushed)",
+    )
     p.add_argument("--repo", help="git repository whose code is measured (default: this one)")
     p.add_argument("--sha", default="HEAD", help="commit (any git revision) to measure")
     p.add_argument(
@@ -148,8 +180,8 @@ def _add_local(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--commits",
         type=int,
         default=1,
-        help="N merge requests: the N-1 commits before --sha (first parent) are pushed to "
-        "develop to build a history, then --sha comes as the pull request",
+        help="N merges: --sha and the N-1 commits before it (first parent) are pushed to "
+        "develop, oldest first, each judged against the runs before it",
     )
     p.add_argument(
         "--event",
@@ -232,7 +264,9 @@ def _add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=_cmd_judge)
 
 
-def _table(args: argparse.Namespace) -> DynamoTable:
+@contextmanager
+def _table(args: argparse.Namespace, write: bool = False) -> Iterator[DynamoTable]:
+    """The deployed table (--table), or with --local the local stack's or state folder's."""
     import os
 
     import boto3
@@ -240,11 +274,20 @@ def _table(args: argparse.Namespace) -> DynamoTable:
     from distkpi.adapters.aws import CLIENT_CONFIG
     from distkpi.adapters.dynamo import DynamoTable
 
+    if args.local:
+        from distkpi.local.attach import local_table
+        from distkpi.local.state import StateFolder
+
+        with local_table(StateFolder(Path(args.state)), write=write) as table:
+            yield table
+        return
     name = args.table or os.environ.get("TABLE_NAME")
     if not name:
-        raise UsageError("no table: give --table or set TABLE_NAME (the stack's RunsTableName)")
+        raise UsageError(
+            "no table: give --table or set TABLE_NAME (the stack's RunsTableName), or --local"
+        )
     resource = boto3.resource("dynamodb", endpoint_url=args.endpoint_url, config=CLIENT_CONFIG)
-    return DynamoTable(name, resource.Table(name))
+    yield DynamoTable(name, resource.Table(name))
 
 
 def _cmd_history(args: argparse.Namespace) -> int:
@@ -252,14 +295,16 @@ def _cmd_history(args: argparse.Namespace) -> int:
     from distkpi.adapters.history_files import write_history
     from distkpi.domain.history import rows_from_records
 
-    history = HistoryRepository(_table(args))
-    records = history.history(args.repo, args.branch, args.model, since=args.since)
-    rows = [
-        r
-        for r in rows_from_records(records)
-        if (args.config is None or r.config == args.config)
-        and (args.kpi is None or r.kpi == args.kpi)
-    ]
+    with _table(args) as table:
+        records = HistoryRepository(table).history(
+            args.repo, args.branch, args.model, since=args.since
+        )
+        rows = [
+            r
+            for r in rows_from_records(records)
+            if (args.config is None or r.config == args.config)
+            and (args.kpi is None or r.kpi == args.kpi)
+        ]
     if args.limit is not None:
         runs = sorted({r.run_id: r.finished_at for r in rows}.items(), key=lambda x: x[1])
         keep = {run for run, _ in runs[-args.limit :]}
@@ -278,7 +323,8 @@ def _cmd_reset(args: argparse.Namespace) -> int:
     at = datetime.now(UTC).isoformat(timespec="seconds")
     who = args.who or getpass.getuser()
     reset = ResetRecord(args.repo, args.branch, args.model, args.config, args.reason, who, at)
-    HistoryRepository(_table(args)).record_reset(reset)
+    with _table(args, write=True) as table:
+        HistoryRepository(table).record_reset(reset)
     print(
         f"baseline of {args.repo} {args.branch} {args.model} {args.config} reset at {at} by {who}"
     )
@@ -290,13 +336,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from distkpi.reporting.page import build_report
     from distkpi.services.baseline import baseline_of
 
-    table = _table(args)
-    run = RunRepository(table).get(args.run_id)
-    if run is None or run.evaluation is None:
-        raise UsageError(f"no finished run {args.run_id} in {table.table_name}")
+    with _table(args) as table:
+        run = RunRepository(table).get(args.run_id)
+        if run is None or run.evaluation is None:
+            raise UsageError(f"no finished run {args.run_id} in {table.table_name}")
+        files = build_report(run, baseline_of(HistoryRepository(table), run).rows)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    files = build_report(run, baseline_of(HistoryRepository(table), run).rows)
     for name, data in files.items():
         (out / name).write_bytes(data)
     print(out / "index.html")
@@ -306,7 +352,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_runs(args: argparse.Namespace) -> int:
     from distkpi.adapters.dynamo import RunRepository
 
-    runs = RunRepository(_table(args)).of_commit(args.repo, args.sha)
+    with _table(args) as table:
+        runs = RunRepository(table).of_commit(args.repo, args.sha)
     if args.json:
         print(json.dumps([_run_summary(r) for r in runs], indent=2))
         return 0
@@ -340,6 +387,34 @@ def _table_options(p: argparse.ArgumentParser, *, suite: bool = True) -> None:
         p.add_argument("--branch", default="develop")
     p.add_argument("--table", help="DynamoDB table (default: $TABLE_NAME)")
     p.add_argument("--endpoint-url", help="AWS endpoint, e.g. a local moto server")
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="the running `distkpi local up`, or else the local state folder",
+    )
+    p.add_argument("--state", default=str(DEFAULT_STATE), help="with --local: the state folder")
+
+
+def _cmd_site(args: argparse.Namespace) -> int:
+    from distkpi.adapters.dynamo import HistoryRepository
+    from distkpi.reporting.site import FolderSite, build_site
+
+    out = Path(args.out)
+    with _table(args) as table:
+        built = build_site(
+            HistoryRepository(table),
+            FolderSite(out),
+            repo=args.repo,
+            model=args.model,
+            branch=args.branch,
+            report_url=args.report_url,
+            page_runs=args.page_runs,
+        )
+    print(
+        f"{out / 'index.html'}: {built.histories} histories, {built.runs} runs, "
+        f"{built.pages} page(s)"
+    )
+    return 0
 
 
 def _add_history(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -372,6 +447,19 @@ def _add_history(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     commit.add_argument("--json", action="store_true")
     _table_options(commit, suite=False)
     commit.set_defaults(func=_cmd_runs)
+    site = sub.add_parser("site", help="write the KPI history as static pages to browse")
+    site.add_argument("--out", required=True, help="folder to write index.html and pages to")
+    site.add_argument("--repo", help="only this repository's histories (owner/name)")
+    site.add_argument("--model", help="only this suite's")
+    site.add_argument("--branch", help="only this branch's")
+    site.add_argument(
+        "--report-url",
+        default="../reports/{run_id}/index.html",
+        help="where a point links, {run_id} filled in (default: the reports beside the site)",
+    )
+    site.add_argument("--page-runs", type=int, default=500, help="runs per page of a history")
+    _table_options(site, suite=False)
+    site.set_defaults(func=_cmd_site)
 
 
 def _cmd_node(args: argparse.Namespace) -> int:

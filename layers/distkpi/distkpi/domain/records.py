@@ -17,6 +17,9 @@ if TYPE_CHECKING:  # the KPI engine stays off the webhook's imports
     from distkpi.domain.kpis import ConfigKpis, ConfigStatus
 
 
+PULL_REQUEST_HISTORY = "pr:"
+
+
 def history_branch(event: str, branch: str, pull_request: int | None) -> str:
     """Whose history a run's results join. A push (only to a configured branch starts runs)
     joins its branch's. A pull request's runs stay apart under ``pr:<number>``, a name no git
@@ -24,7 +27,7 @@ def history_branch(event: str, branch: str, pull_request: int | None) -> str:
     request's numbers must never become a branch's baseline."""
     if event != "pull_request":
         return branch
-    return f"pr:{pull_request if pull_request is not None else branch}"
+    return f"{PULL_REQUEST_HISTORY}{pull_request if pull_request is not None else branch}"
 
 
 class RunStatus(StrEnum):
@@ -135,6 +138,24 @@ class HistoryRecord:
     created_at: str
     finished_at: str
     kpis: ConfigKpis
+    # per KPI, how this run's value was judged: {"low", "high", "verdict"} (the history site
+    # shades the range and marks regressions); empty for records from before it was kept
+    judged: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SeriesRecord:
+    """A (repo, branch, model) whose history exists, with its latest run: what the history
+    site's index lists, found by key rather than by scanning the history."""
+
+    repo: str
+    branch: str
+    model: str
+    run_id: str
+    state: str
+    description: str
+    finished_at: str
+    site_built_at: str | None = None
 
 
 @dataclass(frozen=True)

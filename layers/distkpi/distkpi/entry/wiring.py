@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from distkpi.services.deadlines import RunDeadlines
     from distkpi.services.publish import Publisher
     from distkpi.services.settle import ConfigSettler
+    from distkpi.services.site import SiteRefresher
 
 
 class Wiring:
@@ -243,6 +244,12 @@ class SweeperWiring(BatchWiring):
 
         s = self.settings
         return RunDeadlines(self.runs, self.settler, self.launcher, s.run_timeout_s, count)
+
+    @cached_property
+    def site(self) -> SiteRefresher:
+        from distkpi.services.site import SiteRefresher
+
+        return SiteRefresher(self.history, self.store, count)
 
 
 _webhook: WebhookWiring | None = None

@@ -196,8 +196,14 @@ def _notify_queue(client: Callable[[str], Any], template: dict[str, Any]) -> str
 
 
 def create_local_aws(
-    endpoint: str, template_path: Path, suite: Path, github_app: str | None = None
+    endpoint: str,
+    template_path: Path,
+    suite: Path,
+    github_app: str | None = None,
+    restore: Callable[[Callable[[str], Any]], None] | None = None,
 ) -> LocalAws:
+    """AWS as the template makes it, on moto's server at ``endpoint``; ``restore`` puts back
+    a saved state before S3 notifications are on (so old run folders start nothing)."""
     os.environ.update(aws_environment(endpoint))
     # moto keeps its state per process: start from nothing, as a fresh account would.
     requests.post(f"{endpoint}/moto-api/reset", timeout=10)
@@ -214,6 +220,8 @@ def create_local_aws(
         github_token=github_token,
         github_app=github_app,
     )
+    if restore is not None:
+        restore(client)
     queue_url = _notify_queue(client, template)
     return LocalAws(
         endpoint,

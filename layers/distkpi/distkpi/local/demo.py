@@ -20,9 +20,10 @@ from distkpi.exceptions import DistkpiError
 from distkpi.local.aws_stack import TABLE
 from distkpi.local.dispatch import Dispatcher
 from distkpi.local.executor import JobOutcome
-from distkpi.local.github_standin import GitHubStandIn
+from distkpi.local.github_standin import GitHubStandIn, RemoteStandIn
 from distkpi.local.handlers import project_root
 from distkpi.local.stack import LocalStack, local_stack
+from distkpi.local.state import StateFolder
 
 # the base branch's newest history rows read for a cost estimate: 5 runs of up to 20 configs
 RECENT_ROWS = 100
@@ -107,14 +108,19 @@ def run_local(
     faults: dict[tuple[str, int], int] | None = None,
     progress: TextIO = sys.stderr,
     github_app: bool = False,
+    pull_request: bool = False,
+    state: StateFolder | None = None,
+    fresh: bool = False,
 ) -> LocalResult:
-    """``commits`` merge requests on one stack, measuring the code of ``source`` (a git
-    repository, default this checkout) at ``rev`` and its first-parent predecessors: the
-    commits - 1 before it are pushed to develop to build a history, then ``rev`` comes as a
-    pull request and is judged against it."""
+    """``commits`` merges on one stack, measuring the code of ``source`` (a git repository,
+    default this checkout) at ``rev`` and its first-parent predecessors, oldest first: each
+    is pushed to develop and judged against develop's earlier runs, except that with
+    ``pull_request`` ``rev`` comes as a pull request onto its parent. With a ``state``
+    folder the history goes on from the runs before, and is kept for the next."""
     source = source or project_root()
     chain = commits_of(source, rev, commits)
-    with local_stack(suite, progress, github_app=github_app) as stack:
+    opened = local_stack(suite, progress, github_app=github_app, state=state, fresh=fresh)
+    with opened as stack:
         stack.say(
             f"local stack up: AWS (moto) at {stack.aws.endpoint}, GitHub at {stack.github.url}"
             + (" (as a GitHub App)" if github_app else "")
@@ -126,8 +132,9 @@ def run_local(
         for pushed in chain[:-1]:
             runs += _run_commit(stack, dispatch, repo, pushed, base, push=True, jobs=jobs)
             base = pushed
+        last = chain[-1]
         runs += _run_commit(
-            stack, dispatch, repo, chain[-1], base, push=False, jobs=jobs, faults=faults or {}
+            stack, dispatch, repo, last, base, push=not pull_request, jobs=jobs, faults=faults or {}
         )
         results = [_result(dispatch, run) for run in runs]
         stack.say(f"done: {len(jobs)} job(s), {stack.events_delivered} S3 event(s) delivered")
@@ -141,7 +148,7 @@ def run_local(
         )
 
 
-def checks_of(github: GitHubStandIn) -> list[dict[str, Any]]:
+def checks_of(github: GitHubStandIn | RemoteStandIn) -> list[dict[str, Any]]:
     """Each check run GitHub holds, as it stands: name, status, conclusion, title, summary."""
     return [
         {
@@ -162,14 +169,15 @@ def dry_run(
     source: Path | None = None,
     repo: str = "local/demo",
     progress: TextIO = sys.stderr,
+    state: StateFolder | None = None,
 ) -> dict[str, Any]:
     """What a pull request of ``rev`` would start, without running it: each run with the
     exact SubmitJob request of each job, the GPUs they ask for, the GPU-hours its last
     runs on the base branch took (the median of up to 5; None without any), and the
-    statuses posted."""
+    statuses posted. A ``state`` folder is read (for the estimate), never written."""
     source = source or project_root()
     (sha,) = commits_of(source, rev, 1)
-    with local_stack(suite, progress) as stack:
+    with local_stack(suite, progress, state=state, save=False) as stack:
         dispatch = Dispatcher(stack, Path(), source)
         run_ids = stack.send_webhook(repo, sha, _base_of(source, sha))
         runs = []
@@ -249,7 +257,11 @@ def print_result(result: LocalResult, out: TextIO = sys.stdout) -> None:
         print("\nagainst the baseline (develop):", file=out)
         print(render_judgements(last.judgements), file=out)
     else:
-        print("\nno baseline yet: develop has no history (--commits 3 builds one first)", file=out)
+        print(
+            "\nno baseline yet: develop has no history before this run (the next run is "
+            "judged against it; --commits 3 builds one at once)",
+            file=out,
+        )
     print(f"\nverdict: {last.state} - {last.description}", file=out)
     print(f"logs and KPIs: {last.folder}  (distkpi kpis {last.folder})", file=out)
     print(f"report: {last.report}\n", file=out)

@@ -114,9 +114,12 @@ class GitHubStandIn:
     ``fail_next(500, 503)`` makes the next requests answer those codes first.
     """
 
-    def __init__(self, token: str | None = None, app: GitHubApp | None = None) -> None:
+    def __init__(
+        self, token: str | None = None, app: GitHubApp | None = None, port: int = 0
+    ) -> None:
         self.token = token
         self.app = app
+        self.port = port  # 0: any free one
         self.statuses: list[dict[str, Any]] = []
         self.check_runs: list[dict[str, Any]] = []
         self.removed_labels: list[dict[str, Any]] = []
@@ -170,7 +173,7 @@ class GitHubStandIn:
             def _body(self) -> bytes:
                 return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self.url
 
@@ -190,6 +193,10 @@ class GitHubStandIn:
             ("GET", INSTALLATION_PATH, lambda: self._installation(bare, auth)),
             ("GET", COMMIT_CHECKS_PATH, lambda: self._list_checks(path, auth)),
         ]
+        if method == "GET" and bare in ("/_standin/statuses", "/_standin/checks"):
+            # what a `distkpi local` attached to `distkpi local up` reads back
+            with self._lock:
+                return 200, list(self.statuses if bare.endswith("statuses") else self.check_runs)
         for verb, pattern, handle in routes:
             if verb == method and pattern.match(bare):
                 return handle()
@@ -243,21 +250,30 @@ class GitHubStandIn:
             self.requests += 1
             if self._scripted:
                 return self._scripted.popleft(), {"message": "scripted failure"}
-        if not self._authorized(auth):
-            return 401, {"message": "Bad credentials"}
         if repo in (self.app.lost_access if self.app else set()):
             return 403, {"message": "Resource not accessible by integration"}
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            return 400, {"message": "Problems parsing JSON"}
-        problem = _invalid_check(body, creating=True)
-        if problem:
-            return 422, {"message": "Validation Failed", "errors": [problem]}
+        body = self._check_body(auth, raw, creating=True)
+        if isinstance(body, tuple):
+            return body
         with self._lock:
             check = {"id": len(self.check_runs) + 1, "repo": repo, **body}
             self.check_runs.append(check)
         return 201, check
+
+    def _check_body(
+        self, auth: str | None, raw: bytes, *, creating: bool
+    ) -> dict[str, Any] | tuple[int, Any]:
+        """A check run's body, or the answer GitHub gives when it is refused."""
+        if not self._authorized(auth):
+            return 401, {"message": "Bad credentials"}
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return 400, {"message": "Problems parsing JSON"}
+        problem = _invalid_check(body, creating=creating)
+        if problem:
+            return 422, {"message": "Validation Failed", "errors": [problem]}
+        return dict(body)
 
     def _update_check(self, path: str, auth: str | None, raw: bytes) -> tuple[int, Any]:
         match = CHECK_RUN_PATH.match(path)
@@ -265,15 +281,9 @@ class GitHubStandIn:
             self.requests += 1
         if match is None:
             return 404, {"message": "Not Found"}
-        if not self._authorized(auth):
-            return 401, {"message": "Bad credentials"}
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            return 400, {"message": "Problems parsing JSON"}
-        problem = _invalid_check(body, creating=False)
-        if problem:
-            return 422, {"message": "Validation Failed", "errors": [problem]}
+        body = self._check_body(auth, raw, creating=False)
+        if isinstance(body, tuple):
+            return body
         with self._lock:
             index = int(match["id"]) - 1
             if not 0 <= index < len(self.check_runs):
@@ -392,3 +402,26 @@ def _invalid_check(body: Any, *, creating: bool) -> str | None:
         if len(output.get(field) or "") > MAX_OUTPUT:
             return f"output.{field} is too long (maximum is {MAX_OUTPUT} characters)"
     return None
+
+
+class RemoteStandIn:
+    """The stand-in of a running `distkpi local up`, read over HTTP."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def _get(self, path: str) -> list[dict[str, Any]]:
+        import requests
+
+        answer = requests.get(f"{self.url}{path}", timeout=10)
+        answer.raise_for_status()
+        found: list[dict[str, Any]] = answer.json()
+        return found
+
+    @property
+    def statuses(self) -> list[dict[str, Any]]:
+        return self._get("/_standin/statuses")
+
+    @property
+    def checks(self) -> list[dict[str, Any]]:
+        return self._get("/_standin/checks")

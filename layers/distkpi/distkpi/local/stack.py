@@ -9,8 +9,8 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -19,14 +19,17 @@ from typing import Any, TextIO
 from unittest import mock
 
 from distkpi.adapters.dynamo import DynamoTable, JobRepository, RunRepository
+from distkpi.domain.layout import SUITES
+from distkpi.local.attach import RunningStack, running
 from distkpi.local.aws_stack import (
+    BUCKET,
     TABLE,
     LocalAws,
     aws_environment,
     create_local_aws,
     function_environment,
 )
-from distkpi.local.github_standin import GitHubApp, GitHubStandIn
+from distkpi.local.github_standin import GitHubApp, GitHubStandIn, RemoteStandIn
 from distkpi.local.handlers import (
     LambdaContext,
     batch_job_event,
@@ -36,6 +39,7 @@ from distkpi.local.handlers import (
     push_delivery,
     signed_function_url_event,
 )
+from distkpi.local.state import StateError, StateFolder
 
 
 @dataclass
@@ -44,7 +48,7 @@ class LocalStack:
 
     root: Path
     aws: LocalAws
-    github: GitHubStandIn
+    github: GitHubStandIn | RemoteStandIn
     handlers: dict[str, ModuleType]
     progress: TextIO
     events_delivered: int = 0
@@ -118,18 +122,75 @@ class LocalStack:
 
 @contextmanager
 def local_stack(
-    suite: Path, progress: TextIO = sys.stderr, *, github_app: bool = False
+    suite: Path,
+    progress: TextIO = sys.stderr,
+    *,
+    github_app: bool = False,
+    state: StateFolder | None = None,
+    fresh: bool = False,
+    port: int = 0,
+    save: bool = True,
 ) -> Iterator[LocalStack]:
-    """Up on free ports, with ``suite`` deployed; down (and the environment as it was)
-    afterwards. ``github_app``: GitHub is an App's host (check runs, installation tokens)."""
+    """Up on free ports (or moto on ``port`` and GitHub on the next), with ``suite``
+    deployed; down (and the environment as it was) afterwards. ``github_app``: GitHub is an
+    App's host. ``state``: start from that folder's state (``fresh``: from none) and leave
+    it updated (unless not ``save``), holding it for as long as the stack is up."""
+    up = running(state) if state is not None else None
+    if up is not None:  # `distkpi local up` holds the state: run on its stack
+        if fresh:
+            raise StateError(f"--fresh: {state} is held by `distkpi local up` (pid {up.pid})")
+        with _attached(up, suite, progress) as stack:
+            stack.say(f"on the stack `distkpi local up` keeps (pid {up.pid})")
+            yield stack
+        return
+    with ExitStack() as held:
+        if state is not None:
+            held.enter_context(state.locked())
+            if fresh:
+                state.fresh()
+            state.check()
+        stack = held.enter_context(_local_stack(suite, progress, github_app, state, port))
+        yield stack
+        if state is not None and save:
+            items, objects = state.save(stack.aws.client, TABLE, BUCKET)
+            stack.say(f"state saved to {state.path}: {items} item(s), {objects} object(s)")
+
+
+@contextmanager
+def _attached(up: RunningStack, suite: Path, progress: TextIO) -> Iterator[LocalStack]:
+    root = project_root()
+    aws = LocalAws(**up.aws)
+    with mock.patch.dict(os.environ):
+        os.environ.update(aws_environment(aws.endpoint))
+        aws.client("s3").put_object(
+            Bucket=BUCKET, Key=f"{SUITES}{suite.name}", Body=suite.read_bytes()
+        )
+        os.environ.update(function_environment(aws, up.github))
+        from distkpi.entry import wiring
+
+        wiring.reset()
+        yield LocalStack(root, aws, RemoteStandIn(up.github), load_handlers(root), progress)
+        wiring.reset()
+
+
+@contextmanager
+def _local_stack(
+    suite: Path, progress: TextIO, github_app: bool, state: StateFolder | None, port: int
+) -> Iterator[LocalStack]:
     from moto.server import ThreadedMotoServer
 
     root = project_root()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     app = GitHubApp() if github_app else None
-    github = GitHubStandIn(app=app)
+    github = GitHubStandIn(app=app, port=port + 1 if port else 0)
+    loaded: list[tuple[int, int]] = []
+
+    def restore(client: Callable[[str], Any]) -> None:
+        if state is not None:
+            loaded.append(state.load(client, TABLE, BUCKET))
+
     try:
         # everything set in the environment from here on is undone on the way out
         with mock.patch.dict(os.environ):
@@ -139,6 +200,7 @@ def local_stack(
                 root / "template.yaml",
                 suite,
                 github_app=app.secret() if app else None,
+                restore=restore,
             )
             github.token = aws.github_token
             os.environ.update(function_environment(aws, github.start()))
@@ -146,7 +208,11 @@ def local_stack(
             from distkpi.entry import wiring
 
             wiring.reset()
-            yield LocalStack(root, aws, github, load_handlers(root), progress)
+            stack = LocalStack(root, aws, github, load_handlers(root), progress)
+            if state is not None and loaded:
+                items, objects = loaded[0]
+                stack.say(f"state from {state.path}: {items} item(s), {objects} object(s)")
+            yield stack
             wiring.reset()
     finally:
         github.stop()

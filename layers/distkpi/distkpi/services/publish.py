@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from aws_lambda_powertools import Logger
 
@@ -13,7 +14,7 @@ from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.evaluation import Evaluation
 from distkpi.domain.history import HistoryRow
 from distkpi.domain.layout import kpis_key, report_key
-from distkpi.domain.records import HistoryRecord, RunRecord
+from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord
 from distkpi.exceptions import StorageError
 from distkpi.services.alerts import RegressionAlerts
 from distkpi.services.baseline import baseline_of
@@ -44,6 +45,7 @@ class Publisher:
         if not self.runs.claim_publication(run.run_id, now):
             return False
         self.history.put(history_records(run, evaluation))
+        self.history.record_series(series_record(run, evaluation))
         self.store.put_json(kpis_key(run.run_id), evaluation.kpis.to_json())
         written = self._write_report(run, baseline)
         if self.alerts is not None and not self._alerted(run):
@@ -108,9 +110,28 @@ class Publisher:
         return True
 
 
+def series_record(run: RunRecord, evaluation: Evaluation) -> SeriesRecord:
+    return SeriesRecord(
+        run.trigger.repo,
+        run.history_branch,
+        run.model,
+        run.run_id,
+        evaluation.verdict.state.value,
+        evaluation.description,
+        run.finished_at or "",
+    )
+
+
 def history_records(run: RunRecord, evaluation: Evaluation) -> list[HistoryRecord]:
     """One record per config, finished when the run did, under the branch whose history the
-    run joins (a pull request's own, never its head branch's)."""
+    run joins (a pull request's own, never its head branch's), with how each KPI was judged."""
+    judged: dict[str, dict[str, dict[str, Any]]] = {}
+    for j in evaluation.judgements:
+        judged.setdefault(j.config, {})[j.kpi] = {
+            "low": j.low,
+            "high": j.high,
+            "verdict": j.verdict.value,
+        }
     return [
         HistoryRecord(
             repo=run.trigger.repo,
@@ -122,6 +143,7 @@ def history_records(run: RunRecord, evaluation: Evaluation) -> list[HistoryRecor
             created_at=run.created_at,
             finished_at=run.finished_at or "",
             kpis=c,
+            judged=judged.get(c.name, {}),
         )
         for c in evaluation.kpis.configs
     ]

@@ -81,20 +81,14 @@ class StatusPublisher:
     def started(self, run: RunSpec, description: str) -> bool:
         """The run's first node reported: its check run is `in_progress` (a commit status
         stays `pending`, so nothing is posted)."""
-        if not self.checks:
-            return True
-        check = CheckRun(
-            name=f"distkpi/{run.model}",
-            head_sha=run.sha,
-            external_id=run.run_id,
-            status="in_progress",
-            title=description,
-            summary=description,
-        )
-        return self._check(run.repo, check, {"run_id": run.run_id})
+        return self._in_progress(run, description, description)
 
     def still_going(self, run: RunSpec, message: str) -> bool:
         """Say in a running run's check why pressing "Re-run" started nothing."""
+        summary = f"{message}: its result will conclude this check; re-run it after."
+        return self._in_progress(run, message, summary)
+
+    def _in_progress(self, run: RunSpec, title: str, summary: str) -> bool:
         if not self.checks:
             return True
         check = CheckRun(
@@ -102,8 +96,8 @@ class StatusPublisher:
             head_sha=run.sha,
             external_id=run.run_id,
             status="in_progress",
-            title=message,
-            summary=f"{message}: its result will conclude this check; re-run it after.",
+            title=title,
+            summary=summary,
         )
         return self._check(run.repo, check, {"run_id": run.run_id})
 

@@ -9,7 +9,7 @@ from boto3.dynamodb.conditions import Key
 
 from distkpi.adapters.dynamo import keys
 from distkpi.adapters.dynamo.table import DynamoTable
-from distkpi.domain.records import HistoryRecord, ResetRecord
+from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord
 
 
 def history_item(record: HistoryRecord) -> dict[str, Any]:
@@ -25,6 +25,7 @@ def history_item(record: HistoryRecord) -> dict[str, Any]:
         "created_at": record.created_at,
         "finished_at": record.finished_at,
         "kpis": record.kpis.to_record(),
+        "judged": {kpi: dict(judged) for kpi, judged in record.judged.items()},
     }
 
 
@@ -41,6 +42,7 @@ def history_record(item: Mapping[str, Any]) -> HistoryRecord:
         created_at=str(item["created_at"]),
         finished_at=str(item["finished_at"]),
         kpis=ConfigKpis.from_record({"name": item["config"], **item["kpis"]}),
+        judged=item.get("judged") or {},
     )
 
 
@@ -88,3 +90,48 @@ class HistoryRepository:
             )
             for r in found
         ]
+
+    def record_series(self, series: SeriesRecord) -> None:
+        """The (repo, branch, model)'s latest run, for the site's index; an older run that
+        finishes late does not replace a newer one."""
+        item = {
+            **keys.series_entry(series.repo, series.branch, series.model),
+            "repo": series.repo,
+            "branch": series.branch,
+            "model": series.model,
+            "run_id": series.run_id,
+            "state": series.state,
+            "description": series.description,
+            "finished_at": series.finished_at,
+        }
+        self.table.conditional(
+            Item=item,
+            ConditionExpression="attribute_not_exists(finished_at) OR finished_at <= :at",
+            ExpressionAttributeValues={":at": series.finished_at},
+        )
+
+    def series(self, repo: str | None = None) -> list[SeriesRecord]:
+        """Every history with its latest run (only ``repo``'s when given), by key."""
+        condition: Any = Key("PK").eq(keys.SERIES)
+        if repo is not None:
+            condition = condition & Key("SK").begins_with(f"{repo}#")
+        return [
+            SeriesRecord(
+                str(i["repo"]),
+                str(i["branch"]),
+                str(i["model"]),
+                str(i["run_id"]),
+                str(i["state"]),
+                str(i["description"]),
+                str(i["finished_at"]),
+                i.get("site_built_at"),
+            )
+            for i in self.table.query(KeyConditionExpression=condition)
+        ]
+
+    def mark_site_built(self, series: SeriesRecord, at: str) -> None:
+        self.table.update(
+            Key=keys.series_entry(series.repo, series.branch, series.model),
+            UpdateExpression="SET site_built_at = :at",
+            ExpressionAttributeValues={":at": at},
+        )

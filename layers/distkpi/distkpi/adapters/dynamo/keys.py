@@ -10,6 +10,7 @@ PR#<repo>#<number>            / <created>#<run_id>  a run of a pull request (TTL
 HIST#<repo>#<branch>#<model>  / <created>#<run_id>#<config>  one config's KPIs of a run
 RESET#<repo>#<branch>#<model> / <at>#<config>       an audited baseline reset
 ALARM#<repo>#<branch>#<model> / ALARM               the configs alarmed of, the last pass
+SERIES                        / <repo>#<branch>#<model>  a history's latest run (site index)
 """
 
 from __future__ import annotations
@@ -72,3 +73,10 @@ def reset(repo: str, branch: str, model: str) -> str:
 
 def alarm(repo: str, branch: str, model: str) -> Key:
     return {"PK": f"ALARM#{repo}#{branch}#{model}", "SK": "ALARM"}
+
+
+SERIES = "SERIES"
+
+
+def series_entry(repo: str, branch: str, model: str) -> Key:
+    return {"PK": SERIES, "SK": f"{repo}#{branch}#{model}"}
