@@ -132,7 +132,7 @@ def test_a_crashing_node_gives_an_error_and_a_failed_config(tmp_path: Path) -> N
 
 def test_pushes_build_a_history_the_pull_request_is_judged_against(tmp_path: Path) -> None:
     result = run_local(
-        suite(tmp_path, "1x1", "1x2"),
+        suite(tmp_path, "1x2"),
         tmp_path / "out",
         source=repository(tmp_path, commits=2),
         commits=2,
@@ -206,11 +206,16 @@ def test_a_dry_run_prints_what_a_pull_request_would_submit(tmp_path: Path) -> No
     assert jobs["1x1"]["containerOverrides"]["command"] == ["distkpi", "node"]
     assert jobs["8ps"]["nodeOverrides"]["numNodes"] == 12
     assert [s["state"] for s in planned["statuses"]] == ["pending"]
+    # the seed's matrix asks for exactly the GPUs it uses, and no pserver for any
+    assert run["gpus"] == 57 and run["gpu_hours_estimate"] is None
+    for group in jobs["8ps"]["nodeOverrides"]["nodePropertyOverrides"]:
+        wanted = {r["type"] for r in group["containerOverrides"]["resourceRequirements"]}
+        assert ("GPU" in wanted) == (group["targetNodes"] == "0:3")
 
 
 def test_as_a_github_app_the_run_is_one_check_run_with_the_kpi_table(tmp_path: Path) -> None:
     result = run_local(
-        suite(tmp_path, "1x1", "1x2"),
+        suite(tmp_path, "1x1"),
         tmp_path / "out",
         source=repository(tmp_path),
         progress=io.StringIO(),
@@ -223,5 +228,5 @@ def test_as_a_github_app_the_run_is_one_check_run_with_the_kpi_table(tmp_path: P
     assert (check["name"], check["status"]) == ("distkpi/tiny", "completed")
     assert check["conclusion"] == result.runs[0].state
     assert check["title"] == result.runs[0].description
-    assert check["summary"].startswith("| KPI | 1x1 | 1x2 |")
-    assert "| hardware | local/cpu | local/cpu |" in check["summary"]
+    assert check["summary"].startswith("| KPI | 1x1 |")
+    assert "| hardware | local/cpu |" in check["summary"]
