@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import botocore.loaders
+import botocore.session
 import pytest
 
 SHA = "a" * 40
+
+# Each boto3 Session (one per identity, per moto stack, per wiring) would load and decode
+# botocore's service models again, about 0.2 s a client: one loader for the test process
+# keeps what it decoded, as one Lambda container keeps its clients' models.
+botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)  # type: ignore[attr-defined]
 
 
 def offline_aws(monkeypatch: pytest.MonkeyPatch) -> None:

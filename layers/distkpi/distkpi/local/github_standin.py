@@ -130,6 +130,17 @@ class GitHubStandIn:
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
+    def reset(self, token: str | None = None, app: GitHubApp | None = None) -> None:
+        """Forget every request and script, as a new stand-in would, keeping the server (and
+        its port); then answer for ``token`` or ``app``."""
+        server = self._server
+        self.__dict__.update(GitHubStandIn(token, app, self.port).__dict__)
+        self._server = server
+
+    @property
+    def stopped(self) -> bool:
+        return self._server is None
+
     def fail_next(self, *codes: int) -> None:
         with self._lock:
             self._scripted.extend(codes)
@@ -174,7 +185,10 @@ class GitHubStandIn:
                 return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # a short poll: stop() waits up to one interval for the loop to notice
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
         return self.url
 
     def stop(self) -> None:
