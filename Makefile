@@ -30,10 +30,11 @@ lint: $(STAMP) $(CHECKOV_STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# the test tiers: unit (pure code, no AWS; seconds), integration (the handlers on moto and
-# a GitHub stand-in; a minute or two), e2e (`distkpi local` with real training; minutes)
+# the test tiers: unit (pure code and the services on in-memory ports, no AWS; seconds),
+# integration (the handlers on moto and a GitHub stand-in; a minute or two), e2e
+# (`distkpi local` with real training; minutes)
 unit: $(STAMP)
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q tests/unit tests/service
 
 integration: $(STAMP)
 	$(BIN)/pytest -q tests/integration

@@ -37,6 +37,19 @@ def mllog(key: str, value: object, time_ms: int = 0, **metadata: object) -> str:
     return ":::MLLOG " + json.dumps(record)
 
 
+def trainer_log(per_trainer: float, accuracy: float = 0.7) -> str:
+    """A trainer's MLLOG: five epochs at ``per_trainer`` samples/s, reaching ``accuracy``."""
+    lines = [mllog("run_start", None, 1_000_000)]
+    for epoch in range(5):
+        lines.append(
+            mllog("tracked_stats", {"throughput": per_trainer}, 1_000_000 + 60_000 * (epoch + 1))
+        )
+        acc = accuracy - 0.1 * (4 - epoch)
+        lines.append(mllog("eval_accuracy", acc, 1_000_000 + 60_000 * (epoch + 1), epoch_num=epoch))
+    lines.append(mllog("run_stop", None, 1_400_000, status="success"))
+    return "\n".join(lines) + "\n"
+
+
 class RunBuilder:
     """Writes run.json, node manifests and their files the way a real job does."""
 

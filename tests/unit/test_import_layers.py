@@ -1,6 +1,7 @@
 """The layers of docs/architecture.md, kept: domain code is pure (it imports no adapter,
-service or entry point), and adapters import no service or entry point. Every import
-counts, also one inside a function."""
+service or entry point), adapters import no service or entry point, services reach AWS and
+GitHub only through their ports (no adapter), and the report draws what it is given. Every
+import counts, also one inside a function."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ FORBIDDEN = {
     "domain": ("distkpi.adapters", "distkpi.services", "distkpi.entry", "distkpi.local"),
     "adapters": ("distkpi.services", "distkpi.entry", "distkpi.local"),
     "node": ("distkpi.services", "distkpi.entry", "distkpi.local"),
+    "services": ("distkpi.adapters", "distkpi.entry", "distkpi.local", "boto3", "requests"),
+    "reporting": ("distkpi.adapters", "distkpi.services", "distkpi.entry", "distkpi.local"),
 }
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from distkpi.adapters.dynamo import HistoryRepository
 from distkpi.domain.history import HistoryRow, rows_from_records, until_commit
 from distkpi.domain.records import RunRecord
+from distkpi.services.ports import History
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,7 @@ class Baseline:
     resets: dict[str, str]  # config (or "*") -> the latest audited reset
 
 
-def baseline_of(history: HistoryRepository, run: RunRecord) -> Baseline:
+def baseline_of(history: History, run: RunRecord) -> Baseline:
     """For a pull request the base branch's runs up to the merge base (else its latest
     runs), for a push the branch's own earlier runs. Reads the window of runs of every
     config four times over, so that runs set aside (failed, older than the merge base or a

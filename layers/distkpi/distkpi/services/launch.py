@@ -10,15 +10,6 @@ from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
-from distkpi.adapters.batch import BatchLauncher
-from distkpi.adapters.dynamo import (
-    DeliveryRepository,
-    JobRepository,
-    PullRequestRepository,
-    RunRepository,
-)
-from distkpi.adapters.s3_runs import S3RunStore
-from distkpi.adapters.suite_catalog import SuiteCatalog
 from distkpi.domain.commit_status import State, confirming_description, pending_description
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.layout import run_spec_key
@@ -38,7 +29,19 @@ from distkpi.domain.trust import NeedsApproval, approval_description
 from distkpi.domain.webhook import Rerun, Trigger
 from distkpi.exceptions import LaunchError
 from distkpi.services.jobs import stop_jobs
-from distkpi.services.ports import Clock, Counter, no_metrics, utcnow
+from distkpi.services.ports import (
+    Clock,
+    Counter,
+    Deliveries,
+    JobLauncher,
+    Jobs,
+    PullRequests,
+    RunFolders,
+    Runs,
+    SuiteSource,
+    no_metrics,
+    utcnow,
+)
 from distkpi.services.statuses import StatusPublisher
 
 if TYPE_CHECKING:
@@ -65,14 +68,14 @@ class Delivery:
 
 @dataclass
 class RunStarter:
-    runs: RunRepository
-    deliveries: DeliveryRepository
-    jobs: JobRepository
-    pull_requests: PullRequestRepository
-    store: S3RunStore
-    catalog: SuiteCatalog
+    runs: Runs
+    deliveries: Deliveries
+    jobs: Jobs
+    pull_requests: PullRequests
+    store: RunFolders
+    catalog: SuiteSource
     statuses: StatusPublisher
-    launcher: BatchLauncher | None
+    launcher: JobLauncher | None
     cancel_superseded: bool = True
     # the fan-in, made only when Batch refuses a job: the KPI engine stays off the cold start
     settler: Callable[[], ConfigSettler] | None = None

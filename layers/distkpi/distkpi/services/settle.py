@@ -8,15 +8,13 @@ from dataclasses import dataclass, replace
 
 from aws_lambda_powertools import Logger
 
-from distkpi.adapters.dynamo import JobRepository, RunRepository
-from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.kpis import ConfigEvidence, ConfigKpis, ConfigStatus, config_kpis
 from distkpi.domain.records import ConfigState
 from distkpi.domain.runfolder import gather_config, node_indices
 from distkpi.exceptions import NotFoundError, StorageError
 from distkpi.services.finish import RunFinisher
-from distkpi.services.ports import Counter, no_metrics, utcnow
+from distkpi.services.ports import Counter, Jobs, RunFolders, Runs, no_metrics, utcnow
 from distkpi.services.statuses import StatusPublisher
 
 logger = Logger(child=True)
@@ -30,9 +28,9 @@ SETTLED_METRIC = {
 
 @dataclass
 class ConfigSettler:
-    runs: RunRepository
-    jobs: JobRepository
-    store: S3RunStore
+    runs: Runs
+    jobs: Jobs
+    store: RunFolders
     finisher: RunFinisher
     count: Counter = no_metrics
     statuses: StatusPublisher | None = None  # says `in_progress` with check runs

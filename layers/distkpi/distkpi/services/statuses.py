@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
-from distkpi.adapters.github import CommitStatus, GitHubStatusClient
 from distkpi.domain.checks import CheckRun, conclusion_of
-from distkpi.domain.commit_status import State
+from distkpi.domain.commit_status import CommitStatus, State
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.suites import BrokenSuite
 from distkpi.domain.webhook import Trigger
 from distkpi.exceptions import GitHubAuthError, GitHubError
-from distkpi.services.ports import Counter, no_metrics
+from distkpi.services.ports import Counter, GitHub, no_metrics
 
 if TYPE_CHECKING:
     from distkpi.domain.evaluation import Evaluation
@@ -27,7 +26,7 @@ logger = Logger(child=True)
 
 @dataclass
 class StatusPublisher:
-    github: GitHubStatusClient
+    github: GitHub
     report_url: Callable[[str], str | None]
     count: Counter = no_metrics
     # App auth: check runs instead of commit statuses
