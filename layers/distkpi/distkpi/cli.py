@@ -230,18 +230,20 @@ def _commit_runs(run_dirs: Sequence[str]) -> tuple[RunSpec, list[dict[str, Confi
 
 
 def _cmd_judge(args: argparse.Namespace) -> int:
-    from distkpi.adapters.history_files import read_history_csv
+    from distkpi.adapters.history_files import read_history_csv, read_resets_csv
     from distkpi.domain.combining import combine
     from distkpi.domain.evaluation import evaluate
     from distkpi.domain.judging import VerdictSettings
     from distkpi.domain.suites import load_suite
     from distkpi.domain.table import render_judgements
+    from distkpi.services.baseline import latest_resets
 
     spec, runs = _commit_runs(args.run_dirs)
     history = read_history_csv(Path(args.history))
+    resets = latest_resets(read_resets_csv(Path(args.resets))) if args.resets else {}
     settings = load_suite(Path(args.suite)).verdict if args.suite else VerdictSettings()
     evaluation = evaluate(
-        combine(spec, runs), history, settings, spec.accuracy_tolerance, look=len(runs)
+        combine(spec, runs), history, settings, spec.accuracy_tolerance, resets, look=len(runs)
     )
     if args.json:
         print(json.dumps([j.to_json() for j in evaluation.judgements], indent=2))
@@ -260,6 +262,11 @@ def _add_judge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders of one commit")
     p.add_argument("--history", required=True, help="CSV as `distkpi history --format csv` writes")
     p.add_argument("--suite", help="suite whose `verdict:` settings apply (default: all enforced)")
+    p.add_argument(
+        "--resets",
+        help="CSV as `distkpi baseline resets --format csv` writes: the history before each "
+        "config's latest reset does not count, as in the collector",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_judge)
 
@@ -328,6 +335,16 @@ def _cmd_reset(args: argparse.Namespace) -> int:
     print(
         f"baseline of {args.repo} {args.branch} {args.model} {args.config} reset at {at} by {who}"
     )
+    return 0
+
+
+def _cmd_resets(args: argparse.Namespace) -> int:
+    from distkpi.adapters.dynamo import HistoryRepository
+    from distkpi.adapters.history_files import write_resets
+
+    with _table(args) as table:
+        resets = HistoryRepository(table).resets(args.repo, args.branch, args.model)
+    write_resets(resets, args.format)
     return 0
 
 
@@ -436,6 +453,10 @@ def _add_history(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     r.add_argument("--reason", required=True, help="why: kept with the reset for audit")
     r.add_argument("--who", help="who resets (default: the current user)")
     r.set_defaults(func=_cmd_reset)
+    listed = b.add_parser("resets", help="the audited resets of a (repo, branch, model)")
+    _table_options(listed)
+    listed.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    listed.set_defaults(func=_cmd_resets)
     rep = sub.add_parser("report", help="write a finished run's report (HTML and PNGs) locally")
     rep.add_argument("run_id")
     rep.add_argument("--out", required=True, help="folder to write index.html and the charts to")

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import TextIO
 
 from distkpi.domain.history import HISTORY_COLUMNS, HistoryRow
+from distkpi.domain.records import ResetRecord
 from distkpi.exceptions import ContractError
 
+RESET_COLUMNS = ("repo", "branch", "model", "config", "reason", "who", "at")
 REQUIRED = ("finished_at", "repo", "branch", "model", "config", "sha", "run_id", "kpi", "value")
 FORMATS = ("table", "csv", "json", "parquet")
 
@@ -73,3 +75,37 @@ def write_history(
             raise ContractError("--format parquet needs pyarrow (pip install pyarrow)") from exc
     else:
         out.write(frame.to_string(index=False) + "\n" if len(frame) else "no history\n")
+
+
+def read_resets_csv(path: Path) -> list[ResetRecord]:
+    """Audited baseline resets, as `distkpi baseline resets --format csv` writes them."""
+    import csv
+
+    try:
+        with path.open(newline="") as stream:
+            rows = list(csv.DictReader(stream))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ContractError(f"{path}: cannot be read as CSV: {exc}") from exc
+    missing = [c for c in RESET_COLUMNS if rows and c not in rows[0]]
+    if missing:
+        raise ContractError(f"{path}: missing column(s) {', '.join(missing)}")
+    return [ResetRecord(*(str(r[c]) for c in RESET_COLUMNS)) for r in rows]
+
+
+def write_resets(resets: Sequence[ResetRecord], fmt: str, out: TextIO | None = None) -> None:
+    import csv
+    import json
+
+    out = out or sys.stdout
+    rows = [{c: getattr(r, c) for c in RESET_COLUMNS} for r in resets]
+    if fmt == "csv":
+        writer = csv.DictWriter(out, fieldnames=RESET_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    elif fmt == "json":
+        out.write(json.dumps(rows, indent=2) + "\n")
+    elif not rows:
+        out.write("no resets\n")
+    else:
+        for r in resets:
+            out.write(f"{r.at}  {r.config}  by {r.who}: {r.reason}\n")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from distkpi.domain.history import HistoryRow, rows_from_records, until_commit
-from distkpi.domain.records import RunRecord
+from distkpi.domain.records import ResetRecord, RunRecord
 from distkpi.services.ports import History
 
 
@@ -26,7 +27,12 @@ def baseline_of(history: History, run: RunRecord) -> Baseline:
     rows = [r for r in rows_from_records(records) if r.run_id != run.run_id]
     if t.event == "pull_request":
         rows = until_commit(rows, t.base_sha)
-    resets: dict[str, str] = {}
-    for reset in history.resets(t.repo, run.baseline_branch, run.model):
-        resets[reset.config] = max(resets.get(reset.config, ""), reset.at)
-    return Baseline(rows, resets)
+    return Baseline(rows, latest_resets(history.resets(t.repo, run.baseline_branch, run.model)))
+
+
+def latest_resets(resets: Iterable[ResetRecord]) -> dict[str, str]:
+    """config (or "*") -> when its baseline was last reset: the runs before it do not count."""
+    latest: dict[str, str] = {}
+    for reset in resets:
+        latest[reset.config] = max(latest.get(reset.config, ""), reset.at)
+    return latest
