@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,18 @@ def offline_aws(monkeypatch: pytest.MonkeyPatch) -> None:
 def mllog(key: str, value: object, time_ms: int = 0, **metadata: object) -> str:
     record = {"key": key, "value": value, "time_ms": time_ms, "metadata": metadata}
     return ":::MLLOG " + json.dumps(record)
+
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def assert_golden(name: str, text: str) -> None:
+    """``text`` is tests/golden/<name> to the letter; DISTKPI_UPDATE_GOLDEN=1 accepts a change
+    on purpose (review the diff)."""
+    path = GOLDEN / name
+    if os.environ.get("DISTKPI_UPDATE_GOLDEN") == "1":
+        path.write_text(text)
+    assert text == path.read_text()
 
 
 def trainer_log(per_trainer: float, accuracy: float = 0.7) -> str:

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from distkpi.domain.alerts import AlarmState
 from distkpi.domain.commit_status import CommitStatus
 from distkpi.domain.layout import run_prefix
 from distkpi.domain.records import (
@@ -392,6 +393,25 @@ class FakeGitHub:
         del repo
         self._answer()
         self.checks[check_run].update(body)
+
+
+class FakeAlarms:
+    def __init__(self) -> None:
+        self.states: dict[tuple[str, str, str], AlarmState] = {}
+
+    def get(self, repo: str, branch: str, model: str) -> AlarmState:
+        return self.states.get((repo, branch, model), AlarmState())
+
+    def put(self, repo: str, branch: str, model: str, state: AlarmState) -> None:
+        self.states[(repo, branch, model)] = state
+
+
+class FakeTopic:
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, str]] = []
+
+    def publish(self, subject: str, message: str) -> None:
+        self.messages.append((subject, message))
 
 
 class Clock:
