@@ -15,9 +15,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from distkpi.domain.alerts import AlarmState
 from distkpi.domain.commit_status import CommitStatus
+from distkpi.domain.github.alerts import AlarmState
 from distkpi.domain.layout import run_prefix
+from distkpi.domain.planning.suites import BrokenSuite, Suite, parse_deployed_suites
 from distkpi.domain.records import (
     ConfigRecord,
     ConfigState,
@@ -29,13 +30,12 @@ from distkpi.domain.records import (
     RunStatus,
     SeriesRecord,
 )
-from distkpi.domain.suites import BrokenSuite, Suite, parse_deployed_suites
 from distkpi.exceptions import GitHubError, LaunchError, NotFoundError
 
 if TYPE_CHECKING:
-    from distkpi.domain.evaluation import Evaluation
-    from distkpi.domain.kpis import ConfigKpis
-    from distkpi.domain.planning import JobPlan
+    from distkpi.domain.judging.evaluation import Evaluation
+    from distkpi.domain.kpis.engine import ConfigKpis
+    from distkpi.domain.planning.jobs import JobPlan
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,9 +9,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from distkpi.domain.github.webhook import Trigger, decide
 from distkpi.domain.layout import config_prefix
 from distkpi.domain.signing import sign
-from distkpi.domain.webhook import Trigger, decide
 from distkpi.services.alerts import RegressionAlerts
 from distkpi.services.deadlines import RunDeadlines
 from distkpi.services.finish import RunFinisher

@@ -9,8 +9,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from distkpi.domain.trust import NeedsApproval, TrustSettings, admit
-from distkpi.domain.webhook import Trigger, decide
+from distkpi.domain.github.trust import NeedsApproval, TrustSettings, admit
+from distkpi.domain.github.webhook import Trigger, decide
 from tests.conftest import assert_golden
 from tests.fakes import ROOT
 from tests.service.pipeline import Pipeline, report_all, report_node, start

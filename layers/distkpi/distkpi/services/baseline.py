@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from distkpi.domain.history import HistoryRow, rows_from_records, until_commit
+from distkpi.domain.history_rows import rows_from_records
+from distkpi.domain.judging.history import HistoryRow, until_commit
 from distkpi.domain.records import ResetRecord, RunRecord
 from distkpi.services.ports import History
 

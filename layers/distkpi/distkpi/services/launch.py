@@ -12,8 +12,10 @@ from aws_lambda_powertools import Logger
 
 from distkpi.domain.commit_status import State, confirming_description, pending_description
 from distkpi.domain.contracts import RunSpec
+from distkpi.domain.github.trust import NeedsApproval, approval_description
+from distkpi.domain.github.webhook import Rerun, Trigger
 from distkpi.domain.layout import run_spec_key
-from distkpi.domain.planning import (
+from distkpi.domain.planning.jobs import (
     JobPlan,
     confirmation_run_id,
     confirmation_spec,
@@ -21,12 +23,10 @@ from distkpi.domain.planning import (
     run_id_for,
     run_spec_for,
 )
+from distkpi.domain.planning.sizing import Fleet
+from distkpi.domain.planning.suites import BrokenSuite, Suite
 from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord, RunStatus
 from distkpi.domain.signing import new_key
-from distkpi.domain.sizing import Fleet
-from distkpi.domain.suites import BrokenSuite, Suite
-from distkpi.domain.trust import NeedsApproval, approval_description
-from distkpi.domain.webhook import Rerun, Trigger
 from distkpi.exceptions import LaunchError
 from distkpi.services.jobs import stop_jobs
 from distkpi.services.ports import (

@@ -9,11 +9,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from distkpi.domain.alerts import AlarmState
     from distkpi.domain.commit_status import CommitStatus
-    from distkpi.domain.evaluation import Evaluation
-    from distkpi.domain.kpis import ConfigKpis
-    from distkpi.domain.planning import JobPlan
+    from distkpi.domain.github.alerts import AlarmState
+    from distkpi.domain.judging.evaluation import Evaluation
+    from distkpi.domain.kpis.engine import ConfigKpis
+    from distkpi.domain.kpis.runfolder import RunSource
+    from distkpi.domain.planning.jobs import JobPlan
+    from distkpi.domain.planning.suites import BrokenSuite, Suite
     from distkpi.domain.records import (
         ConfigRecord,
         HistoryRecord,
@@ -23,8 +25,6 @@ if TYPE_CHECKING:
         RunRecord,
         SeriesRecord,
     )
-    from distkpi.domain.runfolder import RunSource
-    from distkpi.domain.suites import BrokenSuite, Suite
 
 
 class Counter(Protocol):

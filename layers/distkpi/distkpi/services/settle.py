@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 from aws_lambda_powertools import Logger
 
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.kpis import ConfigEvidence, ConfigKpis, ConfigStatus, config_kpis
+from distkpi.domain.kpis.engine import ConfigEvidence, ConfigKpis, ConfigStatus, config_kpis
+from distkpi.domain.kpis.runfolder import gather_config, node_indices
 from distkpi.domain.records import ConfigState
-from distkpi.domain.runfolder import gather_config, node_indices
 from distkpi.exceptions import NotFoundError, StorageError
 from distkpi.services.finish import RunFinisher
 from distkpi.services.ports import Counter, Jobs, RunFolders, Runs, no_metrics, utcnow
