@@ -120,8 +120,7 @@ class ChangedAfterUpload(Exception):
 
 def _parse_file(source: RunSource, config: str, entry: FileEntry) -> ParsedLog | ParsedGpuMemory:
     """The file parsed, its digest checked against the manifest's in the same pass."""
-    with source.open(f"{config}/{entry.path}") as raw:
-        stream = HashingReader(raw)
+    with source.open(f"{config}/{entry.path}") as raw, HashingReader(raw) as stream:
         parsed: ParsedLog | ParsedGpuMemory
         if entry.kind == "log":
             parsed = ParsedLog(entry.path, entry.role, entry.rank, parse_log(stream))
