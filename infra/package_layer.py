@@ -11,7 +11,10 @@
 3. A fresh Python 3.12 environment (found on the PATH or through pyenv, never at a fixed
    place) that holds nothing but the layer imports each of the four handlers and handles
    events from tests/events against moto, run here beside it (moto's server and a GitHub
-   stand-in on 127.0.0.1; the handlers reach them through endpoint variables). Every
+   stand-in on 127.0.0.1; the handlers reach them through endpoint variables): a signed
+   push starts a run, the collector settles its 1x1 config from the seed run's node
+   (its manifest's summaries), job_events fails the other configs' jobs, which ends the
+   run and publishes its report and status, and the sweeper sweeps. Every
    module a handler imports must come from the layer, its function's folder or the
    standard library.
 
@@ -38,6 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "infra"))
 
 from lock_layer import LAYER, LOCK, RUNTIME_PYTHON, RUNTIME_TARGET  # noqa: E402
+
+from distkpi.local.aws_stack import TABLE  # noqa: E402
 
 LAMBDA_UNZIPPED_LIMIT = 262_144_000  # bytes, a function and all its layers
 SIZE_SHARE = 0.75
@@ -231,6 +236,34 @@ def webhook_event(secret: str) -> tuple[dict[str, Any], str]:
     return signed_function_url_event(secret, push["headers"], body), push["payload"]["after"]
 
 
+def node_reports(aws: Any, run_id: str, config: str) -> dict[str, Any]:
+    """The seed run's 1x1 node as `distkpi node` reports it (its files, then its manifest
+    with their digests and summaries, signed with the config's key), and the S3 event of
+    its manifest, tests/events/s3_object_created.json pointed at it."""
+    from distkpi.domain.filesummary import ENGINE_VERSION
+    from distkpi.domain.signing import sign
+    from distkpi.local.aws_stack import BUCKET
+    from distkpi.node.summaries import describe
+
+    s3, seed = aws.client("s3"), ROOT / "examples" / "seed-run" / "1x1"
+    key = aws.client("dynamodb").get_item(
+        TableName=TABLE, Key={"PK": {"S": f"RUN#{run_id}"}, "SK": {"S": f"CONFIG#{config}"}}
+    )["Item"]["manifest_key"]["S"]
+    manifest = json.loads((seed / "node-0.json").read_text())
+    for entry in manifest["files"]:
+        with (seed / entry["path"]).open("rb") as stream:
+            entry.update(describe(stream, entry["kind"]))
+        body = (seed / entry["path"]).read_bytes()
+        s3.put_object(Bucket=BUCKET, Key=f"runs/{run_id}/{config}/{entry['path']}", Body=body)
+    manifest["engine_version"] = ENGINE_VERSION
+    where = f"runs/{run_id}/{config}/node-0.json"
+    s3.put_object(Bucket=BUCKET, Key=where, Body=json.dumps(sign(key, manifest)))
+    event = copy.deepcopy(recorded("s3_object_created"))
+    event["Records"][0]["s3"]["bucket"]["name"] = BUCKET
+    event["Records"][0]["s3"]["object"]["key"] = where
+    return event
+
+
 def try_handlers(python: Path, layer: Path) -> None:
     with local_aws() as (aws, github, env), tempfile.TemporaryDirectory() as tmp:
         invoke = Invoker(python, layer, env, Path(tmp))
@@ -246,10 +279,15 @@ def try_handlers(python: Path, layer: Path) -> None:
         ]
         if not jobs:
             raise PackageError("the webhook submitted no job")
-        s3_event = copy.deepcopy(recorded("s3_object_created"))
-        invoke("collector", s3_event)
+        (run_id,) = json.loads(answer["body"])["runs"]
+        (handled,) = invoke("collector", node_reports(aws, run_id, "1x1"))
+        config = aws.client("dynamodb").get_item(
+            TableName=TABLE, Key={"PK": {"S": f"RUN#{run_id}"}, "SK": {"S": "CONFIG#1x1"}}
+        )["Item"]
+        if handled != {"handled": 1} or config["state"]["S"] != "ok":
+            raise PackageError(f"the collector did not settle 1x1 from its node: {config}")
         failures = []
-        for job in sorted(set(jobs)):
+        for job in sorted(set(jobs) - {config["job_id"]["S"]}):
             failed = copy.deepcopy(recorded("batch_job_failed"))
             failed["detail"]["jobId"] = job
             failures.append(failed)
