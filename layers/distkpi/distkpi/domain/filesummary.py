@@ -27,7 +27,7 @@ from distkpi.domain.logformats import parse_log
 from distkpi.domain.logsummary import LogSummary
 from distkpi.exceptions import ContractError
 
-ENGINE_VERSION = 1
+ENGINE_VERSION = 2
 
 Summary = LogSummary | GpuMemorySummary
 # the kinds of file the engine parses; a `file` is kept for people, never parsed
