@@ -87,6 +87,8 @@ def test_each_seed_file_summarized_and_read_back_is_what_parsing_it_gives() -> N
         {"throughput": {"7": {"count": 1}}},  # no such level
         {"accuracy_by_pass": {"x": 0.5}},
         {"problem_counts": ["a list"]},
+        {"explicit_total": float("inf")},
+        {"accuracy_by_pass": {"1": 1e300}},  # DynamoDB could store no KPI from it
         "not an object",
     ],
 )

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from distkpi.domain.bounds import fits
 from distkpi.domain.contracts import FileKind
 from distkpi.domain.gpumemory import GpuMemorySummary, parse_gpu_memory
 from distkpi.domain.linescan import Readable
@@ -27,7 +28,7 @@ from distkpi.domain.logformats import parse_log
 from distkpi.domain.logsummary import LogSummary
 from distkpi.exceptions import ContractError
 
-ENGINE_VERSION = 2
+ENGINE_VERSION = 1
 
 Summary = LogSummary | GpuMemorySummary
 # the kinds of file the engine parses; a `file` is kept for people, never parsed
@@ -53,10 +54,23 @@ def summary_to_json(kind: FileKind, summary: Summary) -> dict[str, Any]:
     return data
 
 
+def _numbers_fit(data: object) -> bool:
+    """Whether every number in it is one the parser could have given (domain/bounds.py): a
+    summary skips the parse, not the bounds that keep a KPI storable."""
+    if isinstance(data, dict):
+        return all(_numbers_fit(value) for value in data.values())
+    if isinstance(data, list):
+        return all(_numbers_fit(value) for value in data)
+    return not isinstance(data, float) or fits(data)
+
+
 def summary_from_json(kind: FileKind, data: object) -> Summary:
-    """The summary a manifest holds; ContractError when it is not one of ``kind``."""
+    """The summary a manifest holds; ContractError when it is not one of ``kind``, or holds
+    a number no parse could give."""
     if kind not in PARSED_KINDS:
         raise ContractError(f"a {kind!r} has no summary")
+    if not _numbers_fit(data):
+        raise ContractError(f"not a summary of a {kind}: a number out of range")
     try:
         summary: Summary = _adapter(kind).validate_python(data, strict=False)
     except (ValidationError, RecursionError) as exc:
