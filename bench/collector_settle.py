@@ -35,16 +35,16 @@ import boto3
 import requests
 
 from distkpi.domain.signing import sign
-from distkpi.local.aws_stack import BUCKET, create_local_aws, function_environment
-from distkpi.local.github_standin import GitHubStandIn
-from distkpi.local.handlers import (
+from distkpi_cli.local.aws_stack import BUCKET, create_local_aws, function_environment
+from distkpi_cli.local.github_standin import GitHubStandIn
+from distkpi_cli.local.handlers import (
     LambdaContext,
     load_handlers,
     project_root,
     push_delivery,
     signed_function_url_event,
 )
-from distkpi.node.runner import Upload
+from distkpi_cli.node.runner import Upload
 
 CONFIG, NODES, TRAINERS = "4x8-8ps", 12, 4
 STEP = (
@@ -57,7 +57,7 @@ GPU = "timestamp, index, memory.used [MiB]\n" + "2026/11/30 00:00:00.000, 0, 120
 
 def engine_version() -> int | None:
     try:
-        from distkpi.domain.filesummary import ENGINE_VERSION
+        from distkpi.domain.logs.filesummary import ENGINE_VERSION
     except ImportError:  # code from before the engine's summaries
         return None
     return ENGINE_VERSION

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "infra"))
 
 from lock_layer import LAYER, LOCK, RUNTIME_PYTHON, RUNTIME_TARGET  # noqa: E402
 
-from distkpi.local.aws_stack import TABLE  # noqa: E402
+from distkpi_cli.local.aws_stack import TABLE  # noqa: E402
 
 LAMBDA_UNZIPPED_LIMIT = 262_144_000  # bytes, a function and all its layers
 SIZE_SHARE = 0.75
@@ -155,8 +155,8 @@ def local_aws() -> Iterator[tuple[Any, Any, dict[str, str]]]:
 
     from moto.server import ThreadedMotoServer
 
-    from distkpi.local.aws_stack import aws_environment, create_local_aws, function_environment
-    from distkpi.local.github_standin import GitHubStandIn
+    from distkpi_cli.local.aws_stack import aws_environment, create_local_aws, function_environment
+    from distkpi_cli.local.github_standin import GitHubStandIn
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -229,7 +229,7 @@ class Invoker:
 
 def webhook_event(secret: str) -> tuple[dict[str, Any], str]:
     """tests/events/push.json as GitHub signs it and a Function URL hands it on."""
-    from distkpi.local.handlers import signed_function_url_event
+    from distkpi_cli.local.handlers import signed_function_url_event
 
     push = recorded("push")
     body = json.dumps(push["payload"]).encode()
@@ -240,10 +240,10 @@ def node_reports(aws: Any, run_id: str, config: str) -> dict[str, Any]:
     """The seed run's 1x1 node as `distkpi node` reports it (its files, then its manifest
     with their digests and summaries, signed with the config's key), and the S3 event of
     its manifest, tests/events/s3_object_created.json pointed at it."""
-    from distkpi.domain.filesummary import ENGINE_VERSION
+    from distkpi.domain.logs.filesummary import ENGINE_VERSION
     from distkpi.domain.signing import sign
-    from distkpi.local.aws_stack import BUCKET
-    from distkpi.node.summaries import describe
+    from distkpi_cli.local.aws_stack import BUCKET
+    from distkpi_cli.node.summaries import describe
 
     s3, seed = aws.client("s3"), ROOT / "examples" / "seed-run" / "1x1"
     key = aws.client("dynamodb").get_item(

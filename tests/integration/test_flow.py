@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from distkpi.domain.filesummary import ENGINE_VERSION
+from distkpi.domain.logs.filesummary import ENGINE_VERSION
 from distkpi.domain.signing import sign
 from distkpi.entry import wiring
-from distkpi.local.handlers import LambdaContext
-from distkpi.node.summaries import describe
+from distkpi_cli.local.handlers import LambdaContext
+from distkpi_cli.node.summaries import describe
 from tests.conftest import mllog
 from tests.integration.conftest import BUCKET, Stack, event
 

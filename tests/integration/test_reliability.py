@@ -78,7 +78,7 @@ def test_a_log_the_parser_crashes_on_still_settles_the_run(
         raise IndexError("a parser bug")
 
     # on the nodes too: their manifests hold no summary of the logs, so the collector parses
-    monkeypatch.setattr("distkpi.domain.filesummary.parse_log", crash)
+    monkeypatch.setattr("distkpi.domain.logs.filesummary.parse_log", crash)
     (run_id,) = stack.webhook("pull_request")["json"]["runs"]
     deliver_all(stack, run_all_nodes(stack, run_id), copies=1)
     (final,) = final_statuses(stack)

@@ -1,14 +1,14 @@
 """A node's summaries are used only by a collector of the same engine version, so the version
 must change whenever what parsing gives can change: the parser's sources are hashed, and each
 version's hash is recorded here. Changing a source without bumping ENGINE_VERSION (in
-domain/filesummary.py) fails; bump it, then record the new hash under the new version."""
+domain/logs/filesummary.py) fails; bump it, then record the new hash under the new version."""
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
 
-from distkpi.domain.filesummary import ENGINE_VERSION
+from distkpi.domain.logs.filesummary import ENGINE_VERSION
 
 DOMAIN = Path(__file__).resolve().parents[2] / "layers" / "distkpi" / "distkpi" / "domain"
 # everything a summary depends on: the scanner, the formats, the reductions, their bounds,
@@ -37,7 +37,7 @@ def sources_hash() -> str:
 def test_the_parsers_sources_are_those_of_this_engine_version() -> None:
     assert max(RECORDED) == ENGINE_VERSION, "record the new version's hash here"
     assert sources_hash() == RECORDED[ENGINE_VERSION], (
-        f"the parser's sources changed: bump ENGINE_VERSION in domain/filesummary.py to "
+        f"the parser's sources changed: bump ENGINE_VERSION in domain/logs/filesummary.py to "
         f"{ENGINE_VERSION + 1} and record {ENGINE_VERSION + 1}: {sources_hash()!r} here"
     )
 

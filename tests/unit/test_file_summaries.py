@@ -14,20 +14,20 @@ from typing import Any
 
 import pytest
 
-from distkpi.adapters.localfs import LocalRunSource
-from distkpi.domain.filesummary import (
+from distkpi.domain.kpis.engine import ConfigKpis, config_kpis, run_kpis
+from distkpi.domain.kpis.runfolder import Reading, compute_run_kpis, gather_config, read_run_spec
+from distkpi.domain.logs.filesummary import (
     ENGINE_VERSION,
     summarize,
     summary_from_json,
     summary_to_json,
 )
-from distkpi.domain.gpumemory import GpuMemorySummary
-from distkpi.domain.kpis import ConfigKpis, config_kpis, run_kpis
-from distkpi.domain.logsummary import EvalPoint, Level, LogSummary, RunningMean
-from distkpi.domain.runfolder import Reading, compute_run_kpis, gather_config, read_run_spec
+from distkpi.domain.logs.gpumemory import GpuMemorySummary
+from distkpi.domain.logs.logsummary import EvalPoint, Level, LogSummary, RunningMean
 from distkpi.domain.signing import sign
 from distkpi.exceptions import ContractError
-from distkpi.node.summaries import describe
+from distkpi_cli.localfs import LocalRunSource
+from distkpi_cli.node.summaries import describe
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "examples" / "seed-run"
@@ -214,7 +214,7 @@ def test_a_parser_bug_on_the_node_leaves_the_file_without_a_summary(
     def broken(stream: object) -> object:
         raise ZeroDivisionError
 
-    monkeypatch.setattr("distkpi.domain.filesummary.parse_log", broken)
+    monkeypatch.setattr("distkpi.domain.logs.filesummary.parse_log", broken)
     data = (SEED / "1x1" / "logs" / "trainer-0.log").read_bytes()
     described = describe(io.BytesIO(data), "log")
     assert "summary" not in described and len(described["sha256"]) == 64

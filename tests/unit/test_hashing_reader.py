@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from distkpi.domain.logformats import parse_log
+from distkpi.domain.logs.logformats import parse_log
 from distkpi.domain.signing import HashingReader
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,10 +18,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from distkpi.domain.filesummary import ENGINE_VERSION, summarize, summary_from_json
-from distkpi.domain.logsummary import Level
+from distkpi.domain.logs.filesummary import ENGINE_VERSION, summarize, summary_from_json
+from distkpi.domain.logs.logsummary import Level
 from distkpi.domain.signing import signed_by
-from distkpi.node.runner import NodeRunner
+from distkpi_cli.node.runner import NodeRunner
 from tests.conftest import offline_aws
 
 BUCKET = "runs-bucket"
