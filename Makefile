@@ -6,12 +6,13 @@ STAMP := $(VENV)/.installed
 CHECKOV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV)/.installed
 
-.PHONY: demo test lint typecheck unit integration e2e bench clean
+.PHONY: demo test lint typecheck unit integration e2e bench clean lock package
 
-$(STAMP): pyproject.toml
+# the layer's lock is the tests' constraints: they run the versions that are deployed
+$(STAMP): pyproject.toml layers/distkpi/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' -c layers/distkpi/requirements.txt
 	touch $(STAMP)
 
 $(CHECKOV_STAMP):
@@ -43,6 +44,14 @@ e2e: $(STAMP)
 	$(BIN)/pytest -q tests/e2e
 
 test: lint typecheck unit integration e2e
+
+# layers/distkpi/requirements.txt from requirements.in, at the versions the tests install
+lock: $(STAMP)
+	$(BIN)/python infra/lock_layer.py
+
+# the layer as sam build makes it, its size, and the four handlers run on it alone (Python 3.12)
+package: $(STAMP)
+	$(BIN)/python infra/package_layer.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/parse_throughput.py

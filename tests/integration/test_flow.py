@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import io
 import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
+from distkpi.domain.logs.filesummary import ENGINE_VERSION
 from distkpi.domain.signing import sign
 from distkpi.entry import wiring
 from distkpi_cli.local.handlers import LambdaContext
+from distkpi_cli.node.summaries import describe
 from tests.conftest import trainer_log
 from tests.integration.conftest import BUCKET, Stack, event
 
@@ -32,9 +35,11 @@ def upload_node(
     exit_code: int = 0,
     key: str | None = None,
     hardware: dict[str, Any] | None = None,
+    summaries: bool = True,
 ) -> str:
     """What `distkpi node` does: the node's files first, then its manifest, naming each
-    file's sha256 and signed with the config's key (``key`` overrides it)."""
+    file's sha256 and its summary (node/summaries.py; an older image's has none:
+    ``summaries=False``), signed with the config's key (``key`` overrides it)."""
     prefix = f"runs/{run_id}/{config}/"
     log_path, gpu_path = f"logs/{role}-{rank}.log", f"logs/{role}-{rank}.gpu.csv"
     gpu = "timestamp, index, memory.used [MiB]\n2026/11/30 00:00:00.000, 0, 12000 MiB\n"
@@ -42,8 +47,12 @@ def upload_node(
     for path, kind, body in ((log_path, "log", log), (gpu_path, "gpu_memory", gpu)):
         data = body.encode() if isinstance(body, str) else body
         stack.job_s3.put_object(Bucket=BUCKET, Key=prefix + path, Body=data)
-        digest = hashlib.sha256(data).hexdigest()
-        files.append({"path": path, "role": role, "rank": rank, "kind": kind, "sha256": digest})
+        entry = {"path": path, "role": role, "rank": rank, "kind": kind}
+        if summaries:
+            entry |= describe(io.BytesIO(data), kind)
+        else:
+            entry["sha256"] = hashlib.sha256(data).hexdigest()
+        files.append(entry)
     manifest = {
         "schema": 1,
         "node": node,
@@ -54,6 +63,8 @@ def upload_node(
     }
     if hardware is not None:
         manifest["hardware"] = hardware
+    if summaries:
+        manifest["engine_version"] = ENGINE_VERSION
     signed = sign(key or config_key_of(stack, run_id, config), manifest)
     key_name = f"{prefix}node-{node}.json"
     stack.job_s3.put_object(Bucket=BUCKET, Key=key_name, Body=json.dumps(signed))
@@ -73,9 +84,11 @@ def run_all_nodes(
     broken: dict[tuple[str, int], Any] | None = None,
     scale: dict[str, float] | None = None,
     hardware: dict[str, Any] | None = None,
+    summaries: bool = True,
 ) -> list[str]:
     """Every node of the run uploads; ``scale`` makes a config faster or slower;
-    ``hardware`` is what every node says it ran on."""
+    ``hardware`` is what every node says it ran on; ``summaries=False``: an older image's
+    nodes, whose manifests hold no summaries."""
     broken, scale = broken or {}, scale or {}
     spec = json.loads(
         stack.s3.get_object(Bucket=BUCKET, Key=f"runs/{run_id}/run.json")["Body"].read()
@@ -102,6 +115,7 @@ def run_all_nodes(
                     log,
                     exit_code=exit_code,
                     hardware=hardware,
+                    summaries=summaries,
                 )
             )
     return keys

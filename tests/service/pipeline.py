@@ -4,13 +4,14 @@ tests/fakes.py, and what a job's nodes leave in the run folder."""
 from __future__ import annotations
 
 import copy
-import hashlib
+import io
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from distkpi.domain.github.webhook import Trigger, decide
 from distkpi.domain.layout import config_prefix
+from distkpi.domain.logs.filesummary import ENGINE_VERSION
 from distkpi.domain.signing import sign
 from distkpi.services.alerts import RegressionAlerts
 from distkpi.services.deadlines import RunDeadlines
@@ -19,6 +20,7 @@ from distkpi.services.launch import Outcome, RunStarter
 from distkpi.services.publish import Publisher
 from distkpi.services.settle import ConfigSettler
 from distkpi.services.statuses import StatusPublisher
+from distkpi_cli.node.summaries import describe
 from tests.conftest import trainer_log
 from tests.fakes import (
     ROOT,
@@ -104,7 +106,8 @@ def pushed(sha: str = "9f4e1c2b7a6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f") -> Trigger:
 def report_node(
     pipeline: Pipeline, run_id: str, config: str, node: int, *, scale: float = 1.0
 ) -> None:
-    """What `distkpi node` leaves: its log, then its manifest signed with the config's key."""
+    """What `distkpi node` leaves: its log, then its manifest with the log's digest and
+    summary, signed with the config's key."""
     spec = pipeline.runs.get(run_id)
     assert spec is not None
     cfg = spec.spec.config(config)
@@ -114,21 +117,15 @@ def report_node(
     path = f"logs/{role}-{rank}.log"
     prefix = config_prefix(run_id, config)
     pipeline.store.put_bytes(prefix + path, log.encode())
+    entry = {"path": path, "role": role, "rank": rank, "kind": "log"}
     manifest: dict[str, Any] = {
         "schema": 1,
         "node": node,
         "exit_code": 0,
         "started_at": "2026-11-30T03:00:00Z",
         "finished_at": "2026-11-30T03:10:00Z",
-        "files": [
-            {
-                "path": path,
-                "role": role,
-                "rank": rank,
-                "kind": "log",
-                "sha256": hashlib.sha256(log.encode()).hexdigest(),
-            }
-        ],
+        "files": [entry | describe(io.BytesIO(log.encode()), "log")],
+        "engine_version": ENGINE_VERSION,
     }
     record = pipeline.runs.config(run_id, config)
     assert record is not None and record.manifest_key is not None

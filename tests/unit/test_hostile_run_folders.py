@@ -244,7 +244,7 @@ def test_a_parser_bug_is_a_problem_not_an_exception(
     def broken(stream: BinaryIO) -> object:
         raise ZeroDivisionError
 
-    monkeypatch.setattr("distkpi.domain.kpis.runfolder.parse_log", broken)
+    monkeypatch.setattr("distkpi.domain.logs.filesummary.parse_log", broken)
     run_builder.config("1x1").trainer("1x1", 0, pass_log(10.0, 10.0))
     kpis = compute_run_kpis(LocalRunSource(run_builder.root)).config("1x1")
     assert kpis.status is ConfigStatus.FAILED

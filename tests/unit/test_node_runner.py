@@ -6,6 +6,7 @@ process run in a real git checkout."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import subprocess
 from collections.abc import Iterator
@@ -17,6 +18,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from distkpi.domain.logs.filesummary import ENGINE_VERSION, summarize, summary_from_json
+from distkpi.domain.logs.logsummary import Level
 from distkpi.domain.signing import signed_by
 from distkpi_cli.node.runner import NodeRunner
 from tests.conftest import offline_aws
@@ -354,3 +357,32 @@ def test_a_rendezvous_record_not_signed_with_the_configs_key_fails_the_node(
     assert manifest(s3, 0)["problem"] == (
         "rendezvous: node 1's record is not signed with this config's key"
     )
+
+
+TRAINS = (  # a benchmark printing Paddle's per-pass lines and leaving a file for people
+    "import os, pathlib\n"
+    "for n, speed in enumerate((90, 110, 120)):\n"
+    "    print(f'Pass = {n}, Training performance = {speed} imgs/s, Train accuracy = 0.5, "
+    "Test accuracy = 0.{n + 6}', flush=True)\n"
+    "pathlib.Path(os.environ['DISTKPI_LOG_DIR'], 'workerlog.0').write_text('Pass = 0\\n')\n"
+)
+
+
+def test_the_manifest_holds_the_engines_summary_of_each_log_it_names(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    path, _, tip = repo
+    key = "k" * 64
+    env = node_env(path, tip, tmp_path / "work", 0, 1, 0, DISTKPI_MANIFEST_KEY=key)
+    assert NodeRunner(env, ["python3", "-c", TRAINS]).run() == 0
+    got = manifest(s3, 0)
+    assert signed_by(key, got) and got["engine_version"] == ENGINE_VERSION
+    entries = {entry["path"]: entry for entry in got["files"]}
+    log = entries["logs/trainer-0.log"]
+    content = s3.get_object(Bucket=BUCKET, Key="runs/r1/c/logs/trainer-0.log")["Body"].read()
+    summary = summary_from_json("log", log["summary"])
+    assert summary == summarize("log", io.BytesIO(content))
+    assert summary.best_throughput() == (115.0, Level.PASS) and summary.accuracy_at(2) == 0.8
+    # a file the command left is kept for people: digested, never parsed
+    left = entries["files/trainer-0/workerlog.0"]
+    assert left["kind"] == "file" and "summary" not in left and len(left["sha256"]) == 64

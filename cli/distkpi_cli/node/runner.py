@@ -9,7 +9,8 @@
    nvidia-smi when there is a GPU;
 5. those files and every file the command left in DISTKPI_LOG_DIR uploaded, then, last,
    node-<i>.json with the exit code, wall time, setup time, peak RSS, the hardware
-   (node/hardware.py) and the problem if any;
+   (node/hardware.py), the problem if any, and each file's sha256 with, for its logs and
+   GPU samples, the KPI engine's summary (node/summaries.py), so the collector reads none;
 6. the main node waits for the others' manifests, since Batch stops them when it exits.
 
 No environment variable's value is written to any log; neither the clone token nor AWS
@@ -21,7 +22,6 @@ with its whole process group.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import resource
@@ -40,12 +40,15 @@ from typing import IO, Any
 from urllib.parse import urlparse
 
 from distkpi.adapters.s3_runs import S3RunStore
+from distkpi.domain.contracts import FileKind
+from distkpi.domain.logs.filesummary import ENGINE_VERSION
 from distkpi.domain.signing import sign
 from distkpi.exceptions import ContractError, StorageError
 from distkpi_cli.node.hardware import Hardware, read_hardware
 from distkpi_cli.node.placement import Endpoint, Place, expand, framework_environment
 from distkpi_cli.node.rendezvous import free_ports, own_address, rendezvous
 from distkpi_cli.node.source import TOKEN_VARIABLE, NodeProblem, get_source, run_setup
+from distkpi_cli.node.summaries import describe
 
 GPU_QUERY = ["--query-gpu=timestamp,index,memory.used", "--format=csv", "-lms", "500"]
 KEY_VARIABLE = "DISTKPI_MANIFEST_KEY"  # this config's signing key (domain/signing.py)
@@ -80,25 +83,15 @@ class Upload:
     path: str  # relative to the config folder
     role: str
     rank: int
-    kind: str
+    kind: FileKind
 
     def entry(self) -> dict[str, Any]:
-        """What the manifest says of it, with its sha256 as it is uploaded."""
-        return {
-            "path": self.path,
-            "role": self.role,
-            "rank": self.rank,
-            "kind": self.kind,
-            "sha256": _sha256(self.local),
-        }
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
+        """What the manifest says of it: its sha256 as it is uploaded and, for a log or GPU
+        samples, the KPI engine's summary of it (node/summaries.py), from one read."""
+        with self.local.open("rb") as stream:
+            described = describe(stream, self.kind)
+        entry = {"path": self.path, "role": self.role, "rank": self.rank, "kind": self.kind}
+        return entry | described
 
 
 @dataclass(frozen=True)
@@ -326,6 +319,7 @@ class NodeRunner:
             "wall_s": round(wall_s, 3),
             "setup_s": round(report.setup_s, 3),
             "hardware": hardware.to_json(),
+            "engine_version": ENGINE_VERSION,
         }
         if report.problem:
             manifest["problem"] = report.problem

@@ -92,6 +92,8 @@ class FileEntry(_Frozen):
     kind: FileKind
     # the file's sha256 as its node uploaded it (domain/signing.py)
     sha256: Annotated[str, Field(pattern=SHA256_HEX)] | None = None
+    # the KPI engine's result for it, made by its node (domain/logs/filesummary.py)
+    summary: dict[str, Any] | None = None
 
     @field_validator("path")
     @classmethod
@@ -136,6 +138,8 @@ class NodeManifest(_Frozen):
     # why the node could not run its command (checkout, setup, rendezvous), if it could not
     problem: Annotated[str, Field(max_length=1000)] | None = None
     hardware: NodeHardware | None = None
+    # the KPI engine that made its files' summaries (domain/logs/filesummary.ENGINE_VERSION)
+    engine_version: int | None = None
     # HMAC-SHA256 of the rest under the config's key (domain/signing.py)
     signature: Annotated[str, Field(pattern=SHA256_HEX)] | None = None
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import queue
 import secrets
+import threading
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
@@ -40,19 +42,78 @@ def signed_by(key: str, record: Mapping[str, Any]) -> bool:
 
 
 class HashingReader:
-    """A stream that hashes what is read through it, so a parser's one pass also yields
-    the file's sha256 (``finish`` reads whatever the parser left)."""
+    """A stream read ahead, and hashed as it is read, by a thread of its own, so a parser's
+    one pass also yields the file's sha256 without paying for it: the reading and hashing
+    (both release the GIL on large buffers) run beside the parse instead of in series with
+    it. At most ``AHEAD`` blocks wait, so memory stays bounded. Use it as a context manager:
+    leaving it stops the thread, whatever the parser did; ``finish`` reads whatever the
+    parser left and gives the digest. An error reading the stream is raised to the reader."""
+
+    BLOCK_BYTES = 4 * 1024 * 1024
+    AHEAD = 2
 
     def __init__(self, stream: BinaryIO) -> None:
-        self.stream = stream
-        self.hash = hashlib.sha256()
+        self._stream = stream
+        self._blocks: queue.Queue[bytes | BaseException | None] = queue.Queue(self.AHEAD)
+        self._stop = threading.Event()
+        self._left = b""  # what the last block holds beyond the size a read asked for
+        self._ended = False
+        self._digest: str | None = None
+        self._thread = threading.Thread(target=self._read_ahead, daemon=True)
+        self._thread.start()
+
+    def __enter__(self) -> HashingReader:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _read_ahead(self) -> None:
+        digest = hashlib.sha256()
+        try:
+            while block := self._stream.read(self.BLOCK_BYTES):
+                digest.update(block)
+                if not self._hand_over(block):
+                    return
+            self._digest = digest.hexdigest()
+            self._hand_over(None)
+        except BaseException as exc:  # raised again in the parser's thread
+            self._hand_over(exc)
+
+    def _hand_over(self, item: bytes | BaseException | None) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._blocks.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def read(self, size: int = -1) -> bytes:
-        block = self.stream.read(size)
-        self.hash.update(block)
+        if not self._left:
+            if self._ended:
+                return b""
+            item = self._blocks.get()
+            if isinstance(item, BaseException):
+                self._ended = True
+                raise item
+            if item is None:
+                self._ended = True
+                return b""
+            self._left = item
+        if size < 0 or size >= len(self._left):
+            block, self._left = self._left, b""
+        else:
+            block, self._left = self._left[:size], self._left[size:]
         return block
 
     def finish(self) -> str:
-        while block := self.read(1 << 20):
-            del block
-        return self.hash.hexdigest()
+        while self.read(self.BLOCK_BYTES):
+            pass
+        self._thread.join()
+        assert self._digest is not None
+        return self._digest
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()

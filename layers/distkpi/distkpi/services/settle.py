@@ -10,7 +10,7 @@ from aws_lambda_powertools import Logger
 
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.kpis.engine import ConfigEvidence, ConfigKpis, ConfigStatus, config_kpis
-from distkpi.domain.kpis.runfolder import gather_config, node_indices
+from distkpi.domain.kpis.runfolder import Reading, gather_config, node_indices
 from distkpi.domain.records import ConfigState
 from distkpi.exceptions import NotFoundError, StorageError
 from distkpi.services.finish import RunFinisher
@@ -51,7 +51,8 @@ class ConfigSettler:
         if record.state is ConfigState.PENDING:
             if len(record.nodes_reported) < record.nodes_expected:
                 return
-            self._settle(run_id, self._kpis_from_folder(self._spec(run_id), config))
+            kpis = self._kpis_from_folder(self._spec(run_id), config, parse_logs=True)
+            self._settle(run_id, kpis)
         self.finisher.config_done(run_id, config)
 
     def _first_node(self, run_id: str) -> None:
@@ -132,14 +133,18 @@ class ConfigSettler:
             kpis = replace(kpis, problems=(reason, *kpis.problems))
         self._settle(run.run_id, kpis)
 
-    def _kpis_from_folder(self, run: RunSpec, config: str) -> ConfigKpis:
-        """The config's KPIs from whatever its nodes have put in the run folder; a folder
-        that cannot even be listed leaves the config without nodes, and says why."""
+    def _kpis_from_folder(
+        self, run: RunSpec, config: str, *, parse_logs: bool = False
+    ) -> ConfigKpis:
+        """The config's KPIs from whatever its nodes have put in the run folder: from the
+        summaries in their signed manifests, and only the collector (``parse_logs``) parses
+        a file whose node left none of this engine; a folder that cannot even be listed
+        leaves the config without nodes, and says why."""
         spec = run.config(config)
         record = self.runs.config(run.run_id, config)
         key = record.manifest_key if record is not None else None
         try:
-            evidence = gather_config(self.store.run(run.run_id), spec, key)
+            evidence = gather_config(self.store.run(run.run_id), spec, Reading(key, parse_logs))
         except StorageError as exc:
             logger.exception("run folder not readable", run_id=run.run_id, config=config)
             evidence = ConfigEvidence(spec, {}, problems=[f"run folder cannot be read: {exc}"])

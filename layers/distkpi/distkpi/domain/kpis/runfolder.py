@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
 from distkpi.domain.contracts import (
@@ -30,8 +31,14 @@ from distkpi.domain.kpis.engine import (
     config_kpis,
     run_kpis,
 )
-from distkpi.domain.logs.gpumemory import parse_gpu_memory
-from distkpi.domain.logs.logformats import parse_log
+from distkpi.domain.logs.filesummary import (
+    ENGINE_VERSION,
+    PARSED_KINDS,
+    Summary,
+    summarize,
+    summary_from_json,
+)
+from distkpi.domain.logs.logsummary import LogSummary
 from distkpi.domain.signing import HashingReader, signed_by
 from distkpi.exceptions import ContractError, NotFoundError, RunFolderError, StorageError
 
@@ -118,49 +125,119 @@ class ChangedAfterUpload(Exception):
     """A file whose sha256 is not the one its node's manifest gives."""
 
 
+def _parsed(entry: FileEntry, summary: Summary) -> ParsedLog | ParsedGpuMemory:
+    if isinstance(summary, LogSummary):
+        return ParsedLog(entry.path, entry.role, entry.rank, summary)
+    return ParsedGpuMemory(entry.path, entry.role, entry.rank, summary)
+
+
 def _parse_file(source: RunSource, config: str, entry: FileEntry) -> ParsedLog | ParsedGpuMemory:
     """The file parsed, its digest checked against the manifest's in the same pass."""
-    with source.open(f"{config}/{entry.path}") as raw:
-        stream = HashingReader(raw)
-        parsed: ParsedLog | ParsedGpuMemory
-        if entry.kind == "log":
-            parsed = ParsedLog(entry.path, entry.role, entry.rank, parse_log(stream))
-        else:
-            summary = parse_gpu_memory(stream)
-            parsed = ParsedGpuMemory(entry.path, entry.role, entry.rank, summary)
+    with source.open(f"{config}/{entry.path}") as raw, HashingReader(raw) as stream:
+        parsed = _parsed(entry, summarize(entry.kind, stream))
         if entry.sha256 is not None and stream.finish() != entry.sha256:
             raise ChangedAfterUpload(entry.path)
         return parsed
 
 
+@dataclass(frozen=True)
+class Reading:
+    """How a config's files are read. ``key``: the config's manifest key, which verifies the
+    manifests and so the summaries their nodes made; without it (`distkpi kpis` on a folder)
+    every file is parsed. ``parse_logs``: whether files without a usable summary are parsed
+    (the collector) or left out with a problem (job_events and the sweeper read no log)."""
+
+    key: str | None = None
+    parse_logs: bool = True
+
+
+def _why_not_summaries(manifest: NodeManifest, reading: Reading) -> str | None:
+    """Why a node's summaries cannot stand for its files; None when they can."""
+    if reading.key is None:
+        return "no key to verify the manifest's summaries with"
+    if manifest.engine_version is None:
+        return "no file summaries in the manifest (an older image?)"
+    if manifest.engine_version != ENGINE_VERSION:
+        return (
+            f"the manifest's summaries are of engine version {manifest.engine_version}, "
+            f"not {ENGINE_VERSION}"
+        )
+    return None
+
+
+def _summarized(entry: FileEntry) -> ParsedLog | ParsedGpuMemory | str:
+    """The file as its node summarized it, or why its summary cannot be used."""
+    if entry.summary is None:
+        return f"no summary of {entry.path} in the manifest"
+    try:
+        return _parsed(entry, summary_from_json(entry.kind, entry.summary))
+    except ContractError:
+        return f"the manifest's summary of {entry.path} is unreadable"
+
+
+def _read_file(
+    source: RunSource, config: str, entry: FileEntry, node: int, evidence: ConfigEvidence
+) -> ParsedLog | ParsedGpuMemory | None:
+    """The file parsed from the folder; None, with the problem, when it cannot be."""
+    try:
+        return _parse_file(source, config, entry)
+    except ChangedAfterUpload:
+        evidence.invalid_nodes[node] = (
+            f"{entry.path} changed after upload: its sha256 is not the manifest's"
+        )
+    except NotFoundError:
+        evidence.problems.append(f"{entry.path}: named by node {node} but missing")
+    except StorageError as exc:
+        evidence.problems.append(f"{entry.path}: cannot be read: {exc}")
+    except Exception as exc:  # a parser bug must not leave the config unsettled forever
+        evidence.problems.append(f"{entry.path}: cannot be parsed: {type(exc).__name__}")
+    return None
+
+
 def _parse_files(
-    source: RunSource, config: str, manifest: NodeManifest, evidence: ConfigEvidence
-) -> None:
+    source: RunSource,
+    config: str,
+    manifest: NodeManifest,
+    evidence: ConfigEvidence,
+    reading: Reading,
+) -> str | None:
+    """Its files into ``evidence``; why its summaries could not stand for them, if so."""
     logs, gpus = list(evidence.logs), list(evidence.gpu_memory)
+    why_not = _why_not_summaries(manifest, reading)
+    fell_back: list[str] = []
     for entry in _unique_entries(manifest, evidence):
-        if entry.kind == "file":
+        if entry.kind not in PARSED_KINDS:
             continue
-        try:
-            parsed = _parse_file(source, config, entry)
-        except ChangedAfterUpload:
-            evidence.invalid_nodes[manifest.node] = (
-                f"{entry.path} changed after upload: its sha256 is not the manifest's"
-            )
-            continue
-        except NotFoundError:
-            evidence.problems.append(f"{entry.path}: named by node {manifest.node} but missing")
-            continue
-        except StorageError as exc:
-            evidence.problems.append(f"{entry.path}: cannot be read: {exc}")
-            continue
-        except Exception as exc:  # a parser bug must not leave the config unsettled forever
-            evidence.problems.append(f"{entry.path}: cannot be parsed: {type(exc).__name__}")
-            continue
+        parsed: ParsedLog | ParsedGpuMemory | str | None = why_not
+        if why_not is None:
+            parsed = _summarized(entry)
+        if isinstance(parsed, str):
+            fell_back.append(parsed)
+            parsed = None
+            if reading.parse_logs:
+                parsed = _read_file(source, config, entry, manifest.node, evidence)
         if isinstance(parsed, ParsedLog):
             logs.append(parsed)
-        else:
+        elif parsed is not None:
             gpus.append(parsed)
     evidence.logs, evidence.gpu_memory = logs, gpus
+    return fell_back[0] if fell_back else None
+
+
+def _say_why_parsed(reading: Reading, fell_back: dict[str, list[int]]) -> list[str]:
+    """One problem per reason, naming its nodes; none for a folder read without a key,
+    where parsing every file is the point."""
+    if reading.key is None and reading.parse_logs:
+        return []
+    done = (
+        "parsed from the run folder"
+        if reading.parse_logs
+        else "not read: only the collector parses logs"
+    )
+    return [
+        f"node(s) {', '.join(map(str, nodes))}: {why}; their files were {done}"
+        for why, nodes in fell_back.items()
+    ]
 
 
 def _unique_entries(manifest: NodeManifest, evidence: ConfigEvidence) -> list[FileEntry]:
@@ -178,13 +255,17 @@ def _unique_entries(manifest: NodeManifest, evidence: ConfigEvidence) -> list[Fi
     return unique
 
 
-def gather_config(source: RunSource, spec: ConfigSpec, key: str | None = None) -> ConfigEvidence:
-    """Read every manifest of ``spec`` that arrived and parse the files each one names; with
-    the config's key, a manifest not signed with it is an invalid node. A file whose digest
-    differs from its manifest's makes its node invalid, whatever the key."""
+def gather_config(
+    source: RunSource, spec: ConfigSpec, reading: Reading = Reading()
+) -> ConfigEvidence:
+    """Read every manifest of ``spec`` that arrived and the files each one names (from its
+    summaries, as ``reading`` allows, else parsed); with the config's key, a manifest not
+    signed with it is an invalid node. A file parsed whose digest differs from its
+    manifest's makes its node invalid, whatever the key."""
     manifests: dict[int, NodeManifest] = {}
     invalid: dict[int, str] = {}
     evidence = ConfigEvidence(spec=spec, manifests=manifests, invalid_nodes=invalid)
+    fell_back: dict[str, list[int]] = {}
     names = source.list_names(spec.name)
     evidence.problems.extend(_stray_manifests(names))
     for node in _indices(names):
@@ -194,13 +275,16 @@ def gather_config(source: RunSource, spec: ConfigSpec, key: str | None = None) -
             )
             continue
         try:
-            manifests[node] = read_manifest(source, spec.name, node, key)
+            manifests[node] = read_manifest(source, spec.name, node, reading.key)
         except NotFoundError:  # listed, then gone: it has not reported
             continue
         except (ContractError, StorageError) as exc:
             invalid[node] = str(exc)
             continue
-        _parse_files(source, spec.name, manifests[node], evidence)
+        why = _parse_files(source, spec.name, manifests[node], evidence, reading)
+        if why is not None:
+            fell_back.setdefault(why, []).append(node)
+    evidence.problems.extend(_say_why_parsed(reading, fell_back))
     return evidence
 
 

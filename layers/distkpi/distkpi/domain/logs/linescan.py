@@ -61,37 +61,44 @@ class _Scanner:
         self.stream = stream
         self.matcher = _matcher(needles) if needles is not None else None
         self.problems = ScanProblems()
+        self.offset = 0  # of the next byte to check, in the file
 
-    def _check(self, chunk: bytes, offset: int) -> None:
-        if b"\0" in chunk:
-            self.problems.nul_bytes += chunk.count(b"\0")
-        if self.problems.first_invalid_utf8 is None and not chunk.isascii():
+    def _check(self, data: bytes, offset: int, start: int, end: int) -> None:
+        """Reading problems of ``data[start:end]``, which begins at ``offset`` of the file."""
+        if data.find(b"\0", start, end) != -1:  # memchr; counting every block is slower
+            self.problems.nul_bytes += data.count(b"\0", start, end)
+        if self.problems.first_invalid_utf8 is None and not data.isascii():
             try:
-                chunk.decode("utf-8")
+                data[start:end].decode("utf-8")
             except UnicodeDecodeError as exc:
                 self.problems.first_invalid_utf8 = offset + exc.start
 
-    def _candidate_starts(self, chunk: bytes) -> list[int]:
+    def _candidate_starts(self, data: bytes, start: int, end: int) -> list[int]:
         if self.matcher is None:
-            return _all_line_starts(chunk)
-        rfind = chunk.rfind
+            return _all_line_starts(data, start, end)
+        # a view, not a copy, of the part searched: the matcher reads any buffer
+        view = memoryview(data)[start:end]
+        rfind = data.rfind
         starts = {
-            rfind(b"\n", 0, at) + 1 for _, at, _ in self.matcher.find_matches_as_indexes(chunk)
+            max(rfind(b"\n", start, start + at) + 1, start)
+            for _, at, _ in self.matcher.find_matches_as_indexes(view)
         }
         return sorted(starts)
 
-    def _lines_of(self, chunk: bytes) -> Iterator[str]:
-        for start in self._candidate_starts(chunk):
-            end = chunk.find(b"\n", start)
-            raw = chunk[start : end if end != -1 else len(chunk)]
+    def _lines_of(self, data: bytes, start: int, end: int) -> Iterator[str]:
+        """The candidate lines of ``data[start:end]``, which holds whole lines only."""
+        self._check(data, self.offset, start, end)
+        for first in self._candidate_starts(data, start, end):
+            stop = data.find(b"\n", first, end)
+            raw = data[first : stop if stop != -1 else end]
             if len(raw) > MAX_LINE_BYTES:
                 self.problems.long_lines += 1
                 continue
             yield raw.decode("utf-8", errors="replace").rstrip("\r")
+        self.offset += end - start
 
     def lines(self) -> Iterator[str]:
         carry = b""
-        offset = 0
         skipping_long_line = False
         while True:
             block = self.stream.read(CHUNK_BYTES)
@@ -101,27 +108,31 @@ class _Scanner:
             if skipping_long_line:
                 cut = block.find(b"\n")
                 if cut == -1:
-                    offset += len(block)
+                    self.offset += len(block)
                     continue
                 skipping_long_line = False
-                offset += cut + 1
+                self.offset += cut + 1
                 block = block[cut + 1 :]
-            data = carry + block if carry else block
-            cut = data.rfind(b"\n")
+            cut = block.rfind(b"\n")
             if cut == -1:
-                carry = data
+                carry += block
                 if len(carry) > MAX_LINE_BYTES:
                     self.problems.long_lines += 1
-                    offset += len(carry)
+                    self.offset += len(carry)
                     carry = b""
                     skipping_long_line = True
                 continue
-            chunk, carry = data[: cut + 1], data[cut + 1 :]
-            self._check(chunk, offset)
-            yield from self._lines_of(chunk)
-            offset += len(chunk)
+            # The block is searched where it lies; only the line it shares with the last
+            # block is put together (copying a whole block costs more than searching it).
+            start = 0
+            if carry:
+                start = block.find(b"\n") + 1
+                head = carry + block[:start]
+                yield from self._lines_of(head, 0, len(head))
+            yield from self._lines_of(block, start, cut + 1)
+            carry = block[cut + 1 :]
         if carry.strip():
-            self._check(carry, offset)
+            self._check(carry, self.offset, 0, len(carry))
             self.problems.truncated_last_line = True
 
 
@@ -133,12 +144,12 @@ def _matcher(needles: tuple[bytes, ...]) -> ahocorasick_rs.BytesAhoCorasick:
     )
 
 
-def _all_line_starts(chunk: bytes) -> list[int]:
-    starts = [0]
-    pos = chunk.find(b"\n")
-    while pos != -1 and pos + 1 < len(chunk):
+def _all_line_starts(data: bytes, start: int, end: int) -> list[int]:
+    starts = [start]
+    pos = data.find(b"\n", start, end)
+    while pos != -1 and pos + 1 < end:
         starts.append(pos + 1)
-        pos = chunk.find(b"\n", pos + 1)
+        pos = data.find(b"\n", pos + 1, end)
     return starts
 
 

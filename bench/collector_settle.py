@@ -1,0 +1,232 @@
+"""What settling a big config costs the collector, against downloading its logs with boto3.
+
+    python bench/collector_settle.py [--gb 0.5 2] [--older-image]
+
+The resnet50 suite's 4x8-8ps config (12 nodes: 4 trainers, 8 parameter servers) on moto's
+server (its own process, on 127.0.0.1) with the stack made from template.yaml; the real
+webhook starts the run and the real collector handler settles it. Each node's files are a
+dense log (every tenth line an :::MLLOG record, the rest glog; --gb in all over the 12
+nodes) and a GPU sample file, described as `distkpi node` describes them
+(`node.runner.Upload.entry`: the sha256 and, with this engine, the KPI engine's summary),
+uploaded, and named in a manifest signed with the config's key. The collector gets the
+S3 events of nodes 0 to 10 first; the time is that of the 12th, the one that settles the
+config. Beside it, in the same run: the 12 logs downloaded with boto3 (`get_object` and
+read), and the node's own time to describe its files (nodes do it in parallel, once).
+`--older-image` writes manifests without summaries, as an image older than the engine's
+summaries does, so the collector parses every log from S3.
+
+Run it with another checkout's package first on PYTHONPATH to measure that code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import boto3
+import requests
+
+from distkpi.domain.signing import sign
+from distkpi_cli.local.aws_stack import BUCKET, create_local_aws, function_environment
+from distkpi_cli.local.github_standin import GitHubStandIn
+from distkpi_cli.local.handlers import (
+    LambdaContext,
+    load_handlers,
+    project_root,
+    push_delivery,
+    signed_function_url_event,
+)
+from distkpi_cli.node.runner import Upload
+
+CONFIG, NODES, TRAINERS = "4x8-8ps", 12, 4
+STEP = (
+    ':::MLLOG {"key": "tracked_stats", "value": {"throughput": 1234.5}, "time_ms": 1}\n'
+    + "I1130 12:00:00.000001 1200 executor.cc:100] Run op conv2d_grad on CUDAPlace(0) "
+    "inputs X[64, 512, 7, 7] took 0.123456 ms\n" * 9
+)
+GPU = "timestamp, index, memory.used [MiB]\n" + "2026/11/30 00:00:00.000, 0, 12000 MiB\n" * 1000
+
+
+def engine_version() -> int | None:
+    try:
+        from distkpi.domain.logs.filesummary import ENGINE_VERSION
+    except ImportError:  # code from before the engine's summaries
+        return None
+    return ENGINE_VERSION
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def moto_server() -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    binary = Path(sys.executable).parent / "moto_server"
+    proc = subprocess.Popen(
+        [str(binary), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            requests.get(f"{endpoint}/moto-api/", timeout=1)
+            return proc, endpoint
+        except requests.ConnectionError:
+            time.sleep(0.1)
+    raise SystemExit("moto_server did not start")
+
+
+def node_files(work: Path, per_node_bytes: int) -> tuple[Path, Path]:
+    log, gpu = work / "node.log", work / "node.gpu.csv"
+    with log.open("w") as out:
+        while out.tell() < per_node_bytes:
+            out.write(STEP * 1000)
+    gpu.write_text(GPU)
+    return log, gpu
+
+
+def upload_nodes(
+    s3: Any, run_id: str, key: str, log: Path, gpu: Path, *, summaries: bool
+) -> tuple[list[str], float]:
+    """Each node's files, then its signed manifest; the slowest node's time to describe
+    its files, as `distkpi node` does before its manifest."""
+    prefix = f"runs/{run_id}/{CONFIG}/"
+    keys, slowest = [], 0.0
+    version = engine_version() if summaries else None
+    for node in range(NODES):
+        role = "trainer" if node < TRAINERS else "pserver"
+        rank = node if role == "trainer" else node - TRAINERS
+        uploads = [
+            Upload(log, f"logs/{role}-{rank}.log", role, rank, "log"),
+            Upload(gpu, f"logs/{role}-{rank}.gpu.csv", role, rank, "gpu_memory"),
+        ]
+        started = time.perf_counter()
+        entries = [upload.entry() for upload in uploads]
+        slowest = max(slowest, time.perf_counter() - started)
+        if not summaries:
+            for entry in entries:
+                entry.pop("summary", None)
+        for upload in uploads:
+            s3.upload_file(str(upload.local), BUCKET, prefix + upload.path)
+        manifest: dict[str, Any] = {
+            "schema": 1,
+            "node": node,
+            "exit_code": 0,
+            "started_at": "2026-11-30T03:00:00Z",
+            "finished_at": "2026-11-30T03:10:00Z",
+            "files": entries,
+        }
+        if version is not None:
+            manifest["engine_version"] = version
+        keys.append(f"{prefix}node-{node}.json")
+        s3.put_object(Bucket=BUCKET, Key=keys[-1], Body=json.dumps(sign(key, manifest)))
+    return keys, slowest
+
+
+def s3_event(key: str) -> dict[str, Any]:
+    record = json.loads(
+        (project_root() / "tests" / "events" / "s3_object_created.json").read_text()
+    )
+    s3 = record["Records"][0]["s3"]
+    s3["bucket"]["name"] = BUCKET
+    s3["object"]["key"] = key
+    return record  # type: ignore[no-any-return]
+
+
+def download(s3: Any, run_id: str) -> float:
+    started = time.perf_counter()
+    for node in range(NODES):
+        role = "trainer" if node < TRAINERS else "pserver"
+        rank = node if role == "trainer" else node - TRAINERS
+        key = f"runs/{run_id}/{CONFIG}/logs/{role}-{rank}.log"
+        body = s3.get_object(Bucket=BUCKET, Key=key)["Body"]
+        while body.read(1 << 22):
+            pass
+    return time.perf_counter() - started
+
+
+def measure(gb: float, summaries: bool, work: Path, endpoint: str, n: int) -> None:
+    root = project_root()
+    log, gpu = node_files(work, int(gb * 1e9 / NODES))
+    github = GitHubStandIn()
+    aws = create_local_aws(endpoint, root / "template.yaml", root / "infra/suites/resnet50.yaml")
+    github.token = aws.github_token
+    os.environ.update(function_environment(aws, github.start()))
+    os.environ.update({"POWERTOOLS_LOG_LEVEL": "ERROR", "REPORT_BASE_URL": "https://x.example"})
+    try:
+        from distkpi.entry import wiring
+
+        wiring.reset()
+        handlers = load_handlers(root)
+        headers, body = push_delivery("PaddlePaddle/Paddle", f"{n:040x}", "0" * 40, f"bench-{n}")
+        event = signed_function_url_event(aws.webhook_secret, headers, body)
+        answer = handlers["webhook"].lambda_handler(event, LambdaContext())
+        (run_id,) = json.loads(answer["body"])["runs"]
+        table = boto3.resource("dynamodb", endpoint_url=endpoint).Table("distkpi-local")
+        item = table.get_item(Key={"PK": f"RUN#{run_id}", "SK": f"CONFIG#{CONFIG}"})["Item"]
+        s3 = aws.client("s3")
+        keys, node_s = upload_nodes(
+            s3, run_id, str(item["manifest_key"]), log, gpu, summaries=summaries
+        )
+        for key in keys[:-1]:
+            handlers["collector"].lambda_handler(s3_event(key), LambdaContext())
+        started = time.perf_counter()
+        handlers["collector"].lambda_handler(s3_event(keys[-1]), LambdaContext())
+        settle_s = time.perf_counter() - started
+        settled = table.get_item(Key={"PK": f"RUN#{run_id}", "SK": f"CONFIG#{CONFIG}"})["Item"]
+        kpis = settled["kpis"]
+        if os.environ.get("BENCH_SHOW_PROBLEMS"):
+            print(kpis["problems"])
+        if kpis["throughput"] is None:
+            raise SystemExit(f"the config was not read: {kpis['problems']}")
+        download_s = download(s3, run_id)
+        print(
+            f"| {NODES * log.stat().st_size / 1e9:.2f} GB | "
+            f"{'yes' if summaries and engine_version() is not None else 'no'} | "
+            f"{settle_s:.2f} s | {download_s:.2f} s | {settle_s / download_s:.2f}x | "
+            f"{node_s:.2f} s | {len(kpis['problems'])} |"
+        )
+    finally:
+        github.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gb", type=float, nargs="+", default=[0.5, 2.0])
+    parser.add_argument("--older-image", action="store_true")
+    args = parser.parse_args()
+    import distkpi
+
+    print(
+        f"command: python bench/collector_settle.py --gb {' '.join(map(str, args.gb))}"
+        f"{' --older-image' if args.older_image else ''}  (distkpi from {distkpi.__file__})"
+    )
+    print(
+        "| logs of the config | summaries | collector settles | boto3 download | ratio | "
+        "node describes its files | problems |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    server, endpoint = moto_server()
+    try:
+        for n, gb in enumerate(args.gb, start=1):
+            with tempfile.TemporaryDirectory() as tmp:
+                measure(gb, not args.older_image, Path(tmp), endpoint, n)
+    finally:
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""A node's summaries are used only by a collector of the same engine version, so the version
+must change whenever what parsing gives can change: the parser's sources are hashed, and each
+version's hash is recorded here. Changing a source without bumping ENGINE_VERSION (in
+domain/logs/filesummary.py) fails; bump it, then record the new hash under the new version."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from distkpi.domain.logs.filesummary import ENGINE_VERSION
+
+LOGS = Path(__file__).resolve().parents[2] / "layers" / "distkpi" / "distkpi" / "domain" / "logs"
+# everything a summary depends on: the scanner, the formats, the reductions, their bounds,
+# and how a summary is written and read
+PARSER_SOURCES = (
+    "bounds.py",
+    "filesummary.py",
+    "gpumemory.py",
+    "linescan.py",
+    "logformats.py",
+    "logsummary.py",
+)
+# every engine version there has been, with the hash of its sources; never edit a line
+RECORDED = {
+    1: "fa656cdae2a759292a3b39fa7f16739b2cd106e16feebaeb363c208923cb0a58",
+}
+
+
+def sources_hash() -> str:
+    digest = hashlib.sha256()
+    for name in PARSER_SOURCES:
+        digest.update(name.encode() + b"\0" + (LOGS / name).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def test_the_parsers_sources_are_those_of_this_engine_version() -> None:
+    assert max(RECORDED) == ENGINE_VERSION, "record the new version's hash here"
+    assert sources_hash() == RECORDED[ENGINE_VERSION], (
+        f"the parser's sources changed: bump ENGINE_VERSION in domain/logs/filesummary.py to "
+        f"{ENGINE_VERSION + 1} and record {ENGINE_VERSION + 1}: {sources_hash()!r} here"
+    )
+
+
+def test_no_two_versions_share_sources() -> None:
+    assert len(set(RECORDED.values())) == len(RECORDED)

@@ -1,0 +1,220 @@
+"""Parse where the data is: the summaries a node puts in its signed manifest stand for its
+files, field for field, and give the same KPIs as parsing the files; a manifest whose
+summaries cannot be used (another engine, none, unreadable, unverified) has its files
+parsed, and says so; job_events and the sweeper never parse a log."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distkpi.domain.kpis.engine import ConfigKpis, config_kpis, run_kpis
+from distkpi.domain.kpis.runfolder import Reading, compute_run_kpis, gather_config, read_run_spec
+from distkpi.domain.logs.filesummary import (
+    ENGINE_VERSION,
+    summarize,
+    summary_from_json,
+    summary_to_json,
+)
+from distkpi.domain.logs.gpumemory import GpuMemorySummary
+from distkpi.domain.logs.logsummary import EvalPoint, Level, LogSummary, RunningMean
+from distkpi.domain.signing import sign
+from distkpi.exceptions import ContractError
+from distkpi_cli.localfs import LocalRunSource
+from distkpi_cli.node.summaries import describe
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = ROOT / "examples" / "seed-run"
+KEY = "k" * 64
+
+
+def every_field_set() -> list[tuple[str, Any]]:
+    """A LogSummary and a GpuMemorySummary with every field away from its default."""
+    log = LogSummary(
+        throughput={
+            Level.PASS: RunningMean(3, 10.5, 32.5, [11.0, 11.0]),
+            Level.ITERATION: RunningMean(1, 2.25, 2.25, []),
+        },
+        per_gpu_throughput=RunningMean(2, 7.0, 15.0, [8.0]),
+        explicit_total=96.5,
+        accuracy_by_pass={0: 0.5, 3: 0.71},
+        last_accuracy=0.71,
+        accuracy_frontier=[EvalPoint(0.5, 12.0), EvalPoint(0.71, None)],
+        run_start_s=1_700_000_000.125,
+        converge_speed_s=890.0,
+        crash="a Python traceback",
+        problem_counts={"unreadable :::MLLOG line skipped": 2, "empty file": 1},
+    )
+    gpu = GpuMemorySummary(peak_mib=12104.5, samples=17, problems=["1 line(s) not understood"])
+    return [("log", log), ("gpu_memory", gpu)]
+
+
+@pytest.mark.parametrize(("kind", "summary"), every_field_set())
+def test_every_field_survives_the_manifest(kind: Any, summary: Any) -> None:
+    for field in dataclasses.fields(summary):
+        default = (
+            field.default_factory()  # type: ignore[misc]
+            if field.default_factory is not dataclasses.MISSING
+            else field.default
+        )
+        assert getattr(summary, field.name) != default, f"set {field.name} in this test"
+    through_json = json.loads(json.dumps(summary_to_json(kind, summary)))
+    assert summary_from_json(kind, through_json) == summary
+
+
+def seed_files() -> list[tuple[Path, Any]]:
+    kinds = {".log": "log", ".csv": "gpu_memory"}
+    return [(path, kinds[path.suffix]) for path in sorted(SEED.glob("*/logs/*"))]
+
+
+def test_each_seed_file_summarized_and_read_back_is_what_parsing_it_gives() -> None:
+    for path, kind in seed_files():
+        described = describe(path.open("rb"), kind)
+        summary = summary_from_json(kind, json.loads(json.dumps(described["summary"])))
+        with path.open("rb") as stream:
+            assert summary == summarize(kind, stream), path
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"throughput": {"7": {"count": 1}}},  # no such level
+        {"accuracy_by_pass": {"x": 0.5}},
+        {"problem_counts": ["a list"]},
+        {"explicit_total": float("inf")},
+        {"accuracy_by_pass": {"1": 1e300}},  # DynamoDB could store no KPI from it
+        "not an object",
+    ],
+)
+def test_a_summary_that_is_not_one_is_a_contract_error(data: object) -> None:
+    with pytest.raises(ContractError, match="not a summary of a log"):
+        summary_from_json("log", data)
+
+
+def nodes_write_manifests(folder: Path, **changes: Any) -> None:
+    """Each node's manifest of the seed run as `distkpi node` writes it: every file's sha256
+    and summary from one read, the engine's version, signed with the config's key."""
+    for path in sorted(folder.glob("*/node-*.json")):
+        manifest = json.loads(path.read_text())
+        for entry in manifest["files"]:
+            with (path.parent / entry["path"]).open("rb") as stream:
+                entry.update(describe(stream, entry["kind"]))
+        manifest["engine_version"] = ENGINE_VERSION
+        manifest.update(changes)
+        path.write_text(json.dumps(sign(KEY, manifest)))
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    copy = tmp_path / "run"
+    shutil.copytree(SEED, copy)
+    nodes_write_manifests(copy)
+    return copy
+
+
+def kpis_of(folder: Path, reading: Reading) -> dict[str, ConfigKpis]:
+    """The run's KPIs (speedups included), its configs settled as the collector does."""
+    source = LocalRunSource(folder)
+    run = read_run_spec(source)
+    configs = {
+        spec.name: config_kpis(
+            gather_config(source, spec, reading), run.target_accuracy, run.accuracy_pass
+        )
+        for spec in run.configs
+    }
+    return {kpis.name: kpis for kpis in run_kpis(run, configs).configs}
+
+
+def test_summaries_and_parsing_the_folder_give_the_same_kpis(folder: Path) -> None:
+    parsed = compute_run_kpis(LocalRunSource(folder)).configs  # what `distkpi kpis` does
+    summarized = kpis_of(folder, Reading(KEY))
+    assert [c.name for c in parsed] == list(summarized)
+    for kpis in parsed:
+        assert summarized[kpis.name] == kpis
+    assert all(k.throughput is not None for k in parsed)
+
+
+def test_with_the_summaries_no_log_is_read(folder: Path) -> None:
+    expected = kpis_of(folder, Reading(KEY))
+    for log in folder.glob("*/logs/*"):
+        log.unlink()
+    assert kpis_of(folder, Reading(KEY)) == expected
+    # without them the same folder has nothing to read
+    assert any("but missing" in p for p in kpis_of(folder, Reading(None))["1x1"].problems)
+
+
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        ({"engine_version": ENGINE_VERSION + 1}, f"engine version {ENGINE_VERSION + 1}, not"),
+        ({"engine_version": None}, "no file summaries in the manifest (an older image?)"),
+    ],
+)
+def test_summaries_of_another_engine_are_parsed_again_and_it_says_so(
+    folder: Path, changes: dict[str, Any], why: str
+) -> None:
+    expected = kpis_of(folder, Reading(None))
+    nodes_write_manifests(folder, **changes)
+    got = kpis_of(folder, Reading(KEY))
+    for name, kpis in got.items():
+        (note,) = [p for p in kpis.problems if "parsed from the run folder" in p]
+        nodes = ", ".join(str(n) for n in range(len(list((folder / name).glob("node-*.json")))))
+        assert note.startswith(f"node(s) {nodes}: ") and why in note
+        assert kpis.throughput == expected[name].throughput
+        assert dataclasses.replace(kpis, problems=expected[name].problems) == expected[name]
+
+
+def test_an_unreadable_summary_has_its_file_parsed(folder: Path) -> None:
+    manifest_path = folder / "1x1" / "node-0.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["files"][0]["summary"] = {"throughput": "fast"}
+    manifest_path.write_text(json.dumps(sign(KEY, manifest)))
+    kpis = kpis_of(folder, Reading(KEY))["1x1"]
+    assert (
+        "node(s) 0: the manifest's summary of logs/trainer-0.log is unreadable; their files "
+        "were parsed from the run folder"
+    ) in kpis.problems
+    assert kpis.throughput == kpis_of(folder, Reading(None))["1x1"].throughput
+
+
+def test_a_summary_in_a_manifest_not_signed_with_the_key_is_never_used(folder: Path) -> None:
+    manifest_path = folder / "1x1" / "node-0.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["files"][0]["summary"]["throughput"]["2"]["first"] = 1e6  # a forged speed
+    manifest_path.write_text(json.dumps(manifest))  # the signature no longer holds
+    evidence = gather_config(
+        LocalRunSource(folder), read_run_spec(LocalRunSource(folder)).configs[0], Reading(KEY)
+    )
+    assert "not signed with this config's key" in evidence.invalid_nodes[0]
+    assert not evidence.logs
+
+
+def test_without_summaries_job_events_and_the_sweeper_read_no_log(folder: Path) -> None:
+    nodes_write_manifests(folder, engine_version=None)
+    for log in folder.glob("*/logs/*"):
+        log.unlink()  # were any read, it would be a problem of its own
+    kpis = kpis_of(folder, Reading(KEY, parse_logs=False))["2x8-4ps"]
+    assert kpis.throughput is None
+    assert (
+        "node(s) 0, 1, 2, 3, 4, 5: no file summaries in the manifest (an older image?); their "
+        "files were not read: only the collector parses logs"
+    ) in kpis.problems
+    assert not any("missing" in p for p in kpis.problems)
+
+
+def test_a_parser_bug_on_the_node_leaves_the_file_without_a_summary(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(stream: object) -> object:
+        raise ZeroDivisionError
+
+    monkeypatch.setattr("distkpi.domain.logs.filesummary.parse_log", broken)
+    data = (SEED / "1x1" / "logs" / "trainer-0.log").read_bytes()
+    described = describe(io.BytesIO(data), "log")
+    assert "summary" not in described and len(described["sha256"]) == 64
