@@ -12,7 +12,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 
 from distkpi.domain.layout import report_key
-from distkpi.domain.report_links import link_problem
+from distkpi.domain.report_links import link_problem, malformed
 from distkpi.domain.trust import NeedsApproval, admit, trusted_because
 from distkpi.domain.webhook import (
     RERUN_EVENTS,
@@ -59,10 +59,14 @@ def _header(name: str) -> str | None:
 def report(run_id: str) -> Response[str]:
     """A report link from a check or status: a fresh presigned URL of the report, after
     checking the link's signature and expiry (domain/report_links.py)."""
+    query = app.current_event.query_string_parameters or {}
+    shape = malformed(run_id, query.get("exp"), query.get("sig"))
+    if shape is not None:
+        logger.warning("report link refused", reason=shape)
+        return _reply(HTTPStatus.FORBIDDEN, message=shape)
     wired = webhook()
     if wired.settings.report_link_secret_id is None:
         return _reply(HTTPStatus.NOT_FOUND, message="this stack signs no report links")
-    query = app.current_event.query_string_parameters or {}
     problem = link_problem(
         wired.report_link_key(), run_id, query.get("exp"), query.get("sig"), time.time()
     )
