@@ -156,6 +156,12 @@ def test_a_change_under_none_of_a_suites_paths_is_skipped_with_success(stack: St
     # one that touches a path runs
     stack.github.changed_files = ["README.md", "paddle/fluid/distributed/ps/service/server.cc"]
     assert len(stack.webhook("push", delivery="p2")["json"]["runs"]) == 1
+    # and one that moves a watched file out from under the paths (GitHub's compare names
+    # the old path only as the rename's previous_filename)
+    stack.github.changed_files = ["doc/fluid/howto.md", "tools/server.cc"]
+    stack.github.renamed_from = {"tools/server.cc": "paddle/fluid/distributed/server.cc"}
+    assert len(stack.webhook("push", delivery="p4")["json"]["runs"]) == 1
+    stack.github.renamed_from = {}
     # and so does one whose files GitHub cannot list in full (its cap is 300)
     stack.github.changed_files = [f"doc/page{i}.md" for i in range(400)]
     assert len(stack.webhook("push", delivery="p3")["json"]["runs"]) == 1
