@@ -25,7 +25,7 @@ from typing import Protocol
 from distkpi.adapters.dynamo import HistoryRepository
 from distkpi.domain.changepoints import last_change_point
 from distkpi.domain.judging import KPIS, KpiVerdict
-from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord
+from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord, is_published
 
 DEFAULT_PAGE_RUNS = 500
 TABLE_RUNS = 50
@@ -358,7 +358,8 @@ def build_site(
     listed = [
         s
         for s in history.series(repo)
-        if (model is None or s.model == model) and (branch is None or s.branch == branch)
+        if (model is None or s.model == model)
+        and (s.branch == branch if branch is not None else is_published(s.branch))
     ]
     runs = pages = 0
     for series in listed:
