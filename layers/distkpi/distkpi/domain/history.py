@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distkpi.domain.changepoints import split_at_change
-from distkpi.domain.judging import KPIS, KpiEvidence, VerdictSettings
+from distkpi.domain.judging import KPIS, SCALING, KpiEvidence, VerdictSettings
 from distkpi.domain.kpis import MIXED, ConfigStatus, RunKpis
 from distkpi.domain.records import HistoryRecord
 
@@ -134,6 +134,7 @@ def evidence_of(
                     config.throughput_samples if kpi == "throughput" else (),
                     kpi == "time_to_accuracy_s" and config.converged is False,
                     tuple(earlier[-settings.window :]),
+                    by_definition=config.name == run.base_config and kpi in SCALING,
                 )
             )
     return out

@@ -51,6 +51,7 @@ HIGHER_IS_BETTER = {
 KPIS = tuple(HIGHER_IS_BETTER)
 # KPIs that are one test: efficiency is speedup divided by the config's constant GPU ratio
 FAMILY = {"efficiency": "speedup"}
+SCALING = ("speedup", "efficiency")  # measured against the base config
 # rates and times vary by a factor, not by an amount (a time to accuracy is the reciprocal
 # of a throughput, skewed upwards): judged on the log scale; accuracy stays as it is
 LOG_SCALE = frozenset(KPIS) - {"test_accuracy"}
@@ -208,6 +209,9 @@ class KpiEvidence:
     never_converged: bool = False
     # the values before the baseline's last step change: they still tell the spread
     earlier: tuple[float, ...] = ()
+    # the base config's speedup and efficiency: 1 by definition, so no test (a confirmed
+    # run's per-run ratios to their own mean would otherwise be one more Holm family)
+    by_definition: bool = False
 
     @property
     def value(self) -> float | None:
@@ -323,7 +327,8 @@ def holm_levels(pvalues: Mapping[Any, float], rate: float) -> tuple[dict[Any, fl
 def _statistical(evidence: KpiEvidence, settings: VerdictSettings) -> bool:
     """A spread can be estimated: min_history values, counting those before a change."""
     return (
-        bool(evidence.values)
+        not evidence.by_definition
+        and bool(evidence.values)
         and bool(evidence.history)
         and not (evidence.never_converged and evidence.kpi == "time_to_accuracy_s")
         and _pooled_df(evidence, settings.window) >= settings.min_history - 1
@@ -374,6 +379,11 @@ def _without_test(e: KpiEvidence, settings: VerdictSettings) -> Judgement:
     short a baseline for a spread (then the suite's tolerance)."""
     enforced = e.kpi in settings.enforced
     runs = len(e.values) or 1
+    if e.by_definition:
+        why = "the base config's: 1 by definition"
+        return Judgement(
+            e.config, e.kpi, e.value, None, None, None, KpiVerdict.NOT_ENFORCED, why, runs
+        )
     if e.never_converged and e.kpi == "time_to_accuracy_s":
         verdict = KpiVerdict.REGRESSED if enforced else KpiVerdict.NOT_ENFORCED
         base = statistics.fmean(e.history) if e.history else None
