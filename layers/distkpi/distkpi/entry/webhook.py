@@ -26,7 +26,7 @@ from distkpi.domain.webhook import (
 )
 from distkpi.entry.observability import count, logger
 from distkpi.entry.wiring import webhook
-from distkpi.services.launch import Outcome
+from distkpi.services.launch import Delivery, Outcome
 
 MAX_BODY_BYTES = 1024 * 1024
 REPORT_URL_S = 300  # a presigned report URL lives minutes: the signed link is what lasts
@@ -133,7 +133,18 @@ def _dispatch(event: str, delivery: str, payload: dict[str, Any]) -> Response[st
         handled = webhook().starter.handle_delivery(trigger, delivery)
     if handled.outcome is Outcome.DUPLICATE:
         return _reply(HTTPStatus.OK, message="duplicate delivery", runs=[])
-    if handled.refused_for and not handled.runs:
+    if not handled.runs and (handled.refused_for or handled.never_admitted):
+        return _rerun_refused(handled)
+    return _reply(
+        HTTPStatus.CREATED,
+        message="runs started",
+        runs=handled.runs,
+        invalid_suites=handled.invalid_suites,
+    )
+
+
+def _rerun_refused(handled: Delivery) -> Response[str]:
+    if handled.refused_for:
         return _reply(
             HTTPStatus.ACCEPTED,
             message="re-run refused: a run of this commit is still going",
@@ -141,10 +152,10 @@ def _dispatch(event: str, delivery: str, payload: dict[str, Any]) -> Response[st
             still_going=handled.refused_for,
         )
     return _reply(
-        HTTPStatus.CREATED,
-        message="runs started",
-        runs=handled.runs,
-        invalid_suites=handled.invalid_suites,
+        HTTPStatus.ACCEPTED,
+        message="re-run refused: no delivery admitted for this commit ran these suites",
+        runs=[],
+        never_admitted=handled.never_admitted,
     )
 
 
@@ -159,10 +170,18 @@ def _remember_installation(repo: str, payload: dict[str, Any]) -> None:
 def _decide(
     event: str, payload: dict[str, Any]
 ) -> Trigger | Rerun | Ignored | Invalid | NeedsApproval:
-    """What the delivery asks for, and for a pull request whether it may run now."""
+    """What the delivery asks for; whether its repository may start runs at all (a push and
+    a re-run as much as a pull request), and for a pull request whether it may run now."""
     settings = webhook().settings
     app_id = webhook().app_id() if event in RERUN_EVENTS else None
     decided = decide(event, payload, settings.branches, app_id)
+    if isinstance(decided, Trigger | Rerun):
+        repo = decided.repo if isinstance(decided, Trigger) else decided.trigger.repo
+        refused = settings.allowed.refusal(repo, payload)
+        if refused is not None:
+            logger.warning("repository not allowed", repo=repo, reason=refused.reason)
+            count("RepositoryRefused")
+            return refused
     if isinstance(decided, Trigger) and decided.event == "pull_request":
         admitted = admit(decided, payload, settings.trust)
         if isinstance(admitted, Trigger):
