@@ -11,7 +11,13 @@ from aws_lambda_powertools import Logger
 from distkpi.adapters.dynamo import JobRepository, RunRepository
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.kpis import ConfigEvidence, ConfigKpis, ConfigStatus, config_kpis
+from distkpi.domain.kpis import (
+    ConfigEvidence,
+    ConfigKpis,
+    ConfigStatus,
+    config_kpis,
+    stored_problems,
+)
 from distkpi.domain.records import ConfigState
 from distkpi.domain.runfolder import gather_config, node_indices
 from distkpi.exceptions import NotFoundError, StorageError
@@ -148,7 +154,8 @@ class ConfigSettler:
         return config_kpis(evidence, run.target_accuracy, run.accuracy_pass)
 
     def _settle(self, run_id: str, kpis: ConfigKpis) -> None:
-        """Store the config's KPIs, once whoever gets there first."""
+        """Store the config's KPIs, once whoever gets there first (its problems bounded)."""
+        kpis = replace(kpis, problems=stored_problems(kpis.problems))
         if not self.runs.settle_config(run_id, kpis):
             return
         self.count(SETTLED_METRIC[kpis.status])
