@@ -354,3 +354,20 @@ def test_a_rendezvous_record_not_signed_with_the_configs_key_fails_the_node(
     assert manifest(s3, 0)["problem"] == (
         "rendezvous: node 1's record is not signed with this config's key"
     )
+
+
+def test_a_log_over_the_cap_is_cut_at_a_line_and_the_manifest_says_how_much(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("distkpi.node.runner.MAX_LOG_BYTES", 64 * 1024)
+    path, _, tip = repo
+    env = node_env(path, tip, tmp_path / "work", 0, 1, 0)
+    flood = "for i in range(20000): print(f'line {i:06d} ' + 'x' * 20)"  # 33 bytes a line
+    assert NodeRunner(env, ["python3", "-c", flood]).run() == 0
+    (entry,) = [f for f in manifest(s3, 0)["files"] if f["kind"] == "log"]
+    log = uploaded(s3, entry["path"]).encode()
+    assert len(log) <= 64 * 1024 and log.endswith(b"\n")
+    before = log[: log.index(b"line 000000")]  # what the node wrote before the command's
+    kept = log.count(b"\nline ") + log.startswith(b"line ")
+    assert entry["truncated_bytes"] == (20000 - kept) * 33
+    assert len(before) + kept * 33 == len(log)

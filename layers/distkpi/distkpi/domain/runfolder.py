@@ -11,9 +11,12 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
 from distkpi.domain.contracts import (
+    MAX_CONFIG_LOG_BYTES,
+    MAX_LOG_BYTES,
     ConfigSpec,
     FileEntry,
     NodeManifest,
@@ -118,30 +121,88 @@ class ChangedAfterUpload(Exception):
     """A file whose sha256 is not the one its node's manifest gives."""
 
 
-def _parse_file(source: RunSource, config: str, entry: FileEntry) -> ParsedLog | ParsedGpuMemory:
-    """The file parsed, its digest checked against the manifest's in the same pass."""
+class OverCap(Exception):
+    """A file longer than what may be parsed of it: the problem says which bound."""
+
+
+class CappedReader:
+    """A stream that refuses to yield more than ``limit`` bytes: reading past them raises
+    OverCap, so a huge file costs at most ``limit`` bytes of reading before it is refused."""
+
+    def __init__(self, stream: BinaryIO, limit: int, problem: str) -> None:
+        self.stream, self.limit, self.problem, self.count = stream, limit, problem, 0
+
+    def read(self, size: int = -1) -> bytes:
+        room = self.limit - self.count + 1  # one byte more tells a file just at the cap
+        block = self.stream.read(room if size < 0 else min(size, room))
+        self.count += len(block)
+        if self.count > self.limit:
+            raise OverCap(self.problem)
+        return block
+
+
+@dataclass
+class _Budget:
+    """What is left of the bytes a config's files may take to parse."""
+
+    left: int
+
+    def reader(self, stream: BinaryIO, path: str) -> CappedReader:
+        if self.left < MAX_LOG_BYTES:
+            total = _mib(MAX_CONFIG_LOG_BYTES)
+            why = f"{path}: not parsed: the config's files are over {total} in all"
+            return CappedReader(stream, self.left, why)
+        why = f"{path}: over {_mib(MAX_LOG_BYTES)}, not parsed (a node cuts its logs there)"
+        return CappedReader(stream, MAX_LOG_BYTES, why)
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:g} MiB"
+
+
+def _parse_file(
+    source: RunSource, config: str, entry: FileEntry, budget: _Budget
+) -> ParsedLog | ParsedGpuMemory:
+    """The file parsed, its digest checked against the manifest's in the same pass; OverCap
+    when it is longer than a file may be, or than the config has left."""
     with source.open(f"{config}/{entry.path}") as raw:
-        stream = HashingReader(raw)
+        capped = budget.reader(raw, entry.path)
+        stream = HashingReader(capped)
         parsed: ParsedLog | ParsedGpuMemory
-        if entry.kind == "log":
-            parsed = ParsedLog(entry.path, entry.role, entry.rank, parse_log(stream))
-        else:
-            summary = parse_gpu_memory(stream)
-            parsed = ParsedGpuMemory(entry.path, entry.role, entry.rank, summary)
-        if entry.sha256 is not None and stream.finish() != entry.sha256:
-            raise ChangedAfterUpload(entry.path)
+        try:
+            if entry.kind == "log":
+                parsed = ParsedLog(entry.path, entry.role, entry.rank, parse_log(stream))
+            else:
+                summary = parse_gpu_memory(stream)
+                parsed = ParsedGpuMemory(entry.path, entry.role, entry.rank, summary)
+            if entry.sha256 is not None and stream.finish() != entry.sha256:
+                raise ChangedAfterUpload(entry.path)
+        finally:
+            budget.left -= capped.count
         return parsed
 
 
 def _parse_files(
-    source: RunSource, config: str, manifest: NodeManifest, evidence: ConfigEvidence
+    source: RunSource,
+    config: str,
+    manifest: NodeManifest,
+    evidence: ConfigEvidence,
+    budget: _Budget,
 ) -> None:
     logs, gpus = list(evidence.logs), list(evidence.gpu_memory)
     for entry in _unique_entries(manifest, evidence):
         if entry.kind == "file":
             continue
+        if entry.truncated_bytes is not None:
+            evidence.problems.append(
+                f"{entry.path}: cut by node {manifest.node} at {_mib(MAX_LOG_BYTES)} "
+                f"({entry.truncated_bytes} bytes off its end not uploaded)"
+            )
         try:
-            parsed = _parse_file(source, config, entry)
+            parsed = _parse_file(source, config, entry, budget)
+        except OverCap as over:
+            evidence.problems.append(str(over))
+            continue
         except ChangedAfterUpload:
             evidence.invalid_nodes[manifest.node] = (
                 f"{entry.path} changed after upload: its sha256 is not the manifest's"
@@ -185,6 +246,7 @@ def gather_config(source: RunSource, spec: ConfigSpec, key: str | None = None) -
     manifests: dict[int, NodeManifest] = {}
     invalid: dict[int, str] = {}
     evidence = ConfigEvidence(spec=spec, manifests=manifests, invalid_nodes=invalid)
+    budget = _Budget(MAX_CONFIG_LOG_BYTES)
     names = source.list_names(spec.name)
     evidence.problems.extend(_stray_manifests(names))
     for node in _indices(names):
@@ -200,7 +262,7 @@ def gather_config(source: RunSource, spec: ConfigSpec, key: str | None = None) -
         except (ContractError, StorageError) as exc:
             invalid[node] = str(exc)
             continue
-        _parse_files(source, spec.name, manifests[node], evidence)
+        _parse_files(source, spec.name, manifests[node], evidence, budget)
     return evidence
 
 

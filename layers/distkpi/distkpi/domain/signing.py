@@ -11,7 +11,7 @@ import hmac
 import json
 import secrets
 from collections.abc import Mapping
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 SIGNATURE = "signature"
 
@@ -39,11 +39,15 @@ def signed_by(key: str, record: Mapping[str, Any]) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
+class _Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 class HashingReader:
     """A stream that hashes what is read through it, so a parser's one pass also yields
     the file's sha256 (``finish`` reads whatever the parser left)."""
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: _Readable) -> None:
         self.stream = stream
         self.hash = hashlib.sha256()
 
