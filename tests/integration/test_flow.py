@@ -335,6 +335,22 @@ def test_a_succeeded_job_whose_node_never_reported_settles_its_config_at_once(
     assert stack.job_succeeded("not-ours") == {"settled_config": False}
 
 
+def test_a_succeeded_job_whose_nodes_all_reported_settles_a_config_still_pending(
+    stack: Stack,
+) -> None:
+    """Every manifest is in, but S3's events for 1x8 were lost: the job's end settles it at
+    once, where it used to wait for the sweeper at the run's deadline, hours later."""
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    keys = run_all_nodes(stack, run_id)
+    deliver_all(stack, [k for k in keys if "/1x8/" not in k], copies=1)
+    assert final_statuses(stack) == []
+    jobs = jobs_by_config(stack, run_id)
+    assert stack.job_succeeded(jobs["1x8"]) == {"settled_config": True}
+    (final,) = final_statuses(stack)
+    assert final["state"] == "success"
+    assert stack.job_succeeded(jobs["1x8"]) == {"settled_config": False}  # settled already
+
+
 def test_a_job_event_for_someone_elses_job_is_ignored(stack: Stack) -> None:
     assert stack.job_failed("not-ours", "whatever") == {"settled_config": False}
 
