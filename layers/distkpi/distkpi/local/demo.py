@@ -180,30 +180,33 @@ def dry_run(
     with local_stack(suite, progress, state=state, save=False) as stack:
         dispatch = Dispatcher(stack, Path(), source)
         run_ids = stack.send_webhook(repo, sha, _base_of(source, sha))
-        runs = []
-        history = HistoryRepository(DynamoTable(TABLE))
-        for run_id in run_ids:
-            run = dispatch.run(run_id)
-            requests = dispatch.requests(run_id)
-            recent = history.history(repo, run.baseline_branch, run.model, limit=RECENT_ROWS)
-            estimate, of_runs = recent_gpu_hours(recent)
-            runs.append(
-                {
-                    "run_id": run_id,
-                    "model": run.model,
-                    "sha": run.trigger.sha,
-                    "jobs": requests,
-                    "gpus_by_job": {r["jobName"]: gpus_requested(r) for r in requests},
-                    "gpus": sum(gpus_requested(r) for r in requests),
-                    "gpu_hours_estimate": estimate,
-                    "gpu_hours_estimate_runs": of_runs,
-                }
-            )
+        runs = [planned_run(dispatch, run_id) for run_id in run_ids]
         statuses = [
             {k: s[k] for k in ("context", "state", "description", "target_url")}
             for s in stack.github.statuses
         ]
         return {"runs": runs, "statuses": statuses}
+
+
+def planned_run(dispatch: Dispatcher, run_id: str) -> dict[str, Any]:
+    """A run as --dry-run --json prints it: the exact SubmitJob request of each job, the
+    GPUs they ask for, and the GPU-hours the last runs on its base branch took (the median
+    of up to 5; None without any)."""
+    run = dispatch.run(run_id)
+    requests = dispatch.requests(run_id)
+    history = HistoryRepository(DynamoTable(TABLE))
+    recent = history.history(run.trigger.repo, run.baseline_branch, run.model, limit=RECENT_ROWS)
+    estimate, of_runs = recent_gpu_hours(recent)
+    return {
+        "run_id": run_id,
+        "model": run.model,
+        "sha": run.trigger.sha,
+        "jobs": requests,
+        "gpus_by_job": {r["jobName"]: gpus_requested(r) for r in requests},
+        "gpus": sum(gpus_requested(r) for r in requests),
+        "gpu_hours_estimate": estimate,
+        "gpu_hours_estimate_runs": of_runs,
+    }
 
 
 def _run_commit(

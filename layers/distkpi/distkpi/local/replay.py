@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from distkpi.exceptions import ContractError
+from distkpi.local.demo import planned_run
 from distkpi.local.dispatch import Dispatcher
 from distkpi.local.handlers import project_root
 from distkpi.local.stack import local_stack
@@ -78,8 +79,8 @@ def replay(
             deliveries.append({"event": event.name, "status_code": code, "body": body})
         run_ids = [r for d in deliveries for r in d["body"].get("runs", [])]
         runs: list[dict[str, Any]] = []
-        if dry_run:
-            runs = [{"run_id": r, "jobs": dispatch.requests(r)} for r in run_ids]
+        if dry_run:  # the same keys as `distkpi local --dry-run --json`
+            runs = [planned_run(dispatch, r) for r in run_ids]
         elif run_ids:
             dispatch.run_jobs(run_ids, {})
             for run in dispatch.wait_settled(run_ids):
