@@ -111,12 +111,14 @@ def run_local(
     pull_request: bool = False,
     state: StateFolder | None = None,
     fresh: bool = False,
+    keep_work: bool = False,
 ) -> LocalResult:
     """``commits`` merges on one stack, measuring the code of ``source`` (a git repository,
     default this checkout) at ``rev`` and its first-parent predecessors, oldest first: each
     is pushed to develop and judged against develop's earlier runs, except that with
     ``pull_request`` ``rev`` comes as a pull request onto its parent. With a ``state``
-    folder the history goes on from the runs before, and is kept for the next."""
+    folder the history goes on from the runs before, and is kept for the next. Each run's
+    node work dirs are removed when its jobs end, unless ``keep_work`` or a node failed."""
     source = source or project_root()
     chain = commits_of(source, rev, commits)
     opened = local_stack(suite, progress, github_app=github_app, state=state, fresh=fresh)
@@ -125,7 +127,7 @@ def run_local(
             f"local stack up: AWS (moto) at {stack.aws.endpoint}, GitHub at {stack.github.url}"
             + (" (as a GitHub App)" if github_app else "")
         )
-        dispatch = Dispatcher(stack, out, source)
+        dispatch = Dispatcher(stack, out, source, keep_work=keep_work)
         runs: list[RunRecord] = []
         jobs: list[JobOutcome] = []
         base = _base_of(source, chain[0])

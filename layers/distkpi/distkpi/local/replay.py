@@ -62,11 +62,12 @@ def replay(
     dry_run: bool = False,
     source: Path | None = None,
     progress: TextIO | None = None,
+    keep_work: bool = False,
 ) -> dict[str, Any]:
     """Deliver ``events`` in order; then run what they started, unless ``dry_run``.
     {"deliveries": [{"event", "status_code", "body"}], "runs": [...], "statuses": [...]}."""
     with local_stack(suite, progress or sys.stderr) as stack:
-        dispatch = Dispatcher(stack, out, source or project_root())
+        dispatch = Dispatcher(stack, out, source or project_root(), keep_work=keep_work)
         deliveries: list[dict[str, Any]] = []
         for event in events:
             headers = {
