@@ -9,7 +9,6 @@ from distkpi.domain.changepoints import baseline_after_change, last_change_point
 from distkpi.domain.evaluation import evaluate
 from distkpi.domain.history import HistoryRow
 from distkpi.domain.judging import (
-    KPIS,
     ConfirmSettings,
     KpiEvidence,
     KpiVerdict,
@@ -23,7 +22,7 @@ from distkpi.domain.kpis import RunKpis
 from distkpi.domain.student_t import t_quantile
 from distkpi.domain.suites import parse_suite
 from distkpi.exceptions import ContractError
-from tests.unit.test_check_summary import seed_run
+from tests.unit.test_check_summary import history_of, seed_run
 
 SETTINGS = VerdictSettings()
 
@@ -239,30 +238,12 @@ def test_rates_and_times_are_judged_on_the_log_scale_accuracy_is_not() -> None:
 
 def steady_history(run: RunKpis) -> list[HistoryRow]:
     """12 earlier runs of the seed's configs, 1% noise; the base's speedup is 1 in each."""
-    rng = random.Random(5)
-    rows = []
-    for i in range(12):
-        for config in run.configs:
-            for kpi, value in config.to_json().items():
-                if kpi not in KPIS or value is None:
-                    continue
-                fixed = kpi == "test_accuracy" or config.name == run.base_config
-                noise = 0.0 if fixed and kpi != "throughput" else 0.01 * rng.gauss(0, 1)
-                rows.append(
-                    HistoryRow(
-                        f"2026-11-{i + 1:02d}T00:00:00",
-                        "PaddlePaddle/Paddle",
-                        "develop",
-                        run.model,
-                        config.name,
-                        f"{i:040x}",
-                        f"r{i}",
-                        kpi,
-                        value * (1 + noise),
-                        hardware=config.hardware,
-                    )
-                )
-    return rows
+
+    def earlier(config: str, kpi: str, value: float, rng: random.Random) -> float:
+        fixed = kpi == "test_accuracy" or (config == run.base_config and kpi != "throughput")
+        return value if fixed else value * (1 + 0.01 * rng.gauss(0, 1))
+
+    return history_of(run, earlier, seed=5)
 
 
 def test_under_confirm_the_base_configs_speedup_is_no_holm_family() -> None:
