@@ -262,7 +262,8 @@ def test_under_confirm_the_base_configs_speedup_is_no_holm_family() -> None:
     for kpi in ("speedup", "efficiency"):
         (j,) = [j for j in judged if j.config == base.name and j.kpi == kpi]
         assert (
-            j.verdict is KpiVerdict.NOT_ENFORCED and j.why == "the base config's: 1 by definition"
+            j.verdict is KpiVerdict.PASS and j.why == "the base config's: 1 by definition, no test"
         )
+        assert j.low is None and j.high is None and j.confidence is None
     others = [(j.config, j.kpi, j.confidence) for j in judged if j.config != base.name]
     assert others == [(j.config, j.kpi, j.confidence) for j in plain if j.config != base.name]

@@ -379,11 +379,11 @@ def _without_test(e: KpiEvidence, settings: VerdictSettings) -> Judgement:
     short a baseline for a spread (then the suite's tolerance)."""
     enforced = e.kpi in settings.enforced
     runs = len(e.values) or 1
-    if e.by_definition:
-        why = "the base config's: 1 by definition"
-        return Judgement(
-            e.config, e.kpi, e.value, None, None, None, KpiVerdict.NOT_ENFORCED, why, runs
-        )
+    if e.by_definition and e.history:  # equal to its baseline, whatever the runs measured
+        verdict = KpiVerdict.PASS if enforced else KpiVerdict.NOT_ENFORCED
+        mean = statistics.fmean(e.history)
+        why = "the base config's: 1 by definition, no test"
+        return Judgement(e.config, e.kpi, e.value, mean, None, None, verdict, why, runs)
     if e.never_converged and e.kpi == "time_to_accuracy_s":
         verdict = KpiVerdict.REGRESSED if enforced else KpiVerdict.NOT_ENFORCED
         base = statistics.fmean(e.history) if e.history else None
