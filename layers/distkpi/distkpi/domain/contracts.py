@@ -17,11 +17,12 @@ CONFIG_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 MAX_FILES_PER_MANIFEST = 256
 MAX_PATH_BYTES = 1024  # S3's key limit
 # What the collector parses, so a config settles well inside a function's time whatever its
-# nodes wrote (bench/README.md: ~42 MB/s for the densest logs): a node cuts a log or GPU
-# file at MAX_LOG_BYTES (saying so in its manifest), a bigger file is a problem unparsed,
-# and a config's files past MAX_CONFIG_LOG_BYTES in all are not parsed either.
+# nodes wrote (a log of nothing but MLLOG lines parses at ~5 MB/s a core, realistic ones at
+# 700 MB/s and more: bench/README.md): a node cuts a log or GPU file at MAX_LOG_BYTES
+# (saying so in its manifest), a bigger file is a problem unparsed, and a config's files
+# past MAX_CONFIG_LOG_BYTES in all are not parsed either.
 MAX_LOG_BYTES = 64 * 2**20
-MAX_CONFIG_LOG_BYTES = 2**30
+MAX_CONFIG_LOG_BYTES = 256 * 2**20
 MAX_NAME_BYTES = 255  # a file name on Linux
 
 

@@ -35,9 +35,9 @@ class RunDeadlines:
     timeout_s: int
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
-    # the most settling one run may take: its configs' files are bounded (contracts.py:
-    # at most 1 GiB a config, ~25 s at the densest), so a run started with this much time
-    # left ends inside the invocation and never holds up those after it
+    # what settling one run may take: its configs' files are bounded (contracts.py: 256 MiB
+    # a config), so a run started with this much time left ends inside the invocation and
+    # never holds up those after it
     run_budget_s: float = RUN_BUDGET_S
 
     def expire_overdue(self, time_left: Callable[[], float] | None = None) -> int:
