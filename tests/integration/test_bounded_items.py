@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from distkpi.domain.kpis import MAX_STORED_PROBLEMS
+from distkpi.domain.kpis.engine import MAX_STORED_PROBLEMS
 from distkpi.domain.signing import sign
 from distkpi.entry import wiring
 from tests.integration.conftest import BUCKET, Stack

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from distkpi.adapters.localfs import LocalRunSource
-from distkpi.domain.alerts import Alerted, alert_message
-from distkpi.domain.check_summary import problems_text, summary_markdown
-from distkpi.domain.checks import CheckRun, conclusion_of
 from distkpi.domain.commit_status import State
-from distkpi.domain.evaluation import Evaluation, evaluate
-from distkpi.domain.judging import VerdictSettings
-from distkpi.domain.runfolder import compute_run_kpis
+from distkpi.domain.github.alerts import Alerted, alert_message
+from distkpi.domain.github.check_summary import problems_text, summary_markdown
+from distkpi.domain.github.checks import CheckRun, conclusion_of
+from distkpi.domain.judging.evaluation import Evaluation, evaluate
+from distkpi.domain.judging.settings import VerdictSettings
+from distkpi.domain.kpis.runfolder import compute_run_kpis
 from distkpi.domain.untrusted import ZERO_WIDTH, neutral
+from distkpi_cli.localfs import LocalRunSource
 from tests.conftest import RunBuilder, mllog
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

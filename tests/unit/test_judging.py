@@ -5,22 +5,21 @@ from dataclasses import replace
 
 import pytest
 
-from distkpi.domain.changepoints import baseline_after_change, last_change_point
-from distkpi.domain.evaluation import evaluate
-from distkpi.domain.history import HistoryRow
-from distkpi.domain.judging import (
-    ConfirmSettings,
+from distkpi.domain.judging.changepoints import baseline_after_change, last_change_point
+from distkpi.domain.judging.evaluation import evaluate
+from distkpi.domain.judging.history import HistoryRow
+from distkpi.domain.judging.settings import ConfirmSettings, VerdictSettings
+from distkpi.domain.judging.statistics import (
     KpiEvidence,
     KpiVerdict,
-    VerdictSettings,
     holm_levels,
     in_doubt,
     judge_all,
     judge_kpi,
 )
-from distkpi.domain.kpis import RunKpis
-from distkpi.domain.student_t import t_quantile
-from distkpi.domain.suites import parse_suite
+from distkpi.domain.judging.student_t import t_quantile
+from distkpi.domain.kpis.engine import RunKpis
+from distkpi.domain.planning.suites import parse_suite
 from distkpi.exceptions import ContractError
 from tests.unit.test_check_summary import history_of, seed_run
 

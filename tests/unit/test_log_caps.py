@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from distkpi.adapters.localfs import LocalRunSource
-from distkpi.domain.kpis import ConfigStatus
-from distkpi.domain.runfolder import compute_run_kpis
-from distkpi.node.logcap import cap_file
+from distkpi.domain.kpis.engine import ConfigStatus
+from distkpi.domain.kpis.runfolder import compute_run_kpis
+from distkpi_cli.localfs import LocalRunSource
+from distkpi_cli.node.logcap import cap_file
 from tests.conftest import RunBuilder, mllog
 
 CAP = 256 * 1024
@@ -27,8 +27,8 @@ def training_log(lines: int) -> str:
 
 @pytest.fixture
 def small_caps(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("distkpi.domain.runfolder.MAX_LOG_BYTES", CAP)
-    monkeypatch.setattr("distkpi.domain.runfolder.MAX_CONFIG_LOG_BYTES", 3 * CAP)
+    monkeypatch.setattr("distkpi.domain.kpis.runfolder.MAX_LOG_BYTES", CAP)
+    monkeypatch.setattr("distkpi.domain.kpis.runfolder.MAX_CONFIG_LOG_BYTES", 3 * CAP)
 
 
 def test_a_file_within_the_cap_is_left_as_it_is(tmp_path: Path) -> None:

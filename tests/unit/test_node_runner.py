@@ -18,7 +18,7 @@ import pytest
 from moto import mock_aws
 
 from distkpi.domain.signing import signed_by
-from distkpi.node.runner import NodeRunner
+from distkpi_cli.node.runner import NodeRunner
 from tests.conftest import offline_aws
 
 BUCKET = "runs-bucket"
@@ -359,7 +359,7 @@ def test_a_rendezvous_record_not_signed_with_the_configs_key_fails_the_node(
 def test_a_log_over_the_cap_is_cut_at_a_line_and_the_manifest_says_how_much(
     s3: Any, repo: tuple[Path, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("distkpi.node.runner.MAX_LOG_BYTES", 64 * 1024)
+    monkeypatch.setattr("distkpi_cli.node.runner.MAX_LOG_BYTES", 64 * 1024)
     path, _, tip = repo
     env = node_env(path, tip, tmp_path / "work", 0, 1, 0)
     flood = "for i in range(20000): print(f'line {i:06d} ' + 'x' * 20)"  # 33 bytes a line

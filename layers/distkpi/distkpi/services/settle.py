@@ -11,15 +11,15 @@ from aws_lambda_powertools import Logger
 from distkpi.adapters.dynamo import JobRepository, RunRepository
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.kpis import (
+from distkpi.domain.kpis.engine import (
     ConfigEvidence,
     ConfigKpis,
     ConfigStatus,
     config_kpis,
     stored_problems,
 )
+from distkpi.domain.kpis.runfolder import gather_config, node_indices
 from distkpi.domain.records import ConfigState
-from distkpi.domain.runfolder import gather_config, node_indices
 from distkpi.exceptions import NotFoundError, StorageError
 from distkpi.services.finish import RunFinisher
 from distkpi.services.ports import Counter, no_metrics, utcnow
