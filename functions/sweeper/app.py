@@ -14,4 +14,4 @@ from distkpi.entry.tracing import tracer
 @tracer.capture_lambda_handler
 @log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
-    return handle_schedule()
+    return handle_schedule(lambda: context.get_remaining_time_in_millis() / 1000)

@@ -228,5 +228,8 @@ def test_as_a_github_app_the_run_is_one_check_run_with_the_kpi_table(tmp_path: P
     assert (check["name"], check["status"]) == ("distkpi/tiny", "completed")
     assert check["conclusion"] == result.runs[0].state
     assert check["title"] == result.runs[0].description
+    # the nodes' checkouts went with the run, which no node failed
+    assert (tmp_path / "out" / "work").is_dir()
+    assert not (tmp_path / "out" / "work" / result.runs[0].run_id).exists()
     assert check["summary"].startswith("| KPI | 1x1 |")
     assert "| hardware | local/cpu |" in check["summary"]

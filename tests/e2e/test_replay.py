@@ -33,6 +33,11 @@ def test_each_recorded_delivery_gets_its_response(capsys: pytest.CaptureFixture[
     ]
     # the dry run shows the jobs each started would submit, and nothing ran
     assert [len(run["jobs"]) for run in out["runs"]] == [3, 3]
+    # with the keys of the --dry-run contract, as `distkpi local --dry-run --json` has them
+    contract = {"run_id", "model", "sha", "jobs", "gpus", "gpus_by_job", "gpu_hours_estimate"}
+    for run in out["runs"]:
+        assert set(run) == contract | {"gpu_hours_estimate_runs"}
+        assert run["model"] == "local" and run["gpus"] == sum(run["gpus_by_job"].values())
     assert {s["state"] for s in out["statuses"]} == {"pending"}
 
 

@@ -337,6 +337,22 @@ def test_a_succeeded_job_whose_node_never_reported_settles_its_config_at_once(
     assert stack.job_succeeded("not-ours") == {"settled_config": False}
 
 
+def test_a_succeeded_job_whose_nodes_all_reported_settles_a_config_still_pending(
+    stack: Stack,
+) -> None:
+    """Every manifest is in, but S3's events for 1x8 were lost: the job's end settles it at
+    once, where it used to wait for the sweeper at the run's deadline, hours later."""
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    keys = run_all_nodes(stack, run_id)
+    deliver_all(stack, [k for k in keys if "/1x8/" not in k], copies=1)
+    assert final_statuses(stack) == []
+    jobs = jobs_by_config(stack, run_id)
+    assert stack.job_succeeded(jobs["1x8"]) == {"settled_config": True}
+    (final,) = final_statuses(stack)
+    assert final["state"] == "success"
+    assert stack.job_succeeded(jobs["1x8"]) == {"settled_config": False}  # settled already
+
+
 def test_a_job_event_for_someone_elses_job_is_ignored(stack: Stack) -> None:
     assert stack.job_failed("not-ours", "whatever") == {"settled_config": False}
 
@@ -436,6 +452,29 @@ def test_one_broken_overdue_run_does_not_keep_the_others_from_their_deadline(
     assert [s["state"] for s in final_statuses(stack)] == ["error"]
     assert stack.table.get_item(Key={"PK": f"RUN#{fine}", "SK": "RUN"})["Item"]["status"] == "done"
     assert "overdue run not settled" in caplog.text
+
+
+def test_the_sweeper_settles_overdue_runs_only_while_a_runs_budget_is_left(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few big overdue runs used to take the whole invocation, oldest first, and stall
+    the statuses and the site for everyone: now each run starts only with a run's budget
+    left, the statuses GitHub missed go first, and the rest wait for the next sweep."""
+    (first,) = stack.webhook("pull_request")["json"]["runs"]
+    (second,) = stack.webhook("push")["json"]["runs"]
+    monkeypatch.setenv("RUN_TIMEOUT_S", "0")
+    wiring.reset()
+    left = iter([200_000, 100_000, 100_000])  # ms: one run's budget, then less than one
+    context = LambdaContext(remaining_ms=lambda: next(left))
+    swept = stack.handlers["sweeper"].lambda_handler({"source": "aws.events"}, context)
+    assert swept == {"timed_out": 1, "republished": 0, "site_rebuilt": 0}
+    status = {
+        run: stack.table.get_item(Key={"PK": f"RUN#{run}", "SK": "RUN"})["Item"]["status"]
+        for run in (first, second)
+    }
+    assert status == {first: "done", second: "running"}  # the oldest first
+    # the next sweep settles the push, and develop's history page is drawn
+    assert sweep(stack) == {"timed_out": 1, "republished": 0, "site_rebuilt": 1}
 
 
 def test_a_report_that_cannot_be_drawn_leaves_the_status_without_a_link(

@@ -213,3 +213,33 @@ def test_no_token_key_or_jwt_reaches_any_log(
     for secret in [*issued, app.private_key.splitlines()[1], jwt, jwt.split(".")[2]]:
         assert secret not in logs
     assert "ghs_" not in logs
+
+
+def test_rerunning_a_check_awaiting_approval_starts_nothing(app_stack: Stack) -> None:
+    """The action_required check of an outsider's pull request has a "Re-run" button too:
+    it went around the approval and started the runs."""
+    waiting = with_installation(pull_request("opened"))
+    assert app_stack.webhook("pull_request", payload=waiting)["statusCode"] == 202
+    (check,) = checks_named(app_stack)
+    payload = with_installation(rerequested(external_id=check["external_id"]))
+    payload["check_run"]["head_sha"] = "a" * 40
+    response = app_stack.webhook("check_run", payload=payload)
+    assert response["statusCode"] == 202, response
+    assert response["json"]["never_admitted"] == ["resnet50"]
+    suite = with_installation(rerequested("check_suite", head_sha="a" * 40))
+    assert app_stack.webhook("check_suite", payload=suite)["json"]["never_admitted"] == ["resnet50"]
+    assert app_stack.jobs() == []
+
+
+def test_a_rerun_repeats_the_admitted_run_with_its_trigger(app_stack: Stack) -> None:
+    """A fork's check run names no pull request (GitHub leaves them out for forks): with
+    head_branch develop it was taken for a push to develop, into develop's history."""
+    first = open_pull_request(app_stack)
+    deliver_all(app_stack, run_all_nodes(app_stack, first), copies=1)
+    payload = rerequested(external_id=first)
+    payload["check_run"]["check_suite"]["head_branch"] = "develop"
+    payload["check_run"]["check_suite"]["pull_requests"] = []
+    payload["check_run"]["pull_requests"] = []
+    (second,) = app_stack.webhook("check_run", payload=payload)["json"]["runs"]
+    run = app_stack.table.get_item(Key={"PK": f"RUN#{second}", "SK": "RUN"})["Item"]
+    assert run["event"] == "pull_request" and run["pull_request"] == 12091

@@ -77,3 +77,25 @@ def test_forged_expired_and_unsigned_links_are_refused(stack: Stack) -> None:
     ):
         answer = get(stack, link)
         assert answer["statusCode"] == 403 and why in answer["body"], (link, answer)
+
+
+def test_parameters_no_link_could_hold_are_refused_before_anything_is_checked(
+    stack: Stack,
+) -> None:
+    """Each of these raised inside the handler (non-ASCII into compare_digest, a digit int()
+    cannot read, an exp past int()'s digit limit): now each is a 403 saying which."""
+    base = f"https://abc.lambda-url.us-east-1.on.aws/reports/{RUN}"
+    good = urlparse(report_link(base.removesuffix(f"/reports/{RUN}"), key(), RUN, time.time()))
+    sig = parse_qs(good.query)["sig"][0]
+    for query, why in (
+        (f"exp=1&sig=%C3%A9{sig[2:]}", "sig is not 64 lower-case hex digits"),
+        (f"exp=1&sig={sig.upper()}", "sig is not 64 lower-case hex digits"),
+        (f"exp=1&sig={sig}0", "sig is not 64 lower-case hex digits"),
+        (f"exp=%C2%B2&sig={sig}", "exp is not 1 to 12 digits"),
+        (f"exp={'9' * 4301}&sig={sig}", "exp is not 1 to 12 digits"),
+        (f"exp=1234567890123&sig={sig}", "exp is not 1 to 12 digits"),
+        (f"exp=-1&sig={sig}", "exp is not 1 to 12 digits"),
+        (f"exp=&sig={sig}", "not signed"),
+    ):
+        answer = get(stack, f"{base}?{query}")
+        assert answer["statusCode"] == 403 and why in answer["body"], (query, answer)

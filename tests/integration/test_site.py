@@ -29,4 +29,5 @@ def test_the_sweeper_rebuilds_a_branch_history_once_per_new_run(stack: Stack) ->
     assert not any("pr_" in k for k in keys)
     index = stack.s3.get_object(Bucket=BUCKET, Key="site/index.html")["Body"].read().decode()
     assert 'href="PaddlePaddle_Paddle-develop-resnet50.html">resnet50<' in index
+    assert "pr:" not in index and "pr_" not in index  # no pull request, nor a page never built
     assert sweep(stack)["site_rebuilt"] == 0  # nothing new since

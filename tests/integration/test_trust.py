@@ -6,8 +6,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 import yaml
 
+from distkpi.entry import wiring
 from tests.integration.conftest import BUCKET, ROOT, Stack, event
 from tests.integration.test_flow import (
     THROUGHPUT,
@@ -157,6 +159,62 @@ def test_a_change_under_none_of_a_suites_paths_is_skipped_with_success(stack: St
     # one that touches a path runs
     stack.github.changed_files = ["README.md", "paddle/fluid/distributed/ps/service/server.cc"]
     assert len(stack.webhook("push", delivery="p2")["json"]["runs"]) == 1
+    # and one that moves a watched file out from under the paths (GitHub's compare names
+    # the old path only as the rename's previous_filename)
+    stack.github.changed_files = ["doc/fluid/howto.md", "tools/server.cc"]
+    stack.github.renamed_from = {"tools/server.cc": "paddle/fluid/distributed/server.cc"}
+    assert len(stack.webhook("push", delivery="p4")["json"]["runs"]) == 1
+    stack.github.renamed_from = {}
     # and so does one whose files GitHub cannot list in full (its cap is 300)
     stack.github.changed_files = [f"doc/page{i}.md" for i in range(400)]
     assert len(stack.webhook("push", delivery="p3")["json"]["runs"]) == 1
+
+
+# -- which repositories may start runs at all: the stack's list, deny by default ----------
+
+
+def from_repository(name: str, repo: str) -> dict[str, Any]:
+    payload = copy.deepcopy(event(name)["payload"])
+    payload["repository"]["full_name"] = repo
+    payload["repository"]["name"] = repo.split("/")[1]
+    return payload
+
+
+def test_a_repository_the_stack_does_not_list_starts_nothing(stack: Stack) -> None:
+    """A signed push to develop of a stranger's copy (anyone can add the webhook, or
+    install a public App, on a repository of theirs) used to start four GPU jobs."""
+    for name in ("push", "pull_request"):
+        response = stack.webhook(name, payload=from_repository(name, "stranger/Paddle"))
+        assert response["statusCode"] == 202, response
+        assert response["json"]["message"] == (
+            "ignored: repository stranger/Paddle is not allowed to start runs on this stack"
+        )
+    assert stack.jobs() == [] and stack.github.statuses == []
+    # the listed one runs, whatever the case GitHub spells it in
+    listed = stack.webhook("push", payload=from_repository("push", "paddlepaddle/paddle"))
+    assert listed["statusCode"] == 201 and len(listed["json"]["runs"]) == 1
+
+
+def test_with_no_list_no_repository_starts_runs(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ALLOWED_REPOSITORIES", "")
+    wiring.reset()
+    response = stack.webhook("push")
+    assert response["statusCode"] == 202 and response["json"]["message"] == (
+        "ignored: repository PaddlePaddle/Paddle: this stack allows no repository to start runs"
+    )
+    assert stack.jobs() == []
+
+
+def test_an_allowed_installation_lets_its_repositories_run(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ALLOWED_REPOSITORIES", "")
+    monkeypatch.setenv("ALLOWED_INSTALLATIONS", "58120731,7")
+    wiring.reset()
+    ours = {**from_repository("push", "PaddlePaddle/Paddle"), "installation": {"id": 58120731}}
+    theirs = {**from_repository("push", "stranger/Paddle"), "installation": {"id": 99}}
+    assert stack.webhook("push", payload=ours, delivery="i1")["statusCode"] == 201
+    assert stack.webhook("push", payload=theirs, delivery="i2")["statusCode"] == 202
+    assert len(stack.jobs()) == 4

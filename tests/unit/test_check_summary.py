@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,10 +35,12 @@ def seed_run() -> RunKpis:
     return replace(run, configs=configs)
 
 
-def regressed_evaluation() -> Evaluation:
-    """The seed run judged against 12 earlier runs in which 4x8-8ps was 30% faster."""
-    run = seed_run()
-    rng = random.Random(3)
+def history_of(
+    run: RunKpis, value_of: Callable[[str, str, float, random.Random], float], seed: int
+) -> list[HistoryRow]:
+    """12 earlier runs of ``run``'s configs on develop, each KPI's value given by
+    ``value_of(config, kpi, value now, rng)``."""
+    rng = random.Random(seed)
     rows = []
     for i in range(12):
         for config in run.configs:
@@ -46,9 +49,6 @@ def regressed_evaluation() -> Evaluation:
                 value = values[kpi]
                 if value is None:
                     continue
-                if config.name == "4x8-8ps" and kpi in ("throughput", "speedup", "efficiency"):
-                    value *= 1.3
-                noisy = value if kpi == "test_accuracy" else value * (1 + 0.01 * rng.gauss(0, 1))
                 rows.append(
                     HistoryRow(
                         f"2026-11-{i + 1:02d}T00:00:00",
@@ -59,10 +59,23 @@ def regressed_evaluation() -> Evaluation:
                         f"{i:040x}",
                         f"r{i}",
                         kpi,
-                        noisy,
+                        value_of(config.name, kpi, value, rng),
                         hardware=config.hardware,
                     )
                 )
+    return rows
+
+
+def regressed_evaluation() -> Evaluation:
+    """The seed run judged against 12 earlier runs in which 4x8-8ps was 30% faster."""
+    run = seed_run()
+
+    def earlier(config: str, kpi: str, value: float, rng: random.Random) -> float:
+        if config == "4x8-8ps" and kpi in ("throughput", "speedup", "efficiency"):
+            value *= 1.3
+        return value if kpi == "test_accuracy" else value * (1 + 0.01 * rng.gauss(0, 1))
+
+    rows = history_of(run, earlier, seed=3)
     return evaluate(run, rows, VerdictSettings(), accuracy_tolerance=0.001)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from distkpi_cli.local.executor import Executor, LocalJob
+from distkpi_cli.local.executor import Executor, JobOutcome, LocalJob
 
 # node 0 and node 1 each run this, told apart by AWS_BATCH_JOB_NODE_INDEX
 SCRIPT = (
@@ -38,3 +38,38 @@ def test_a_failing_node_fails_the_job_and_stops_the_others(tmp_path: Path) -> No
     failed, reason, codes = run(tmp_path, "0=sleep:60,1=exit:3")
     assert failed and reason == "node 1 exited with code 3"
     assert codes[1] == 3 and codes[0] != 0
+
+
+# each node writes into its work dir, as a checkout does
+CHECKOUT = "import pathlib, sys; pathlib.Path('checkout.txt').write_text('x'); sys.exit(CODE)"
+
+
+def run_of(tmp_path: Path, code: int) -> tuple[Executor, JobOutcome]:
+    env = {"DISTKPI_RUN_ID": "local-abc-1"}
+    script = ("python", "-c", CHECKOUT.replace("CODE", str(code)))
+    executor = Executor(tmp_path, tmp_path / "work", {})
+    outcome = executor.run(LocalJob("job-1", "distkpi-1x1", "1x1", 1, (env,), script), lambda: 0)
+    assert (executor.run_dir("local-abc-1") / "1x1" / "node-0" / "checkout.txt").exists()
+    return executor, outcome
+
+
+def test_a_runs_work_dirs_are_removed_when_it_ends(tmp_path: Path) -> None:
+    executor, outcome = run_of(tmp_path, 0)
+    said = executor.end_run("local-abc-1", [outcome], keep=False)
+    work = tmp_path.resolve() / "work" / "local-abc-1"
+    assert said == f"work dirs of local-abc-1 removed ({work}; --keep-work keeps them)"
+    assert not work.exists()
+    assert executor.end_run("local-abc-1", [outcome], keep=False) is None
+
+
+def test_they_are_kept_when_asked_or_when_a_node_failed(tmp_path: Path) -> None:
+    executor, outcome = run_of(tmp_path, 0)
+    work = executor.run_dir("local-abc-1")
+    assert executor.end_run("local-abc-1", [outcome], keep=True) == (
+        f"work dirs of local-abc-1 kept (--keep-work): {work}"
+    )
+    executor, failed = run_of(tmp_path, 3)
+    assert executor.end_run("local-abc-1", [failed], keep=False) == (
+        f"work dirs of local-abc-1 kept, as a node failed: {work}"
+    )
+    assert (work / "1x1" / "node-0" / "checkout.txt").exists()

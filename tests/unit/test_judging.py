@@ -1,10 +1,13 @@
 """Verdicts per KPI: directions, the noise-aware range, its fallback, change points."""
 
 import random
+from dataclasses import replace
 
 import pytest
 
 from distkpi.domain.judging.changepoints import baseline_after_change, last_change_point
+from distkpi.domain.judging.evaluation import evaluate
+from distkpi.domain.judging.history import HistoryRow
 from distkpi.domain.judging.settings import ConfirmSettings, VerdictSettings
 from distkpi.domain.judging.statistics import (
     KpiEvidence,
@@ -15,8 +18,10 @@ from distkpi.domain.judging.statistics import (
     judge_kpi,
 )
 from distkpi.domain.judging.student_t import t_quantile
+from distkpi.domain.kpis.engine import RunKpis
 from distkpi.domain.planning.suites import parse_suite
 from distkpi.exceptions import ContractError
+from tests.unit.test_check_summary import history_of, seed_run
 
 SETTINGS = VerdictSettings()
 
@@ -228,3 +233,36 @@ def test_rates_and_times_are_judged_on_the_log_scale_accuracy_is_not() -> None:
     acc = judge_kpi("c", "test_accuracy", 0.7, [0.7 + 0.001 * (i % 3) for i in range(30)], SETTINGS)
     assert acc.low is not None and acc.high is not None and acc.baseline is not None
     assert acc.high - acc.baseline == pytest.approx(acc.baseline - acc.low)
+
+
+def steady_history(run: RunKpis) -> list[HistoryRow]:
+    """12 earlier runs of the seed's configs, 1% noise; the base's speedup is 1 in each."""
+
+    def earlier(config: str, kpi: str, value: float, rng: random.Random) -> float:
+        fixed = kpi == "test_accuracy" or (config == run.base_config and kpi != "throughput")
+        return value if fixed else value * (1 + 0.01 * rng.gauss(0, 1))
+
+    return history_of(run, earlier, seed=5)
+
+
+def test_under_confirm_the_base_configs_speedup_is_no_holm_family() -> None:
+    """A confirmed base config's per-run speedups are its runs' ratios to their own mean:
+    they vary, but speedup is 1 by definition, so they are no test that shifts the
+    others' levels."""
+    run = seed_run()
+    base = next(c for c in run.configs if c.name == run.base_config)
+    ratios = (0.97, 1.0, 1.03)
+    confirmed_base = replace(base, run_values={"speedup": ratios, "efficiency": ratios})
+    confirmed = replace(run, configs=tuple(confirmed_base if c is base else c for c in run.configs))
+    settings = VerdictSettings(confirm=ConfirmSettings())
+    history = steady_history(run)
+    judged = evaluate(confirmed, history, settings, accuracy_tolerance=0.001).judgements
+    plain = evaluate(run, history, settings, accuracy_tolerance=0.001).judgements
+    for kpi in ("speedup", "efficiency"):
+        (j,) = [j for j in judged if j.config == base.name and j.kpi == kpi]
+        assert (
+            j.verdict is KpiVerdict.PASS and j.why == "the base config's: 1 by definition, no test"
+        )
+        assert j.low is None and j.high is None and j.confidence is None
+    others = [(j.config, j.kpi, j.confidence) for j in judged if j.config != base.name]
+    assert others == [(j.config, j.kpi, j.confidence) for j in plain if j.config != base.name]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,3 +104,80 @@ def test_a_second_holder_is_refused(tmp_path: Path) -> None:
         pass
     with state.locked():  # released
         pass
+
+
+def entries(state: StateFolder) -> list[dict[str, Any]]:
+    lines = (state.path / "objects.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def rewrite(state: StateFolder, listed: list[dict[str, Any]]) -> None:
+    (state.path / "objects.jsonl").write_text("".join(json.dumps(e) + "\n" for e in listed))
+
+
+def hostile_suite(state: StateFolder) -> None:
+    """A suite in the folder would be a command the next stack runs."""
+    (state.path / "objects" / "9").write_text("name: evil\ncommand: [sh, -c, id]\n")
+    rewrite(state, [*entries(state), {"key": "suites/evil.yaml", "file": "9", "content_type": ""}])
+
+
+def file_named(name: str) -> Any:
+    def damage(state: StateFolder) -> None:
+        listed = entries(state)
+        listed[0]["file"] = name
+        rewrite(state, listed)
+
+    return damage
+
+
+def symlinked(state: StateFolder) -> None:
+    target = state.path / "objects" / "0"
+    target.unlink()
+    target.symlink_to("/etc/hostname")
+
+
+def symlinked_folder(state: StateFolder) -> None:
+    shutil.move(state.path / "objects", state.path / "elsewhere")
+    (state.path / "objects").symlink_to(state.path / "elsewhere")
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (hostile_suite, "entry 3 ('suites/evil.yaml') is outside runs/, reports/, site/"),
+        (file_named("../../../../etc/hostname"), "names the file '../../../../etc/hostname'"),
+        (file_named("/etc/passwd"), "names the file '/etc/passwd', not a number inside objects/"),
+        (file_named("0/../1"), "not a number inside objects/"),
+        (file_named("１"), "not a number inside objects/"),  # a digit, but not an ASCII one
+        (file_named(7), "names the file 7"),  # type: ignore[arg-type]
+        (symlinked, "entry 1 ('reports/1/index.html'): objects/0 is a symlink"),
+        (symlinked_folder, "objects/0 is a symlink"),
+    ],
+)
+def test_a_state_folder_loads_results_only_never_code_or_other_files(
+    aws: Any, tmp_path: Path, damage: Any, why: str
+) -> None:
+    state = StateFolder(tmp_path / "state")
+    fill(aws)
+    state.save(aws, TABLE, BUCKET)
+    empty(aws)
+    damage(state)
+    with pytest.raises(StateError) as err:
+        state.load(aws, TABLE, BUCKET)
+    assert why in str(err.value) and "--fresh" in str(err.value)
+    # nothing of it was loaded: no item, no object
+    assert aws("dynamodb").scan(TableName=TABLE)["Items"] == []
+    assert aws("s3").list_objects_v2(Bucket=BUCKET).get("KeyCount") == 0
+
+
+def test_a_save_keeps_only_what_a_load_takes(aws: Any, tmp_path: Path) -> None:
+    fill(aws)
+    aws("s3").put_object(Bucket=BUCKET, Key="site/index.html", Body=b"<p>")
+    aws("s3").put_object(Bucket=BUCKET, Key="elsewhere/x", Body=b"x")
+    state = StateFolder(tmp_path / "state")
+    state.save(aws, TABLE, BUCKET)
+    assert sorted(e["key"] for e in entries(state)) == [
+        "reports/1/index.html",
+        "runs/1/c/node-0.json",
+        "site/index.html",
+    ]

@@ -386,3 +386,20 @@ def test_the_manifest_holds_the_engines_summary_of_each_log_it_names(
     # a file the command left is kept for people: digested, never parsed
     left = entries["files/trainer-0/workerlog.0"]
     assert left["kind"] == "file" and "summary" not in left and len(left["sha256"]) == 64
+
+
+def test_a_log_over_the_cap_is_cut_at_a_line_and_the_manifest_says_how_much(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("distkpi_cli.node.runner.MAX_LOG_BYTES", 64 * 1024)
+    path, _, tip = repo
+    env = node_env(path, tip, tmp_path / "work", 0, 1, 0)
+    flood = "for i in range(20000): print(f'line {i:06d} ' + 'x' * 20)"  # 33 bytes a line
+    assert NodeRunner(env, ["python3", "-c", flood]).run() == 0
+    (entry,) = [f for f in manifest(s3, 0)["files"] if f["kind"] == "log"]
+    log = uploaded(s3, entry["path"]).encode()
+    assert len(log) <= 64 * 1024 and log.endswith(b"\n")
+    before = log[: log.index(b"line 000000")]  # what the node wrote before the command's
+    kept = log.count(b"\nline ") + log.startswith(b"line ")
+    assert entry["truncated_bytes"] == (20000 - kept) * 33
+    assert len(before) + kept * 33 == len(log)

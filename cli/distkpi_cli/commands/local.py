@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         pull_request=args.pull_request,
         state=state,
         fresh=args.fresh,
+        keep_work=args.keep_work,
     )
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
@@ -55,7 +56,14 @@ def _replay(args: argparse.Namespace, source: Path | None) -> int:
     from distkpi_cli.local.replay import read_events, replay
 
     events = read_events([Path(f) for f in args.event], args.event_name or [])
-    result = replay(Path(args.suite), Path(args.out), events, dry_run=args.dry_run, source=source)
+    result = replay(
+        Path(args.suite),
+        Path(args.out),
+        events,
+        dry_run=args.dry_run,
+        source=source,
+        keep_work=args.keep_work,
+    )
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -128,6 +136,12 @@ def add(sub: Subcommands) -> None:
         help="sign in to GitHub as an App: check runs with the KPI table (JSON adds `checks`)",
     )
     p.add_argument("--out", default="out/local", help="where run folders and job logs go")
+    p.add_argument(
+        "--keep-work",
+        action="store_true",
+        help="keep each node's work dir (a checkout) under --out/work when its run ends; they "
+        "are kept anyway when a node failed",
+    )
     p.add_argument(
         "--commits",
         type=int,

@@ -30,6 +30,9 @@ TABLE = "distkpi-local"
 BUCKET = f"{STACK_NAME}-runs-{ACCOUNT}-{REGION}"
 QUEUE = "distkpi-local-node-manifests"
 WEBHOOK_SECRET_ID = "distkpi-local-webhook"
+# what the local stack lets start runs: the demo's repository, and the one the recorded
+# deliveries in tests/events come from
+LOCAL_REPOSITORIES = "local/demo,PaddlePaddle/Paddle"
 GITHUB_TOKEN_SECRET_ID = "distkpi-local-github-token"
 GITHUB_APP_SECRET_ID = "distkpi-local-github-app"
 REPORT_LINK_SECRET_ID = "distkpi-local-report-links"
@@ -249,6 +252,7 @@ def function_environment(aws: LocalAws | Provisioned, github_url: str) -> dict[s
         "SINGLE_NODE_JOB_DEFINITION": aws.single_node_definition,
         "MULTI_NODE_JOB_DEFINITION": aws.multi_node_definition,
         "BRANCHES": "develop",
+        "ALLOWED_REPOSITORIES": LOCAL_REPOSITORIES,
         "REPORT_LINK_SECRET_ID": REPORT_LINK_SECRET_ID,
         "ALERT_TOPIC_ARN": aws.regression_topic,
         "GITHUB_APP_SECRET_ID": GITHUB_APP_SECRET_ID if aws.github_app else "",

@@ -111,12 +111,14 @@ def run_local(
     pull_request: bool = False,
     state: StateFolder | None = None,
     fresh: bool = False,
+    keep_work: bool = False,
 ) -> LocalResult:
     """``commits`` merges on one stack, measuring the code of ``source`` (a git repository,
     default this checkout) at ``rev`` and its first-parent predecessors, oldest first: each
     is pushed to develop and judged against develop's earlier runs, except that with
     ``pull_request`` ``rev`` comes as a pull request onto its parent. With a ``state``
-    folder the history goes on from the runs before, and is kept for the next."""
+    folder the history goes on from the runs before, and is kept for the next. Each run's
+    node work dirs are removed when its jobs end, unless ``keep_work`` or a node failed."""
     source = source or project_root()
     chain = commits_of(source, rev, commits)
     opened = local_stack(suite, progress, github_app=github_app, state=state, fresh=fresh)
@@ -125,7 +127,7 @@ def run_local(
             f"local stack up: AWS (moto) at {stack.aws.endpoint}, GitHub at {stack.github.url}"
             + (" (as a GitHub App)" if github_app else "")
         )
-        dispatch = Dispatcher(stack, out, source)
+        dispatch = Dispatcher(stack, out, source, keep_work=keep_work)
         runs: list[RunRecord] = []
         jobs: list[JobOutcome] = []
         base = _base_of(source, chain[0])
@@ -180,30 +182,33 @@ def dry_run(
     with local_stack(suite, progress, state=state, save=False) as stack:
         dispatch = Dispatcher(stack, Path(), source)
         run_ids = stack.send_webhook(repo, sha, _base_of(source, sha))
-        runs = []
-        history = HistoryRepository(DynamoTable(TABLE))
-        for run_id in run_ids:
-            run = dispatch.run(run_id)
-            requests = dispatch.requests(run_id)
-            recent = history.history(repo, run.baseline_branch, run.model, limit=RECENT_ROWS)
-            estimate, of_runs = recent_gpu_hours(recent)
-            runs.append(
-                {
-                    "run_id": run_id,
-                    "model": run.model,
-                    "sha": run.trigger.sha,
-                    "jobs": requests,
-                    "gpus_by_job": {r["jobName"]: gpus_requested(r) for r in requests},
-                    "gpus": sum(gpus_requested(r) for r in requests),
-                    "gpu_hours_estimate": estimate,
-                    "gpu_hours_estimate_runs": of_runs,
-                }
-            )
+        runs = [planned_run(dispatch, run_id) for run_id in run_ids]
         statuses = [
             {k: s[k] for k in ("context", "state", "description", "target_url")}
             for s in stack.github.statuses
         ]
         return {"runs": runs, "statuses": statuses}
+
+
+def planned_run(dispatch: Dispatcher, run_id: str) -> dict[str, Any]:
+    """A run as --dry-run --json prints it: the exact SubmitJob request of each job, the
+    GPUs they ask for, and the GPU-hours the last runs on its base branch took (the median
+    of up to 5; None without any)."""
+    run = dispatch.run(run_id)
+    requests = dispatch.requests(run_id)
+    history = HistoryRepository(DynamoTable(TABLE))
+    recent = history.history(run.trigger.repo, run.baseline_branch, run.model, limit=RECENT_ROWS)
+    estimate, of_runs = recent_gpu_hours(recent)
+    return {
+        "run_id": run_id,
+        "model": run.model,
+        "sha": run.trigger.sha,
+        "jobs": requests,
+        "gpus_by_job": {r["jobName"]: gpus_requested(r) for r in requests},
+        "gpus": sum(gpus_requested(r) for r in requests),
+        "gpu_hours_estimate": estimate,
+        "gpu_hours_estimate_runs": of_runs,
+    }
 
 
 def _run_commit(

@@ -19,10 +19,14 @@ BATCH_STATES = ("SUBMITTED", "PENDING", "RUNNABLE", "STARTING", "RUNNING", "SUCC
 
 
 class Dispatcher:
-    def __init__(self, stack: LocalStack, out: Path, source: Path | None) -> None:
+    def __init__(
+        self, stack: LocalStack, out: Path, source: Path | None, keep_work: bool = False
+    ) -> None:
         self.stack = stack
         self.out = out
         self.source = source
+        # each node's checkout is a full clone: kept only when asked or when a node failed
+        self.keep_work = keep_work
 
     def submitted_jobs(self, run_ids: list[str]) -> list[LocalJob]:
         """The Batch jobs of these runs, whatever state moto has moved them to. moto's Batch
@@ -63,6 +67,10 @@ class Dispatcher:
             stack.drain_s3_events()
             stack.job_ended(job.job_id, job.name, outcome.failed, outcome.reason)
             outcomes.append(outcome)
+        for run_id in run_ids:
+            ended = [o for o in outcomes if o.run_id == run_id]
+            if said := executor.end_run(run_id, ended, keep=self.keep_work):
+                stack.say(said)
         return outcomes
 
     def run(self, run_id: str) -> RunRecord:

@@ -10,6 +10,7 @@ the job record the launcher wrote next to it.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -43,6 +44,14 @@ class JobOutcome:
     @property
     def failed(self) -> bool:
         return self.reason is not None
+
+    @property
+    def run_id(self) -> str:
+        return _run_of(self.job)
+
+
+def _run_of(job: LocalJob) -> str:
+    return job.node_env[0].get("DISTKPI_RUN_ID", "run") if job.node_env else "run"
 
 
 def _env_list(items: list[dict[str, str]]) -> dict[str, str]:
@@ -94,9 +103,26 @@ class Executor:
             command[0] = sys.executable
         return command
 
+    def run_dir(self, run_id: str) -> Path:
+        """Where the nodes of a run's jobs work: a checkout each."""
+        return self.workdir.resolve() / run_id
+
+    def end_run(self, run_id: str, outcomes: list[JobOutcome], *, keep: bool) -> str | None:
+        """A run's jobs have ended: its node work dirs (a full checkout each, gigabytes for
+        a framework's repository) are removed, unless ``keep`` or a node failed. What
+        became of them, where, or None when there were none."""
+        work = self.run_dir(run_id)
+        if not work.exists():
+            return None
+        if keep:
+            return f"work dirs of {run_id} kept (--keep-work): {work}"
+        if any(o.failed for o in outcomes):
+            return f"work dirs of {run_id} kept, as a node failed: {work}"
+        shutil.rmtree(work)
+        return f"work dirs of {run_id} removed ({work}; --keep-work keeps them)"
+
     def _node_dir(self, job: LocalJob, node: int) -> Path:
-        run_id = job.node_env[node].get("DISTKPI_RUN_ID", "run")
-        return self.workdir.resolve() / run_id / job.config / f"node-{node}"
+        return self.run_dir(_run_of(job)) / job.config / f"node-{node}"
 
     def _node_env(self, job: LocalJob, node: int) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DISTKPI_")}

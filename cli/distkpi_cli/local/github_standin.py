@@ -125,6 +125,8 @@ class GitHubStandIn:
         self.removed_labels: list[dict[str, Any]] = []
         # what GET /repos/{o}/{r}/compare/{base}...{head} lists (every range alike); None: 404
         self.changed_files: list[str] | None = None
+        # which of those are renames, and from where: {new path: previous path}
+        self.renamed_from: dict[str, str] = {}
         self.requests = 0
         self._scripted: deque[int] = deque()
         self._lock = threading.Lock()
@@ -331,8 +333,21 @@ class GitHubStandIn:
             return 404, {"message": "Not Found"}
         if not self._authorized(auth):
             return 401, {"message": "Bad credentials"}
-        files = [{"filename": name, "status": "modified"} for name in self.changed_files]
+        files = [self._compare_entry(name) for name in self.changed_files]
         return 200, {"status": "ahead", "files": files[:MAX_COMPARE_FILES]}
+
+    def _compare_entry(self, name: str) -> dict[str, Any]:
+        """A file of a compare, as GitHub lists it: a rename names the path it came from."""
+        if name in self.renamed_from:
+            return {
+                "filename": name,
+                "status": "renamed",
+                "previous_filename": self.renamed_from[name],
+                "additions": 0,
+                "deletions": 0,
+                "changes": 0,
+            }
+        return {"filename": name, "status": "modified"}
 
     def _remove_label(self, path: str, auth: str | None) -> tuple[int, Any]:
         """DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name}, recorded."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
@@ -31,6 +32,11 @@ class LambdaContext:
     memory_limit_in_mb: int = 512
     invoked_function_arn: str = "arn:aws:lambda:us-east-1:000000000000:function:distkpi-local"
     aws_request_id: str = "00000000-0000-0000-0000-000000000000"
+    # what Lambda says is left of the invocation, each time it is asked
+    remaining_ms: Callable[[], int] = field(default=lambda: 300_000)  # the sweeper's timeout
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms()
 
 
 def load_handlers(root: Path) -> dict[str, ModuleType]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from distkpi.exceptions import ContractError
+from distkpi_cli.local.demo import planned_run
 from distkpi_cli.local.dispatch import Dispatcher
 from distkpi_cli.local.handlers import project_root
 from distkpi_cli.local.stack import local_stack
@@ -61,11 +62,12 @@ def replay(
     dry_run: bool = False,
     source: Path | None = None,
     progress: TextIO | None = None,
+    keep_work: bool = False,
 ) -> dict[str, Any]:
     """Deliver ``events`` in order; then run what they started, unless ``dry_run``.
     {"deliveries": [{"event", "status_code", "body"}], "runs": [...], "statuses": [...]}."""
     with local_stack(suite, progress or sys.stderr) as stack:
-        dispatch = Dispatcher(stack, out, source or project_root())
+        dispatch = Dispatcher(stack, out, source or project_root(), keep_work=keep_work)
         deliveries: list[dict[str, Any]] = []
         for event in events:
             headers = {
@@ -78,8 +80,8 @@ def replay(
             deliveries.append({"event": event.name, "status_code": code, "body": body})
         run_ids = [r for d in deliveries for r in d["body"].get("runs", [])]
         runs: list[dict[str, Any]] = []
-        if dry_run:
-            runs = [{"run_id": r, "jobs": dispatch.requests(r)} for r in run_ids]
+        if dry_run:  # the same keys as `distkpi local --dry-run --json`
+            runs = [planned_run(dispatch, r) for r in run_ids]
         elif run_ids:
             dispatch.run_jobs(run_ids, {})
             for run in dispatch.wait_settled(run_ids):

@@ -10,6 +10,11 @@ whole-table read distkpi makes, and only of this folder's own table). The layout
     <state>/objects.jsonl     {"key", "file", "content_type"} per object
     <state>/objects/<n>       each object's bytes
 
+Loading a folder must never run or read anything it names: a shared or copied folder is
+data, not code. So only the prefixes a save writes are loaded (`runs/`, `reports/`, `site/`;
+never `suites/`, which would be a suite the stack runs), and only from files named by digits
+directly inside `objects/`, none a symlink; any other entry is an error naming it.
+
 A save writes `<state>.new`, then swaps it in with two renames, so a stack killed while
 saving leaves `<state>.new` or `<state>.old` beside it: that, another format, or a file that
 cannot be read is a clear error naming the folder and `--fresh`, never a silent reset.
@@ -22,6 +27,7 @@ import base64
 import fcntl
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -29,10 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from distkpi.domain.layout import SUITES
+from distkpi.domain.layout import REPORTS, RUNS, SITE
 from distkpi.exceptions import DistkpiError
 
 FORMAT = 1
+# the bucket's prefixes a state folder holds: results, never configuration
+KEPT = (RUNS, REPORTS, SITE)
+OBJECT_FILE = re.compile(r"[0-9]+")
 
 
 class StateError(DistkpiError):
@@ -129,17 +138,41 @@ class StateFolder:
         try:
             items = [json.loads(line) for line in _lines(self.path / "table.jsonl")]
             objects = [json.loads(line) for line in _lines(self.path / "objects.jsonl")]
+        except (OSError, ValueError) as exc:
+            raise self._fail(f"its contents cannot be read ({type(exc).__name__}: {exc})") from exc
+        files = [self._object_file(number, entry) for number, entry in enumerate(objects, 1)]
+        try:
             dynamodb, s3 = client("dynamodb"), client("s3")
             for item in items:
                 dynamodb.put_item(TableName=table, Item=_decode(item))
-            for entry in objects:
-                body = (self.path / "objects" / entry["file"]).read_bytes()
+            for entry, file in zip(objects, files, strict=True):
                 s3.put_object(
-                    Bucket=bucket, Key=entry["key"], Body=body, ContentType=entry["content_type"]
+                    Bucket=bucket,
+                    Key=entry["key"],
+                    Body=file.read_bytes(),
+                    ContentType=entry["content_type"],
                 )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise self._fail(f"its contents cannot be read ({type(exc).__name__}: {exc})") from exc
         return len(items), len(objects)
+
+    def _object_file(self, number: int, entry: Any) -> Path:
+        """The file an objects.jsonl entry names, once it is one a save could have written."""
+        if not isinstance(entry, dict) or not isinstance(entry.get("content_type"), str):
+            raise self._fail(f"objects.jsonl entry {number} is not an object entry")
+        key, name = entry.get("key"), entry.get("file")
+        where = f"objects.jsonl entry {number} ({key!r})"
+        if not isinstance(key, str) or not key.startswith(KEPT):
+            raise self._fail(f"{where} is outside {', '.join(KEPT)}: a state folder holds no more")
+        if not isinstance(name, str) or not OBJECT_FILE.fullmatch(name):
+            raise self._fail(f"{where} names the file {name!r}, not a number inside objects/")
+        folder = self.path / "objects"
+        file = folder / name
+        if folder.is_symlink() or file.is_symlink():
+            raise self._fail(f"{where}: objects/{name} is a symlink")
+        if file.resolve().parent != folder.resolve():
+            raise self._fail(f"{where}: objects/{name} resolves outside objects/")
+        return file
 
     def save(self, client: Callable[[str], Any], table: str, bucket: str) -> tuple[int, int]:
         """Write ``table`` and ``bucket`` as the folder's state, replacing it whole."""
@@ -169,7 +202,7 @@ def _save_objects(s3: Any, bucket: str, into: Path) -> int:
     with (into / "objects.jsonl").open("w") as out:
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
             for listed in page.get("Contents", []):
-                if listed["Key"].startswith(SUITES):  # each stack deploys the suite it is given
+                if not listed["Key"].startswith(KEPT):  # each stack deploys its own suites
                     continue
                 got = s3.get_object(Bucket=bucket, Key=listed["Key"])
                 name = str(count)

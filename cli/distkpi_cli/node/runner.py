@@ -7,7 +7,8 @@
 4. the command, in the checkout, with the frameworks' variables (node/placement.py), its
    stdout and stderr captured to <role>-<rank>.log and echoed, GPU memory sampled with
    nvidia-smi when there is a GPU;
-5. those files and every file the command left in DISTKPI_LOG_DIR uploaded, then, last,
+5. those files (a log or GPU file cut at MAX_LOG_BYTES, node/logcap.py) and every file the
+   command left in DISTKPI_LOG_DIR uploaded, then, last,
    node-<i>.json with the exit code, wall time, setup time, peak RSS, the hardware
    (node/hardware.py), the problem if any, and each file's sha256 with, for its logs and
    GPU samples, the KPI engine's summary (node/summaries.py), so the collector reads none;
@@ -40,11 +41,12 @@ from typing import IO, Any
 from urllib.parse import urlparse
 
 from distkpi.adapters.s3_runs import S3RunStore
-from distkpi.domain.contracts import FileKind
+from distkpi.domain.contracts import MAX_LOG_BYTES, FileKind
 from distkpi.domain.logs.filesummary import ENGINE_VERSION
 from distkpi.domain.signing import sign
 from distkpi.exceptions import ContractError, StorageError
 from distkpi_cli.node.hardware import Hardware, read_hardware
+from distkpi_cli.node.logcap import cap_file
 from distkpi_cli.node.placement import Endpoint, Place, expand, framework_environment
 from distkpi_cli.node.rendezvous import free_ports, own_address, rendezvous
 from distkpi_cli.node.source import TOKEN_VARIABLE, NodeProblem, get_source, run_setup
@@ -338,7 +340,8 @@ class NodeRunner:
         it names."""
         entries = []
         for upload in uploads:
-            entries.append(upload.entry())
+            cut = cap_file(upload.local, MAX_LOG_BYTES) if upload.kind != "file" else None
+            entries.append(upload.entry() | ({"truncated_bytes": cut} if cut else {}))
             store.upload_file(str(upload.local), config_key + upload.path)
         manifest["files"] = entries
         if signing_key := self.env.get(KEY_VARIABLE):

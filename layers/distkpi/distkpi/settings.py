@@ -10,7 +10,7 @@ from typing import Annotated, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from distkpi.domain.contracts import describe_errors
-from distkpi.domain.github.trust import DEFAULT_TRUSTED, TrustSettings
+from distkpi.domain.github.trust import DEFAULT_TRUSTED, AllowedSources, TrustSettings
 from distkpi.domain.planning.sizing import Sizing
 from distkpi.exceptions import ContractError
 
@@ -120,6 +120,9 @@ class WebhookSettings(BatchSettings):
     )
     approval_label: Annotated[Text, Field(alias="APPROVAL_LABEL")] = "ok-to-test"
     run_drafts: Annotated[bool, Field(alias="RUN_DRAFTS")] = False
+    # who may start runs at all (domain/github/trust.AllowedSources): unset, nobody
+    allowed_repositories: Annotated[tuple[str, ...], Field(alias="ALLOWED_REPOSITORIES")] = ()
+    allowed_installations: Annotated[tuple[int, ...], Field(alias="ALLOWED_INSTALLATIONS")] = ()
 
     @property
     def trust(self) -> TrustSettings:
@@ -127,7 +130,17 @@ class WebhookSettings(BatchSettings):
             frozenset(self.trusted_associations), self.approval_label, self.run_drafts
         )
 
-    @field_validator("branches", "trusted_associations", mode="before")
+    @property
+    def allowed(self) -> AllowedSources:
+        return AllowedSources(self.allowed_repositories, self.allowed_installations)
+
+    @field_validator(
+        "branches",
+        "trusted_associations",
+        "allowed_repositories",
+        "allowed_installations",
+        mode="before",
+    )
     @classmethod
     def _split_lists(cls, value: object) -> object:
         return _split(value)

@@ -94,10 +94,13 @@ class GitHubStatusClient:
         }
 
     def changed_files(self, repo: str, base: str, head: str, limit: int = 300) -> list[str] | None:
-        """The files changed from ``base`` to ``head`` (GET /repos/{repo}/compare/base...head,
-        page by page until a page adds nothing new); None when GitHub cannot list them all
-        (``limit`` files or more: its cap) or cannot be asked."""
-        files: dict[str, None] = {}
+        """The paths changed from ``base`` to ``head`` (GET /repos/{repo}/compare/base...head,
+        page by page until a page adds nothing new): a renamed file's old path
+        (``previous_filename``) too, since moving a file away changes what was there. None
+        when GitHub cannot list them all (``limit`` files or more: its cap) or cannot be
+        asked."""
+        files: dict[str, None] = {}  # GitHub's entries, by filename: what its cap counts
+        paths: dict[str, None] = {}
         url = f"{self.api_url}/repos/{repo}/compare/{base}...{head}"
         for page in range(1, limit // 100 + 2):
             try:
@@ -111,13 +114,15 @@ class GitHubStatusClient:
                 return None
             if response.status_code != 200:
                 return None
-            listed = [f.get("filename") for f in response.json().get("files") or []]
-            new = [n for n in listed if isinstance(n, str) and n not in files]
-            files.update(dict.fromkeys(new))
+            entries = [f for f in response.json().get("files") or [] if isinstance(f, dict)]
+            new = [f for f in entries if _name(f, "filename") and f["filename"] not in files]
+            for entry in new:
+                files[entry["filename"]] = None
+                paths.update(dict.fromkeys(p for p in _paths_of(entry) if p not in paths))
             if len(files) >= limit:
                 return None
-            if len(listed) < 100 or not new:
-                return list(files)
+            if len(entries) < 100 or not new:
+                return list(paths)
         return None
 
     def remove_label(self, repo: str, number: int, label: str) -> None:
@@ -199,3 +204,15 @@ class GitHubStatusClient:
             raise GitHubError(f"GitHub answered {response.status_code} to {method} for {repo}")
         answer = response.json()
         return answer if isinstance(answer, dict) else {}
+
+
+def _name(entry: dict[str, Any], field: str) -> bool:
+    return isinstance(entry.get(field), str) and bool(entry[field])
+
+
+def _paths_of(entry: dict[str, Any]) -> list[str]:
+    """A compare entry's path, and for a renamed (or copied) file the path it came from."""
+    found = [entry["filename"]]
+    if _name(entry, "previous_filename"):
+        found.append(entry["previous_filename"])
+    return found

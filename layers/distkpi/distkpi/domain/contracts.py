@@ -16,6 +16,13 @@ CONFIG_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 # manifest from making the collector read one file thousands of times.
 MAX_FILES_PER_MANIFEST = 256
 MAX_PATH_BYTES = 1024  # S3's key limit
+# What the collector parses, so a config settles well inside a function's time whatever its
+# nodes wrote (a log of nothing but MLLOG lines parses at ~5 MB/s a core, realistic ones at
+# 700 MB/s and more: bench/README.md): a node cuts a log or GPU file at MAX_LOG_BYTES
+# (saying so in its manifest), a bigger file is a problem unparsed, and a config's files
+# past MAX_CONFIG_LOG_BYTES in all are not parsed either.
+MAX_LOG_BYTES = 64 * 2**20
+MAX_CONFIG_LOG_BYTES = 256 * 2**20
 MAX_NAME_BYTES = 255  # a file name on Linux
 
 
@@ -94,6 +101,8 @@ class FileEntry(_Frozen):
     sha256: Annotated[str, Field(pattern=SHA256_HEX)] | None = None
     # the KPI engine's result for it, made by its node (domain/logs/filesummary.py)
     summary: dict[str, Any] | None = None
+    # how many bytes its node cut off the end (the file was over MAX_LOG_BYTES)
+    truncated_bytes: Annotated[int, Field(ge=1)] | None = None
 
     @field_validator("path")
     @classmethod

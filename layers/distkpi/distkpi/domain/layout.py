@@ -16,6 +16,7 @@ from dataclasses import dataclass
 RUNS = "runs/"
 REPORTS = "reports/"
 SUITES = "suites/"
+SITE = "site/"  # the history site the sweeper builds
 REPORT_PAGE = "index.html"
 
 _MANIFEST = re.compile(r"^runs/(?P<run>[^/]+)/(?P<config>[^/]+)/(?P<name>node-[^/]*\.json)$")

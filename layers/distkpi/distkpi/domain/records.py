@@ -30,6 +30,11 @@ def history_branch(event: str, branch: str, pull_request: int | None) -> str:
     return f"{PULL_REQUEST_HISTORY}{pull_request if pull_request is not None else branch}"
 
 
+def is_published(branch: str) -> bool:
+    """Whether a history goes on the site: a branch's does, a pull request's never."""
+    return not branch.startswith(PULL_REQUEST_HISTORY)
+
+
 class RunStatus(StrEnum):
     RUNNING = "running"
     # its configs are settled, but its verdict waits for a confirmation run (confirmed_by)

@@ -13,7 +13,7 @@ import queue
 import secrets
 import threading
 from collections.abc import Mapping
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 SIGNATURE = "signature"
 
@@ -41,6 +41,10 @@ def signed_by(key: str, record: Mapping[str, Any]) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
+class _Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 class HashingReader:
     """A stream read ahead, and hashed as it is read, by a thread of its own, so a parser's
     one pass also yields the file's sha256 without paying for it: the reading and hashing
@@ -52,7 +56,7 @@ class HashingReader:
     BLOCK_BYTES = 4 * 1024 * 1024
     AHEAD = 2
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: _Readable) -> None:
         self._stream = stream
         self._blocks: queue.Queue[bytes | BaseException | None] = queue.Queue(self.AHEAD)
         self._stop = threading.Event()

@@ -11,7 +11,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 
-from distkpi.domain.github.report_links import link_problem
+from distkpi.domain.github.report_links import link_problem, malformed
 from distkpi.domain.github.trust import NeedsApproval, admit, trusted_because
 from distkpi.domain.github.webhook import (
     RERUN_EVENTS,
@@ -26,7 +26,7 @@ from distkpi.domain.github.webhook import (
 from distkpi.domain.layout import report_key
 from distkpi.entry.observability import count, logger
 from distkpi.entry.wiring import WebhookWiring, webhook
-from distkpi.services.launch import Outcome
+from distkpi.services.launch import Delivery, Outcome
 
 MAX_BODY_BYTES = 1024 * 1024
 REPORT_URL_S = 300  # a presigned report URL lives minutes: the signed link is what lasts
@@ -59,10 +59,14 @@ def _header(name: str) -> str | None:
 def report(run_id: str) -> Response[str]:
     """A report link from a check or status: a fresh presigned URL of the report, after
     checking the link's signature and expiry (domain/github/report_links.py)."""
+    query = app.current_event.query_string_parameters or {}
+    shape = malformed(run_id, query.get("exp"), query.get("sig"))
+    if shape is not None:
+        logger.warning("report link refused", reason=shape)
+        return _reply(HTTPStatus.FORBIDDEN, message=shape)
     wired = _wiring()
     if wired.settings.report_link_secret_id is None:
         return _reply(HTTPStatus.NOT_FOUND, message="this stack signs no report links")
-    query = app.current_event.query_string_parameters or {}
     problem = link_problem(
         wired.report_link_key(), run_id, query.get("exp"), query.get("sig"), time.time()
     )
@@ -136,7 +140,18 @@ def _dispatch(
         handled = wired.starter.handle_delivery(trigger, delivery)
     if handled.outcome is Outcome.DUPLICATE:
         return _reply(HTTPStatus.OK, message="duplicate delivery", runs=[])
-    if handled.refused_for and not handled.runs:
+    if not handled.runs and (handled.refused_for or handled.never_admitted):
+        return _rerun_refused(handled)
+    return _reply(
+        HTTPStatus.CREATED,
+        message="runs started",
+        runs=handled.runs,
+        invalid_suites=handled.invalid_suites,
+    )
+
+
+def _rerun_refused(handled: Delivery) -> Response[str]:
+    if handled.refused_for:
         return _reply(
             HTTPStatus.ACCEPTED,
             message="re-run refused: a run of this commit is still going",
@@ -144,10 +159,10 @@ def _dispatch(
             still_going=handled.refused_for,
         )
     return _reply(
-        HTTPStatus.CREATED,
-        message="runs started",
-        runs=handled.runs,
-        invalid_suites=handled.invalid_suites,
+        HTTPStatus.ACCEPTED,
+        message="re-run refused: no delivery admitted for this commit ran these suites",
+        runs=[],
+        never_admitted=handled.never_admitted,
     )
 
 
@@ -162,10 +177,18 @@ def _remember_installation(wired: WebhookWiring, repo: str, payload: dict[str, A
 def _decide(
     wired: WebhookWiring, event: str, payload: dict[str, Any]
 ) -> Trigger | Rerun | Ignored | Invalid | NeedsApproval:
-    """What the delivery asks for, and for a pull request whether it may run now."""
+    """What the delivery asks for; whether its repository may start runs at all (a push and
+    a re-run as much as a pull request), and for a pull request whether it may run now."""
     settings = wired.settings
     app_id = wired.app_id() if event in RERUN_EVENTS else None
     decided = decide(event, payload, settings.branches, app_id)
+    if isinstance(decided, Trigger | Rerun):
+        repo = decided.repo if isinstance(decided, Trigger) else decided.trigger.repo
+        refused = settings.allowed.refusal(repo, payload)
+        if refused is not None:
+            logger.warning("repository not allowed", repo=repo, reason=refused.reason)
+            count("RepositoryRefused")
+            return refused
     if isinstance(decided, Trigger) and decided.event == "pull_request":
         admitted = admit(decided, payload, settings.trust)
         if isinstance(admitted, Trigger):

@@ -25,7 +25,7 @@ from typing import Protocol
 from distkpi.domain.judging.changepoints import last_change_point
 from distkpi.domain.judging.settings import KPIS
 from distkpi.domain.judging.statistics import KpiVerdict
-from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord
+from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord, is_published
 
 
 class HistoryReader(Protocol):
@@ -369,7 +369,8 @@ def build_site(
     listed = [
         s
         for s in history.series(repo)
-        if (model is None or s.model == model) and (branch is None or s.branch == branch)
+        if (model is None or s.model == model)
+        and (s.branch == branch if branch is not None else is_published(s.branch))
     ]
     runs = pages = 0
     for series in listed:

@@ -3,6 +3,7 @@ their deadline they are settled as they stand, and the jobs still holding GPUs s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -13,6 +14,7 @@ from distkpi.services.ports import Clock, Counter, JobLauncher, Runs, no_metrics
 from distkpi.services.settle import ConfigSettler
 
 logger = Logger(child=True)
+RUN_BUDGET_S = 120.0
 
 
 def duration(seconds: int) -> str:
@@ -31,14 +33,25 @@ class RunDeadlines:
     timeout_s: int
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
+    # what settling one run may take: its configs' files are bounded (contracts.py: 256 MiB
+    # a config), so a run started with this much time left ends inside the invocation and
+    # never holds up those after it
+    run_budget_s: float = RUN_BUDGET_S
 
-    def expire_overdue(self) -> int:
-        """Settle every run still running `timeout_s` after it started; how many there were."""
+    def expire_overdue(self, time_left: Callable[[], float] | None = None) -> int:
+        """Settle the runs still running `timeout_s` after they started, oldest first, each
+        only while ``time_left`` (seconds of the invocation) holds a run's budget; the
+        others wait for the next sweep. How many were settled."""
         cutoff = self.clock() - timedelta(seconds=self.timeout_s)
         overdue = self.runs.running_since_before(cutoff.isoformat(timespec="milliseconds"))
         reason = f"timed out: no result {duration(self.timeout_s)} after the run started"
         expired = 0
-        for run_id in overdue:
+        for index, run_id in enumerate(overdue):
+            if time_left is not None and time_left() < self.run_budget_s:
+                left = len(overdue) - index
+                logger.warning("sweep's time spent: overdue runs left for the next", runs=left)
+                self.count("RunsDeferred", left)
+                break
             logger.warning("run past its deadline", run_id=run_id, timeout_s=self.timeout_s)
             try:
                 jobs = self.settler.expire_run(run_id, reason)

@@ -57,13 +57,15 @@ class Outcome(Enum):
 
 @dataclass(frozen=True)
 class Delivery:
-    """What a delivery started: its runs, the suite files that could not be read, and the
-    runs still going that a re-run was refused for."""
+    """What a delivery started: its runs, the suite files that could not be read, the runs
+    still going that a re-run was refused for, and the suites a re-run was refused for
+    because no delivery admitted for that commit ever ran them."""
 
     outcome: Outcome
     runs: list[str] = field(default_factory=list)
     invalid_suites: list[str] = field(default_factory=list)
     refused_for: list[str] = field(default_factory=list)
+    never_admitted: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -115,11 +117,18 @@ class RunStarter:
     def rerun(self, rerun: Rerun, delivery: str) -> Delivery:
         """New runs of the re-requested suites at that commit (new run ids; the earlier runs
         stay in the history, where a commit counts once). A suite whose run of that commit
-        is still going is refused, saying so in its check."""
+        is still going is refused, saying so in its check.
+
+        A re-run goes through the trust decision of the delivery that started the run it
+        repeats, never around it: it repeats a run of this commit (the check's, or each
+        suite's latest), with that run's trigger, so a commit that was never admitted (a
+        fork's pull request awaiting approval: its check is `action_required`) starts
+        nothing, and a fork's check naming no pull request is never taken for a push."""
         trigger = rerun.trigger
+        of_commit = self.runs.of_commit(trigger.repo, trigger.sha)
         going = {
             r.model: r
-            for r in self.runs.of_commit(trigger.repo, trigger.sha)
+            for r in of_commit
             if r.status in (RunStatus.RUNNING, RunStatus.CONFIRMING)
             and (rerun.suites is None or r.model in rerun.suites)
         }
@@ -135,9 +144,17 @@ class RunStarter:
             for s in suites
             if (rerun.suites is None or s.name in rerun.suites) and s.name not in going
         ]
-        started = self.handle_delivery(trigger, delivery, only=wanted)
+        admitted, repeated = _admitted_runs(of_commit, wanted, rerun.previous)
+        never = [name for name in wanted if name not in admitted]
+        if never:
+            self.count("RerunsRefused", len(never))
+            logger.warning("re-run refused: no admitted run of this commit", suites=never)
+        refused = [r.run_id for r in going.values()]
+        if repeated is None:
+            return Delivery(Outcome.STARTED, refused_for=refused, never_admitted=never)
+        started = self.handle_delivery(repeated, delivery, only=admitted)
         self.count("RerunsStarted", len(started.runs))
-        return replace(started, refused_for=[r.run_id for r in going.values()])
+        return replace(started, refused_for=refused, never_admitted=never)
 
     def start_runs(self, trigger: Trigger, delivery: str, suites: Iterable[Suite]) -> list[str]:
         started: list[str] = []
@@ -340,3 +357,20 @@ class RunStarter:
         if self.settler is None:
             raise LaunchError(f"job of {run_id} {config} refused, and no fan-in to settle it")
         self.settler().fail_config(run_id, config, reason, prefix=prefix)
+
+
+def _admitted_runs(
+    of_commit: Sequence[RunRecord], wanted: Sequence[str], previous: str | None
+) -> tuple[list[str], Trigger | None]:
+    """The suites of ``wanted`` a re-run may start, and the trigger they start with: that of
+    the run re-requested (``previous``, when it is a run of this commit), else of the latest
+    run of the commit among those suites; only suites that already ran with that trigger."""
+    runs = sorted(of_commit, key=lambda r: r.created_at)
+    if previous is not None:
+        runs = [r for r in runs if previous in (r.first_run_id, r.run_id)]
+    candidates = [r for r in runs if r.model in wanted]
+    if not candidates:
+        return [], None
+    trigger = candidates[-1].trigger
+    admitted = {r.model for r in candidates if r.trigger == trigger}
+    return [name for name in wanted if name in admitted], trigger

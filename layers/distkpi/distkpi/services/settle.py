@@ -9,7 +9,13 @@ from dataclasses import dataclass, replace
 from aws_lambda_powertools import Logger
 
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.kpis.engine import ConfigEvidence, ConfigKpis, ConfigStatus, config_kpis
+from distkpi.domain.kpis.engine import (
+    ConfigEvidence,
+    ConfigKpis,
+    ConfigStatus,
+    config_kpis,
+    stored_problems,
+)
 from distkpi.domain.kpis.runfolder import Reading, gather_config, node_indices
 from distkpi.domain.records import ConfigState
 from distkpi.exceptions import NotFoundError, StorageError
@@ -72,9 +78,11 @@ class ConfigSettler:
 
     def on_job_succeeded(self, job_id: str) -> bool:
         """A Batch job SUCCEEDED: its nodes have all exited (on Batch the main node waits for
-        the others' manifests), so a manifest missing now will never come. True when one
-        was missing and the config is settled from what the others left; False when every
-        node reported (the collector's part) or the job is not ours."""
+        the others' manifests), so the run folder holds all the config will ever have.
+        True when the config is settled from it now: a manifest is missing (it will never
+        come), or every node reported but the config is still pending (an S3 event lost or
+        late: nothing else would settle it before the run's deadline). False when the
+        collector settled it already or the job is not ours."""
         job = self.jobs.get(job_id)
         if job is None:
             logger.info("succeeded job is not ours", job_id=job_id)
@@ -84,7 +92,12 @@ class ConfigSettler:
         reported = set(node_indices(self.store.run(job.run_id), job.config))
         missing = [str(n) for n in range(expected) if n not in reported]
         if not missing:
-            return False
+            record = self.runs.config(job.run_id, job.config)
+            if record is None or record.state is not ConfigState.PENDING:
+                return False
+            self._settle(job.run_id, self._kpis_from_folder(spec, job.config))
+            self.finisher.config_done(job.run_id, job.config)
+            return True
         reason = f"job succeeded but node(s) {', '.join(missing)} never reported"
         self._settle_from_evidence(spec, job.config, reason)
         self.finisher.config_done(job.run_id, job.config)
@@ -151,7 +164,8 @@ class ConfigSettler:
         return config_kpis(evidence, run.target_accuracy, run.accuracy_pass)
 
     def _settle(self, run_id: str, kpis: ConfigKpis) -> None:
-        """Store the config's KPIs, once whoever gets there first."""
+        """Store the config's KPIs, once whoever gets there first (its problems bounded)."""
+        kpis = replace(kpis, problems=stored_problems(kpis.problems))
         if not self.runs.settle_config(run_id, kpis):
             return
         self.count(SETTLED_METRIC[kpis.status])

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 
 from aws_lambda_powertools import Logger
 
-from distkpi.domain.records import PULL_REQUEST_HISTORY
+from distkpi.domain.layout import SITE
+from distkpi.domain.records import is_published
 from distkpi.reporting.site import REPORT_URL, build_series, write_index
 from distkpi.services.ports import Clock, Counter, History, RunFolders, no_metrics, utcnow
 
 logger = Logger(child=True)
-SITE = "site/"
 
 
 @dataclass(frozen=True)
@@ -34,12 +34,8 @@ class SiteRefresher:
 
     def refresh(self) -> int:
         """Rebuild the stale histories' pages and the index; how many were rebuilt."""
-        stale = [
-            s
-            for s in self.history.series()
-            if not s.branch.startswith(PULL_REQUEST_HISTORY)
-            and (s.site_built_at is None or s.site_built_at < s.finished_at)
-        ]
+        published = [s for s in self.history.series() if is_published(s.branch)]
+        stale = [s for s in published if s.site_built_at is None or s.site_built_at < s.finished_at]
         if not stale:
             return 0
         site = BucketSite(self.store)
@@ -47,7 +43,7 @@ class SiteRefresher:
             built_at = self.clock().isoformat(timespec="seconds")
             build_series(self.history, series, site, lambda r: REPORT_URL.format(run_id=r))
             self.history.mark_site_built(series, built_at)
-        write_index(site, self.history.series())
+        write_index(site, published)
         self.count("SitePagesRebuilt", len(stale))
         logger.info("history site rebuilt", histories=len(stale))
         return len(stale)

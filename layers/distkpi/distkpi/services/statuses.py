@@ -15,6 +15,7 @@ from distkpi.domain.contracts import RunSpec
 from distkpi.domain.github.checks import CheckRun, conclusion_of
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.planning.suites import BrokenSuite
+from distkpi.domain.untrusted import neutral
 from distkpi.exceptions import GitHubAuthError, GitHubError
 from distkpi.services.ports import Counter, GitHub, no_metrics
 
@@ -48,7 +49,7 @@ class StatusPublisher:
         target = self.report_url(run.run_id) if report else None
         if self.checks:
             conclusion, title = conclusion_of(state, description)
-            summary = title
+            summary = neutral(title, markdown=True)
             text = None
             if evaluation is not None:
                 from distkpi.domain.github.check_summary import problems_text, summary_markdown
@@ -72,7 +73,7 @@ class StatusPublisher:
             sha=run.sha,
             state=state.value,
             context=f"distkpi/{run.model}",
-            description=description,
+            description=neutral(description),
             target_url=target,
         )
         return self._send(status, {"run_id": run.run_id})
@@ -96,7 +97,7 @@ class StatusPublisher:
             external_id=run.run_id,
             status="in_progress",
             title=title,
-            summary=summary,
+            summary=neutral(summary, markdown=True),
         )
         return self._check(run.repo, check, {"run_id": run.run_id})
 
@@ -153,7 +154,7 @@ class StatusPublisher:
                 external_id=f"{suite}@{trigger.sha}",
                 status="completed",
                 title=title,
-                summary=title,
+                summary=neutral(title, markdown=True),
                 conclusion=conclusion or "failure",
                 details_url=details,
             )
@@ -163,7 +164,7 @@ class StatusPublisher:
             sha=trigger.sha,
             state=state.value,
             context=f"distkpi/{suite}",
-            description=description,
+            description=neutral(description),
         )
         return self._send(status, {"suite": suite})
 

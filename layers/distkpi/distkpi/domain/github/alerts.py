@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from distkpi.domain.commit_status import State
 from distkpi.domain.judging.evaluation import Evaluation
 from distkpi.domain.judging.statistics import KpiVerdict
+from distkpi.domain.untrusted import neutral
 
 SUBJECT_LIMIT = 100  # SNS's limit on an email subject
 
@@ -78,7 +79,7 @@ def alert_message(
 ) -> AlertMessage:
     web = web_url.rstrip("/")
     head = f"distkpi/{run.model} on {run.repo} {run.branch} @ {run.sha[:10]}"
-    lines = [f"{head}: {evaluation.description}", ""]
+    lines = [f"{head}: {neutral(evaluation.description)}", ""]
     lines.append(f"Newly regressed: {', '.join(sorted(new))}")
     for j in evaluation.judgements:
         if j.verdict is KpiVerdict.REGRESSED:
@@ -93,7 +94,8 @@ def alert_message(
                 if j.value is not None and j.baseline is not None
                 else f"- {j.config} {j.kpi}: {delta}"
             )
-    lines += [f"- {reason}" for reason in evaluation.verdict.reasons if " acc Δ" in reason]
+    reasons = evaluation.verdict.reasons
+    lines += [f"- {neutral(reason)}" for reason in reasons if " acc Δ" in reason]
     lines.append("")
     if last_pass_sha:
         compare = f"{web}/{run.repo}/compare/{last_pass_sha}...{run.sha}"

@@ -10,6 +10,7 @@ from distkpi.domain.judging.evaluation import Evaluation
 from distkpi.domain.judging.statistics import Judgement, KpiVerdict
 from distkpi.domain.judging.table import ROWS
 from distkpi.domain.kpis.engine import ConfigKpis
+from distkpi.domain.untrusted import neutral
 
 # GitHub refuses an output.summary or output.text longer than this
 MAX_OUTPUT = 65_535
@@ -57,7 +58,7 @@ def kpi_table(evaluation: Evaluation, target_accuracy: float | None = None) -> s
     configs = evaluation.kpis.configs
     judged = {(j.config, j.kpi): j for j in evaluation.judgements}
     lines = [
-        "| KPI | " + " | ".join(c.name for c in configs) + " |",
+        "| KPI | " + " | ".join(_escape(c.name) for c in configs) + " |",
         "|---|" + "---:|" * len(configs),
     ]
     for index, (row, cell) in enumerate(ROWS):
@@ -75,11 +76,12 @@ def kpi_table(evaluation: Evaluation, target_accuracy: float | None = None) -> s
 
 
 def _escape(text: str) -> str:
-    return text.replace("|", "\\|")
+    """Text (a log's, as often as not) as markdown that renders it and nothing else."""
+    return neutral(text, markdown=True)
 
 
 def _problems(configs: Sequence[ConfigKpis]) -> list[str]:
-    return [f"- **{c.name}**: {_escape(p)}" for c in configs for p in c.problems]
+    return [f"- **{_escape(c.name)}**: {_escape(p)}" for c in configs for p in c.problems]
 
 
 def summary_markdown(
@@ -97,7 +99,7 @@ def summary_markdown(
     hardware = sorted({c.hardware for c in run.configs if c.hardware})
     facts = []
     if hardware:
-        facts.append(f"Hardware: {', '.join(hardware)}")
+        facts.append(f"Hardware: {', '.join(_escape(h) for h in hardware)}")
     if run.gpu_hours is not None:
         facts.append(f"GPU-hours: {run.gpu_hours:.3g}")
     if facts:

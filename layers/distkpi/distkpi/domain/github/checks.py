@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distkpi.domain.commit_status import State
+from distkpi.domain.untrusted import neutral
 
 TITLE_LIMIT = 255  # what GitHub shows of a title
 
@@ -23,14 +24,15 @@ class CheckRun:
     head_sha: str
     external_id: str  # the run id: what a re-run refers to
     status: str  # queued, in_progress, completed
-    title: str
-    summary: str
+    title: str  # text, made neutral when sent (it may quote a log)
+    summary: str  # markdown, whose untrusted parts its maker made neutral
     conclusion: str | None = None
     text: str | None = None
     details_url: str | None = None
 
     def body(self) -> dict[str, Any]:
-        output: dict[str, Any] = {"title": self.title[:TITLE_LIMIT], "summary": self.summary}
+        title = neutral(self.title)[:TITLE_LIMIT]
+        output: dict[str, Any] = {"title": title, "summary": self.summary}
         if self.text:
             output["text"] = self.text
         body: dict[str, Any] = {

@@ -1,11 +1,18 @@
-"""Who may start runs on the GPU fleet: decided from a pull_request delivery alone.
+"""Who may start runs on the GPU fleet.
 
-A pull request from the base repository itself, or by an author whose `author_association`
-the stack trusts, runs at once. Any other waits until someone with triage rights adds the
-approval label; that approval holds for the head it was given to, so a later push needs it
-again (the label, still on the pull request, is then stale and is removed). Drafts start
-nothing until they are ready for review, unless the stack runs them. Pushes to a configured
-branch come from people who may write to it and are not gated here.
+First the stack's own list: only a repository it names (`AllowedRepositories`), or one
+that a GitHub App installation it names acts for (`AllowedInstallations`), starts anything;
+an empty list starts nothing, since anyone can add the webhook to a repository of theirs or
+install a public App. That holds for pushes and re-runs as for pull requests.
+
+Then, for a pull request, from its delivery alone: a pull request from the base repository
+itself, or by an author whose `author_association` the stack trusts, runs at once. Any other
+waits until someone with triage rights adds the approval label; that approval holds for the
+head it was given to, so a later push needs it again (the label, still on the pull request,
+is then stale and is removed). Drafts start nothing until they are ready for review, unless
+the stack runs them. Pushes to a configured branch come from people who may write to it
+and are not gated further. A re-run repeats a run that was admitted, with its trigger
+(services/launch.RunStarter.rerun).
 """
 
 from __future__ import annotations
@@ -24,6 +31,26 @@ class TrustSettings:
     trusted_associations: Collection[str] = DEFAULT_TRUSTED
     approval_label: str = "ok-to-test"
     run_drafts: bool = False
+
+
+@dataclass(frozen=True)
+class AllowedSources:
+    """The repositories (owner/name, as GitHub compares them: ignoring case) and the App
+    installations whose deliveries may start runs; empty: none may."""
+
+    repositories: Collection[str] = ()
+    installations: Collection[int] = ()
+
+    def refusal(self, repo: str, payload: Mapping[str, Any]) -> Ignored | None:
+        """Why a delivery for ``repo`` starts nothing, or None when the stack allows it."""
+        if repo.lower() in {r.lower() for r in self.repositories}:
+            return None
+        installation = dig(payload, "installation", "id")
+        if isinstance(installation, int) and installation in self.installations:
+            return None
+        if not self.repositories and not self.installations:
+            return Ignored(f"repository {repo}: this stack allows no repository to start runs")
+        return Ignored(f"repository {repo} is not allowed to start runs on this stack")
 
 
 @dataclass(frozen=True)

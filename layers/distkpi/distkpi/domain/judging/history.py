@@ -8,7 +8,7 @@ from typing import Any
 
 from distkpi.domain.judging.changepoints import split_at_change
 from distkpi.domain.judging.settings import KPIS, VerdictSettings
-from distkpi.domain.judging.statistics import KpiEvidence
+from distkpi.domain.judging.statistics import SCALING, KpiEvidence
 from distkpi.domain.kpis.engine import MIXED, ConfigStatus, RunKpis
 
 HISTORY_COLUMNS = (
@@ -110,6 +110,7 @@ def evidence_of(
                     config.throughput_samples if kpi == "throughput" else (),
                     kpi == "time_to_accuracy_s" and config.converged is False,
                     tuple(earlier[-settings.window :]),
+                    by_definition=config.name == run.base_config and kpi in SCALING,
                 )
             )
     return out

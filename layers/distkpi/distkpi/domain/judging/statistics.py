@@ -42,6 +42,8 @@ from distkpi.domain.judging.settings import (
 )
 from distkpi.domain.judging.student_t import t_quantile, t_sf
 
+SCALING = ("speedup", "efficiency")  # measured against the base config
+
 
 class KpiVerdict(StrEnum):
     PASS = "pass"
@@ -114,6 +116,9 @@ class KpiEvidence:
     never_converged: bool = False
     # the values before the baseline's last step change: they still tell the spread
     earlier: tuple[float, ...] = ()
+    # the base config's speedup and efficiency: 1 by definition, so no test (a confirmed
+    # run's per-run ratios to their own mean would otherwise be one more Holm family)
+    by_definition: bool = False
 
     @property
     def value(self) -> float | None:
@@ -229,7 +234,8 @@ def holm_levels(pvalues: Mapping[Any, float], rate: float) -> tuple[dict[Any, fl
 def _statistical(evidence: KpiEvidence, settings: VerdictSettings) -> bool:
     """A spread can be estimated: min_history values, counting those before a change."""
     return (
-        bool(evidence.values)
+        not evidence.by_definition
+        and bool(evidence.values)
         and bool(evidence.history)
         and not (evidence.never_converged and evidence.kpi == "time_to_accuracy_s")
         and _pooled_df(evidence, settings.window) >= settings.min_history - 1
@@ -280,6 +286,11 @@ def _without_test(e: KpiEvidence, settings: VerdictSettings) -> Judgement:
     short a baseline for a spread (then the suite's tolerance)."""
     enforced = e.kpi in settings.enforced
     runs = len(e.values) or 1
+    if e.by_definition and e.history:  # equal to its baseline, whatever the runs measured
+        verdict = KpiVerdict.PASS if enforced else KpiVerdict.NOT_ENFORCED
+        mean = statistics.fmean(e.history)
+        why = "the base config's: 1 by definition, no test"
+        return Judgement(e.config, e.kpi, e.value, mean, None, None, verdict, why, runs)
     if e.never_converged and e.kpi == "time_to_accuracy_s":
         verdict = KpiVerdict.REGRESSED if enforced else KpiVerdict.NOT_ENFORCED
         base = statistics.fmean(e.history) if e.history else None

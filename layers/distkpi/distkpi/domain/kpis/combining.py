@@ -13,7 +13,14 @@ from dataclasses import replace
 from typing import Any
 
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.kpis.engine import MIXED, ConfigKpis, ConfigStatus, RunKpis, against_base
+from distkpi.domain.kpis.engine import (
+    MIXED,
+    ConfigKpis,
+    ConfigStatus,
+    RunKpis,
+    against_base,
+    without_kpis,
+)
 
 MEASURED = (
     "throughput",
@@ -66,8 +73,9 @@ def combine(spec: RunSpec, runs: Sequence[Mapping[str, ConfigKpis]]) -> RunKpis:
     base_spec = spec.base_config
     merged = {
         c.name: _merged(found)
-        for c in spec.configs
         if (found := [run[c.name] for run in runs if c.name in run])
+        else without_kpis(c)
+        for c in spec.configs
     }
     base = merged.get(base_spec.name)
     configs = []

@@ -15,6 +15,10 @@ from distkpi.domain.logs.logsummary import LogSummary
 # unknown is compared only with unknown, mixed with nothing
 UNKNOWN = "unknown"
 MIXED = "mixed"
+# what a config stores of its problems: a config's item, and the run's evaluation of every
+# config, must fit DynamoDB's 400 KB item whatever its nodes wrote
+MAX_STORED_PROBLEMS = 20
+MAX_PROBLEM_CHARS = 400
 
 
 class ConfigStatus(StrEnum):
@@ -381,16 +385,36 @@ def config_kpis(evidence: ConfigEvidence, target_accuracy: float, accuracy_pass:
     )
 
 
+def stored_problems(problems: Sequence[str]) -> tuple[str, ...]:
+    """At most MAX_STORED_PROBLEMS problems of at most MAX_PROBLEM_CHARS each, the first
+    ones kept and the rest counted in a last "... and N more" (the run folder has them)."""
+    clipped = [
+        p if len(p) <= MAX_PROBLEM_CHARS else p[: MAX_PROBLEM_CHARS - 1] + "…" for p in problems
+    ]
+    if len(clipped) <= MAX_STORED_PROBLEMS:
+        return tuple(clipped)
+    kept = MAX_STORED_PROBLEMS - 1
+    return (*clipped[:kept], f"... and {len(clipped) - kept} more")
+
+
+def without_kpis(spec: ConfigSpec) -> ConfigKpis:
+    """A config of the run that has no KPIs to show: failed, never left out (a run whose
+    config vanished would otherwise pass on the others)."""
+    problem = "no KPIs were stored for this config: counted as failed"
+    return ConfigKpis(
+        spec.name, spec.gpus, ConfigStatus.FAILED, None, None, None, None, None, (problem,)
+    )
+
+
 def run_kpis(run: RunSpec, configs: Mapping[str, ConfigKpis]) -> RunKpis:
-    """Speedup, efficiency and accuracy delta of every config against the base config."""
+    """Speedup, efficiency and accuracy delta of every config against the base config; a
+    config of ``run`` missing from ``configs`` is failed."""
     base_spec = run.base_config
     base = configs.get(base_spec.name)
-    out: list[ConfigKpis] = []
-    for spec in run.configs:
-        kpis = configs.get(spec.name)
-        if kpis is None:
-            continue
-        out.append(against_base(kpis, base, base_spec))
+    out = [
+        against_base(configs.get(spec.name) or without_kpis(spec), base, base_spec)
+        for spec in run.configs
+    ]
     return RunKpis(run.run_id, run.model, base_spec.name, tuple(out))
 
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
 from distkpi.domain.contracts import (
+    MAX_CONFIG_LOG_BYTES,
+    MAX_LOG_BYTES,
     ConfigSpec,
     FileEntry,
     NodeManifest,
@@ -125,18 +127,65 @@ class ChangedAfterUpload(Exception):
     """A file whose sha256 is not the one its node's manifest gives."""
 
 
+class OverCap(Exception):
+    """A file longer than what may be parsed of it: the problem says which bound."""
+
+
+class CappedReader:
+    """A stream that refuses to yield more than ``limit`` bytes: reading past them raises
+    OverCap, so a huge file costs at most ``limit`` bytes of reading before it is refused."""
+
+    def __init__(self, stream: BinaryIO, limit: int, problem: str) -> None:
+        self.stream, self.limit, self.problem, self.count = stream, limit, problem, 0
+
+    def read(self, size: int = -1) -> bytes:
+        room = self.limit - self.count + 1  # one byte more tells a file just at the cap
+        block = self.stream.read(room if size < 0 else min(size, room))
+        self.count += len(block)
+        if self.count > self.limit:
+            raise OverCap(self.problem)
+        return block
+
+
+@dataclass
+class _Budget:
+    """What is left of the bytes a config's files may take to parse."""
+
+    left: int
+
+    def reader(self, stream: BinaryIO, path: str) -> CappedReader:
+        if self.left < MAX_LOG_BYTES:
+            total = _mib(MAX_CONFIG_LOG_BYTES)
+            why = f"{path}: not parsed: the config's files are over {total} in all"
+            return CappedReader(stream, self.left, why)
+        why = f"{path}: over {_mib(MAX_LOG_BYTES)}, not parsed (a node cuts its logs there)"
+        return CappedReader(stream, MAX_LOG_BYTES, why)
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:g} MiB"
+
+
 def _parsed(entry: FileEntry, summary: Summary) -> ParsedLog | ParsedGpuMemory:
     if isinstance(summary, LogSummary):
         return ParsedLog(entry.path, entry.role, entry.rank, summary)
     return ParsedGpuMemory(entry.path, entry.role, entry.rank, summary)
 
 
-def _parse_file(source: RunSource, config: str, entry: FileEntry) -> ParsedLog | ParsedGpuMemory:
-    """The file parsed, its digest checked against the manifest's in the same pass."""
-    with source.open(f"{config}/{entry.path}") as raw, HashingReader(raw) as stream:
-        parsed = _parsed(entry, summarize(entry.kind, stream))
-        if entry.sha256 is not None and stream.finish() != entry.sha256:
-            raise ChangedAfterUpload(entry.path)
+def _parse_file(
+    source: RunSource, config: str, entry: FileEntry, budget: _Budget
+) -> ParsedLog | ParsedGpuMemory:
+    """The file parsed, its digest checked against the manifest's in the same pass; OverCap
+    when it is longer than a file may be, or than the config has left."""
+    with source.open(f"{config}/{entry.path}") as raw:
+        capped = budget.reader(raw, entry.path)
+        try:
+            with HashingReader(capped) as stream:
+                parsed = _parsed(entry, summarize(entry.kind, stream))
+                if entry.sha256 is not None and stream.finish() != entry.sha256:
+                    raise ChangedAfterUpload(entry.path)
+        finally:
+            budget.left -= capped.count
         return parsed
 
 
@@ -176,11 +225,19 @@ def _summarized(entry: FileEntry) -> ParsedLog | ParsedGpuMemory | str:
 
 
 def _read_file(
-    source: RunSource, config: str, entry: FileEntry, node: int, evidence: ConfigEvidence
+    source: RunSource,
+    config: str,
+    entry: FileEntry,
+    node: int,
+    evidence: ConfigEvidence,
+    *,
+    budget: _Budget,
 ) -> ParsedLog | ParsedGpuMemory | None:
     """The file parsed from the folder; None, with the problem, when it cannot be."""
     try:
-        return _parse_file(source, config, entry)
+        return _parse_file(source, config, entry, budget)
+    except OverCap as over:
+        evidence.problems.append(str(over))
     except ChangedAfterUpload:
         evidence.invalid_nodes[node] = (
             f"{entry.path} changed after upload: its sha256 is not the manifest's"
@@ -200,6 +257,8 @@ def _parse_files(
     manifest: NodeManifest,
     evidence: ConfigEvidence,
     reading: Reading,
+    *,
+    budget: _Budget,
 ) -> str | None:
     """Its files into ``evidence``; why its summaries could not stand for them, if so."""
     logs, gpus = list(evidence.logs), list(evidence.gpu_memory)
@@ -208,6 +267,11 @@ def _parse_files(
     for entry in _unique_entries(manifest, evidence):
         if entry.kind not in PARSED_KINDS:
             continue
+        if entry.truncated_bytes is not None:
+            evidence.problems.append(
+                f"{entry.path}: cut by node {manifest.node} at {_mib(MAX_LOG_BYTES)} "
+                f"({entry.truncated_bytes} bytes off its end not uploaded)"
+            )
         parsed: ParsedLog | ParsedGpuMemory | str | None = why_not
         if why_not is None:
             parsed = _summarized(entry)
@@ -215,7 +279,7 @@ def _parse_files(
             fell_back.append(parsed)
             parsed = None
             if reading.parse_logs:
-                parsed = _read_file(source, config, entry, manifest.node, evidence)
+                parsed = _read_file(source, config, entry, manifest.node, evidence, budget=budget)
         if isinstance(parsed, ParsedLog):
             logs.append(parsed)
         elif parsed is not None:
@@ -266,6 +330,7 @@ def gather_config(
     invalid: dict[int, str] = {}
     evidence = ConfigEvidence(spec=spec, manifests=manifests, invalid_nodes=invalid)
     fell_back: dict[str, list[int]] = {}
+    budget = _Budget(MAX_CONFIG_LOG_BYTES)
     names = source.list_names(spec.name)
     evidence.problems.extend(_stray_manifests(names))
     for node in _indices(names):
@@ -281,7 +346,7 @@ def gather_config(
         except (ContractError, StorageError) as exc:
             invalid[node] = str(exc)
             continue
-        why = _parse_files(source, spec.name, manifests[node], evidence, reading)
+        why = _parse_files(source, spec.name, manifests[node], evidence, reading, budget=budget)
         if why is not None:
             fell_back.setdefault(why, []).append(node)
     evidence.problems.extend(_say_why_parsed(reading, fell_back))
