@@ -27,7 +27,14 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:  # type: i
 def test_example_values_check_by_hand(capsys: pytest.CaptureFixture[str]) -> None:
     out = run_json(capsys, str(EXAMPLE))
     jsonschema.validate(out, schema("kpis.schema.json"))
-    assert set(out) == {"run_id", "model", "base_config", "gpu_hours", "configs"}
+    assert set(out) == {
+        "run_id",
+        "model",
+        "base_config",
+        "accuracy_direction",
+        "gpu_hours",
+        "configs",
+    }
     assert out["base_config"] == "1x1"
     configs = out["configs"]
     assert list(configs) == ["1x1", "1x8", "2x8-4ps", "4x8-8ps"]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from distkpi.adapters.history_files import FORMATS
+from distkpi.domain.accuracy import Direction, Target, parse_target
 from distkpi.exceptions import ContractError, DistkpiError, RunFolderError
 
 DEFAULT_STATE = Path("out/local/state")  # distkpi local's state folder (local/state.py)
@@ -38,7 +39,8 @@ def _cmd_kpis(args: argparse.Namespace) -> int:
     from distkpi.domain.table import render_table
 
     source = LocalRunSource(Path(args.run_dir))
-    run = compute_run_kpis(source, args.target_accuracy, args.accuracy_pass)
+    direction = args.accuracy_direction
+    run = compute_run_kpis(source, args.target_accuracy, args.accuracy_pass, direction)
     if args.json:
         print(json.dumps(run.to_json(), indent=2))
     else:
@@ -49,11 +51,31 @@ def _cmd_kpis(args: argparse.Namespace) -> int:
     return 0
 
 
+def _target(text: str) -> Target:
+    try:
+        return parse_target(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give X or NAME=X[,NAME=X...] ({exc})"
+        ) from None
+
+
 def _add_kpis(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("kpis", help="compute the KPIs of a run folder")
     p.add_argument("run_dir", help="a run folder: run.json and <config>/node-<i>.json")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--target-accuracy", type=float, help="override run.json's target")
+    p.add_argument(
+        "--target-accuracy",
+        type=_target,
+        metavar="X|NAME=X[,NAME=X...]",
+        help="override run.json's target: a number, or named parts that must all be reached",
+    )
+    p.add_argument(
+        "--accuracy-direction",
+        choices=[d.value for d in Direction],
+        type=Direction,
+        help="override run.json's: higher (top-1) or lower (an error rate, a perplexity)",
+    )
     p.add_argument("--accuracy-pass", type=int, help="override run.json's accuracy pass")
     p.set_defaults(func=_cmd_kpis)
 

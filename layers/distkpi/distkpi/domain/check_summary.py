@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from distkpi.domain.accuracy import Target
 from distkpi.domain.evaluation import Evaluation
 from distkpi.domain.judging import Judgement, KpiVerdict
 from distkpi.domain.kpis import ConfigKpis
-from distkpi.domain.table import ROWS
+from distkpi.domain.table import ROWS, time_to_target_label
 
 # GitHub refuses an output.summary or output.text longer than this
 MAX_OUTPUT = 65_535
@@ -52,7 +53,7 @@ def _judged_cell(plain: str, judged: Judgement | None) -> str:
     return "<br>".join(parts)
 
 
-def kpi_table(evaluation: Evaluation, target_accuracy: float | None = None) -> str:
+def kpi_table(evaluation: Evaluation, target_accuracy: Target | None = None) -> str:
     """The seed's table in markdown: a row per KPI, a column per config."""
     configs = evaluation.kpis.configs
     judged = {(j.config, j.kpi): j for j in evaluation.judgements}
@@ -65,7 +66,7 @@ def kpi_table(evaluation: Evaluation, target_accuracy: float | None = None) -> s
         if index == TIME_TO_ACCURACY_ROW:
             kpi = "time_to_accuracy_s"
             if target_accuracy is not None:
-                label = f"time to acc ≥ {target_accuracy:g} (s)"
+                label = time_to_target_label(evaluation.kpis, target_accuracy, unicode=True)
         cells = [
             _judged_cell(_escape(cell(c)), judged.get((c.name, kpi)) if kpi else None)
             for c in configs
@@ -85,7 +86,7 @@ def _problems(configs: Sequence[ConfigKpis]) -> list[str]:
 def summary_markdown(
     evaluation: Evaluation,
     report_url: str | None,
-    target_accuracy: float | None = None,
+    target_accuracy: Target | None = None,
     limit: int = MAX_OUTPUT,
 ) -> str:
     """The check's summary: the table, the verdict and why, hardware, GPU-hours, the

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 import ahocorasick_rs
 
@@ -56,10 +56,19 @@ class Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
 
+class Trigger(Protocol):
+    """A compiled pattern searched over a whole chunk (RE2's, linear in the chunk)."""
+
+    def finditer(self, text: bytes, /) -> Iterator[Any]: ...
+
+
 class _Scanner:
-    def __init__(self, stream: Readable, needles: tuple[bytes, ...] | None) -> None:
+    def __init__(
+        self, stream: Readable, needles: tuple[bytes, ...] | None, triggers: tuple[Trigger, ...]
+    ) -> None:
         self.stream = stream
         self.matcher = _matcher(needles) if needles is not None else None
+        self.triggers = triggers
         self.problems = ScanProblems()
 
     def _check(self, chunk: bytes, offset: int) -> None:
@@ -78,6 +87,8 @@ class _Scanner:
         starts = {
             rfind(b"\n", 0, at) + 1 for _, at, _ in self.matcher.find_matches_as_indexes(chunk)
         }
+        for trigger in self.triggers:
+            starts.update(rfind(b"\n", 0, m.start()) + 1 for m in trigger.finditer(chunk))
         return sorted(starts)
 
     def _lines_of(self, chunk: bytes) -> Iterator[str]:
@@ -143,11 +154,12 @@ def _all_line_starts(chunk: bytes) -> list[int]:
 
 
 def scan_lines(
-    stream: Readable, needles: tuple[bytes, ...] | None
+    stream: Readable, needles: tuple[bytes, ...] | None, triggers: tuple[Trigger, ...] = ()
 ) -> tuple[Iterator[str], ScanProblems]:
-    """Lines of ``stream`` that contain one of ``needles`` (every line when None), in order.
+    """Lines of ``stream`` that contain one of ``needles`` or match one of ``triggers``
+    (every line when needles is None), in order.
 
     The problems object fills in while the iterator is consumed.
     """
-    scanner = _Scanner(stream, needles)
+    scanner = _Scanner(stream, needles, triggers)
     return scanner.lines(), scanner.problems

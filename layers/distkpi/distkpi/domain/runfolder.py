@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from typing import BinaryIO, Protocol
 
+from distkpi.domain.accuracy import Direction, Target
 from distkpi.domain.contracts import (
     ConfigSpec,
     FileEntry,
@@ -31,7 +32,7 @@ from distkpi.domain.kpis import (
     config_kpis,
     run_kpis,
 )
-from distkpi.domain.logformats import parse_log
+from distkpi.domain.logformats import DEFAULT_SETTINGS, ParseSettings, parse_log
 from distkpi.domain.signing import HashingReader, signed_by
 from distkpi.exceptions import ContractError, NotFoundError, RunFolderError, StorageError
 
@@ -118,49 +119,65 @@ class ChangedAfterUpload(Exception):
     """A file whose sha256 is not the one its node's manifest gives."""
 
 
-def _parse_file(source: RunSource, config: str, entry: FileEntry) -> ParsedLog | ParsedGpuMemory:
+def parse_settings(run: RunSpec) -> ParseSettings:
+    """What reading each log of ``run`` needs from its run.json."""
+    return ParseSettings(run.accuracy_direction, run.warmup_reports, run.metrics)
+
+
+def _parse_file(
+    source: RunSource, config: str, entry: FileEntry, settings: ParseSettings
+) -> ParsedLog | ParsedGpuMemory:
     """The file parsed, its digest checked against the manifest's in the same pass."""
     with source.open(f"{config}/{entry.path}") as raw:
         stream = HashingReader(raw)
         parsed: ParsedLog | ParsedGpuMemory
         if entry.kind == "log":
-            parsed = ParsedLog(entry.path, entry.role, entry.rank, parse_log(stream))
+            parsed = ParsedLog(entry.path, entry.role, entry.rank, parse_log(stream, settings))
         else:
-            summary = parse_gpu_memory(stream)
-            parsed = ParsedGpuMemory(entry.path, entry.role, entry.rank, summary)
+            memory = parse_gpu_memory(stream)
+            parsed = ParsedGpuMemory(entry.path, entry.role, entry.rank, memory)
         if entry.sha256 is not None and stream.finish() != entry.sha256:
             raise ChangedAfterUpload(entry.path)
         return parsed
 
 
 def _parse_files(
-    source: RunSource, config: str, manifest: NodeManifest, evidence: ConfigEvidence
+    source: RunSource,
+    config: str,
+    manifest: NodeManifest,
+    evidence: ConfigEvidence,
+    settings: ParseSettings,
 ) -> None:
     logs, gpus = list(evidence.logs), list(evidence.gpu_memory)
     for entry in _unique_entries(manifest, evidence):
         if entry.kind == "file":
             continue
         try:
-            parsed = _parse_file(source, config, entry)
+            parsed = _parse_file(source, config, entry, settings)
         except ChangedAfterUpload:
             evidence.invalid_nodes[manifest.node] = (
                 f"{entry.path} changed after upload: its sha256 is not the manifest's"
             )
             continue
         except NotFoundError:
-            evidence.problems.append(f"{entry.path}: named by node {manifest.node} but missing")
+            _unusable(evidence, entry, f"named by node {manifest.node} but missing")
             continue
         except StorageError as exc:
-            evidence.problems.append(f"{entry.path}: cannot be read: {exc}")
+            _unusable(evidence, entry, f"cannot be read: {exc}")
             continue
         except Exception as exc:  # a parser bug must not leave the config unsettled forever
-            evidence.problems.append(f"{entry.path}: cannot be parsed: {type(exc).__name__}")
+            _unusable(evidence, entry, f"cannot be parsed: {type(exc).__name__}")
             continue
         if isinstance(parsed, ParsedLog):
             logs.append(parsed)
         else:
             gpus.append(parsed)
     evidence.logs, evidence.gpu_memory = logs, gpus
+
+
+def _unusable(evidence: ConfigEvidence, entry: FileEntry, why: str) -> None:
+    evidence.problems.append(f"{entry.path}: {why}")
+    evidence.unusable_files.append(entry.path)
 
 
 def _unique_entries(manifest: NodeManifest, evidence: ConfigEvidence) -> list[FileEntry]:
@@ -178,10 +195,16 @@ def _unique_entries(manifest: NodeManifest, evidence: ConfigEvidence) -> list[Fi
     return unique
 
 
-def gather_config(source: RunSource, spec: ConfigSpec, key: str | None = None) -> ConfigEvidence:
-    """Read every manifest of ``spec`` that arrived and parse the files each one names; with
-    the config's key, a manifest not signed with it is an invalid node. A file whose digest
-    differs from its manifest's makes its node invalid, whatever the key."""
+def gather_config(
+    source: RunSource,
+    spec: ConfigSpec,
+    key: str | None = None,
+    settings: ParseSettings = DEFAULT_SETTINGS,
+) -> ConfigEvidence:
+    """Read every manifest of ``spec`` that arrived and parse the files each one names (as
+    ``settings`` say); with the config's key, a manifest not signed with it is an invalid
+    node. A file whose digest differs from its manifest's makes its node invalid, whatever
+    the key."""
     manifests: dict[int, NodeManifest] = {}
     invalid: dict[int, str] = {}
     evidence = ConfigEvidence(spec=spec, manifests=manifests, invalid_nodes=invalid)
@@ -200,12 +223,16 @@ def gather_config(source: RunSource, spec: ConfigSpec, key: str | None = None) -
         except (ContractError, StorageError) as exc:
             invalid[node] = str(exc)
             continue
-        _parse_files(source, spec.name, manifests[node], evidence)
+        _parse_files(source, spec.name, manifests[node], evidence, settings)
     return evidence
 
 
+def config_kpis_of(evidence: ConfigEvidence, run: RunSpec) -> ConfigKpis:
+    return config_kpis(evidence, run.target_accuracy, run.accuracy_pass, run.accuracy_direction)
+
+
 def config_kpis_from(source: RunSource, run: RunSpec, spec: ConfigSpec) -> ConfigKpis:
-    return config_kpis(gather_config(source, spec), run.target_accuracy, run.accuracy_pass)
+    return config_kpis_of(gather_config(source, spec, settings=parse_settings(run)), run)
 
 
 def iter_config_kpis(source: RunSource, run: RunSpec) -> Iterator[ConfigKpis]:
@@ -213,19 +240,34 @@ def iter_config_kpis(source: RunSource, run: RunSpec) -> Iterator[ConfigKpis]:
         yield config_kpis_from(source, run, spec)
 
 
-def compute_run_kpis(
-    source: RunSource,
-    target_accuracy: float | None = None,
+def with_overrides(
+    run: RunSpec,
+    target_accuracy: Target | None = None,
     accuracy_pass: int | None = None,
-) -> RunKpis:
-    """The KPIs of a whole run folder, optionally with another target or accuracy pass."""
-    run = read_run_spec(source)
-    overrides: dict[str, float | int] = {}
+    accuracy_direction: Direction | None = None,
+) -> RunSpec:
+    """``run`` with another target, accuracy pass or direction, checked as run.json is (a
+    target of 2.69 needs the direction lower): ContractError when it does not hold."""
+    overrides: dict[str, object] = {}
     if target_accuracy is not None:
         overrides["target_accuracy"] = target_accuracy
     if accuracy_pass is not None:
         overrides["accuracy_pass"] = accuracy_pass
-    if overrides:
-        run = run.model_copy(update=overrides)
+    if accuracy_direction is not None:
+        overrides["accuracy_direction"] = accuracy_direction
+    if not overrides:
+        return run
+    return parse_run_spec({**run.to_json(), **overrides})
+
+
+def compute_run_kpis(
+    source: RunSource,
+    target_accuracy: Target | None = None,
+    accuracy_pass: int | None = None,
+    accuracy_direction: Direction | None = None,
+) -> RunKpis:
+    """The KPIs of a whole run folder, optionally with another target, accuracy pass or
+    direction."""
+    run = with_overrides(read_run_spec(source), target_accuracy, accuracy_pass, accuracy_direction)
     configs = {kpis.name: kpis for kpis in iter_config_kpis(source, run)}
     return run_kpis(run, configs)

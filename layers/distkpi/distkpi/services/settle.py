@@ -11,9 +11,9 @@ from aws_lambda_powertools import Logger
 from distkpi.adapters.dynamo import JobRepository, RunRepository
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.kpis import ConfigEvidence, ConfigKpis, ConfigStatus, config_kpis
+from distkpi.domain.kpis import ConfigEvidence, ConfigKpis, ConfigStatus
 from distkpi.domain.records import ConfigState
-from distkpi.domain.runfolder import gather_config, node_indices
+from distkpi.domain.runfolder import config_kpis_of, gather_config, node_indices, parse_settings
 from distkpi.exceptions import NotFoundError, StorageError
 from distkpi.services.finish import RunFinisher
 from distkpi.services.ports import Counter, no_metrics, utcnow
@@ -141,11 +141,11 @@ class ConfigSettler:
         record = self.runs.config(run.run_id, config)
         key = record.manifest_key if record is not None else None
         try:
-            evidence = gather_config(self.store.run(run.run_id), spec, key)
+            evidence = gather_config(self.store.run(run.run_id), spec, key, parse_settings(run))
         except StorageError as exc:
             logger.exception("run folder not readable", run_id=run.run_id, config=config)
             evidence = ConfigEvidence(spec, {}, problems=[f"run folder cannot be read: {exc}"])
-        return config_kpis(evidence, run.target_accuracy, run.accuracy_pass)
+        return config_kpis_of(evidence, run)
 
     def _settle(self, run_id: str, kpis: ConfigKpis) -> None:
         """Store the config's KPIs, once whoever gets there first."""
