@@ -26,7 +26,11 @@ JUDGED_ROWS = {
     "test accuracy": "test_accuracy",
 }
 TIME_TO_ACCURACY_ROW = 5  # its label names the target; its KPI is time_to_accuracy_s
-MARKS = {KpiVerdict.REGRESSED: "🔻 **regressed**", KpiVerdict.IMPROVED: "🔺 improved"}
+MARKS = {
+    KpiVerdict.REGRESSED: "🔻 **regressed**",
+    KpiVerdict.IMPROVED: "🔺 improved",
+    KpiVerdict.MISSING: "⚠️ **enforced, not reported**",
+}
 
 
 def _cell(value: float | None, fmt: str) -> str:

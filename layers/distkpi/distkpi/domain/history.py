@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from distkpi.domain.accuracy import Direction
 from distkpi.domain.changepoints import split_at_change
 from distkpi.domain.judging import KPIS, KpiEvidence, VerdictSettings
 from distkpi.domain.kpis import MIXED, ConfigStatus, RunKpis
@@ -114,6 +115,7 @@ def evidence_of(
 ) -> list[KpiEvidence]:
     """Every KPI of every ok config with its baseline (resets: config -> time, '*' all)."""
     resets = resets or {}
+    higher_accuracy = run.accuracy_direction is Direction.HIGHER
     out = []
     for config in run.configs:
         if config.status is not ConfigStatus.OK:
@@ -134,6 +136,8 @@ def evidence_of(
                     config.throughput_samples if kpi == "throughput" else (),
                     kpi == "time_to_accuracy_s" and config.converged is False,
                     tuple(earlier[-settings.window :]),
+                    higher_accuracy if kpi == "test_accuracy" else None,
+                    kpi != "pserver_gpu_memory_mib" or config.pservers > 0,
                 )
             )
     return out

@@ -94,10 +94,13 @@ class ConfigKpis:
     # every named part of the test accuracy when the evaluation has parts (test_accuracy is
     # then the part the target names first)
     test_accuracy_parts: Mapping[str, float] | None = None
+    # its parameter servers: without any, pserver GPU memory is not a KPI it can report
+    pservers: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "gpus": self.gpus,
+            "pservers": self.pservers,
             "status": self.status.value,
             "throughput": self.throughput,
             "speedup": self.speedup,
@@ -135,6 +138,7 @@ class ConfigKpis:
         return cls(
             name=str(data["name"]),
             gpus=int(data["gpus"]),
+            pservers=int(data.get("pservers", 0)),
             status=ConfigStatus(data["status"]),
             throughput=number("throughput"),
             speedup=number("speedup"),
@@ -466,6 +470,7 @@ def config_kpis(
     return ConfigKpis(
         name=spec.name,
         gpus=spec.gpus,
+        pservers=spec.pservers,
         status=status,
         throughput=throughput,
         throughput_samples=samples,
@@ -512,7 +517,7 @@ def against_base(kpis: ConfigKpis, base: ConfigKpis | None, base_spec: ConfigSpe
     if kpis.throughput is not None and base is not None and base_throughput:
         speedup = kpis.throughput / base_throughput
         efficiency = speedup / (kpis.gpus / base.gpus)
-        if efficiency > SUPER_LINEAR:
+        if efficiency > SUPER_LINEAR and SUPER_LINEAR_PROBLEM not in problems:
             problems.append(SUPER_LINEAR_PROBLEM)
     elif kpis.throughput is not None:
         why = base.status.value if base is not None else "missing"
