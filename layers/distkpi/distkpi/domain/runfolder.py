@@ -257,7 +257,11 @@ def with_overrides(
         overrides["accuracy_direction"] = accuracy_direction
     if not overrides:
         return run
-    return parse_run_spec({**run.to_json(), **overrides})
+    try:
+        return parse_run_spec({**run.to_json(), **overrides})
+    except ContractError as exc:
+        given = ", ".join(f"{k} {v}" for k, v in overrides.items())
+        raise ContractError(f"{given}: {exc}") from exc
 
 
 def compute_run_kpis(
