@@ -188,9 +188,12 @@ def test_mllog_epochs_and_train_samples_are_kept_for_a_throughput() -> None:
 
 
 @pytest.mark.parametrize(
-    ("count", "dropped"), [(1, 0), (2, 1), (19, 1), (20, 1), (40, 2), (100, 5), (1000, 50)]
+    ("count", "dropped"),
+    [(1, 0), (2, 1), (19, 1), (20, 1), (35, 2), (40, 2), (49, 3), (100, 5), (343, 18), (1000, 50)],
 )
-def test_warmup_is_the_first_five_percent_and_at_least_one(count: int, dropped: int) -> None:
+def test_warmup_is_the_first_five_percent_rounded_up_and_at_least_one(
+    count: int, dropped: int
+) -> None:
     lines = [f"Pass = 0, Iters = {i}, Speed = {1000 + i} img/s" for i in range(count)]
     out = parse(*lines)
     assert len(out.samples()) == count - dropped

@@ -56,6 +56,12 @@ TEMPLATES = (
     "Epoch[{}] Batch [{}-{}]\tSpeed: {} samples/sec\taccuracy={}",
     "Epoch[{}] Validation-accuracy={}",
     "Pass: {}, Loss: {} , Test Accuracy: {}",
+    ':::MLLOG {{"key": "throughput", "value": {}, "time_ms": {}}}',
+    ':::MLPv0.5.0 resnet {} (x.py:1) eval_accuracy: {{"epoch": {}, "value": {}}}',
+    "DLL 2022-05-19 18:27:50.403645 - epoch {} | avg train utts/s  {} | took {} s",
+    "DLL 2022-05-19 19:05:08.574990 -  | avg train utts/s  {}",
+    "[Eval][Epoch {}][Avg]CELoss: {}, loss: {}, top1: {}, top5: {}",
+    'DLLL {{"step": [{}], "data": {{"val.top1": {}, "train.total_ips": {}}}}}',
 )
 
 NUMBER_TEXT = st.one_of(
@@ -226,6 +232,9 @@ HEADS = (
     "Epoch[0] Batch [1-2]\tSpeed: ",
     "Epoch[0] Validation-accuracy=",
     "Pass: 1, Loss: ",
+    ":::MLPv0.5.0 resnet 1 (x.py:1) eval_accuracy: ",
+    "DLL 2022-05-19 18:27:50.403645 - epoch 1 | ",
+    "[Eval][Epoch 1][Avg]",
     "",
 )
 UNITS = (
@@ -248,6 +257,8 @@ UNITS = (
     "ips: 1",
     "1-",
     "Epoch[",
+    " | 1",
+    "top1: 1",
 )
 
 

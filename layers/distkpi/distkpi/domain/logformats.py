@@ -33,12 +33,14 @@ DEFAULT_SETTINGS = ParseSettings()
 # Every line any parser below accepts contains one of these.
 NEEDLES: tuple[bytes, ...] = (
     b":::MLL",
+    b":::MLPv0.5",
     b"Pass",
     b"/sec",
     b"ips: ",
     b"DLL",
     b"'training_sequences_per_second'",
     b"Validation-accuracy=",
+    b"[Avg]",
     b"examples/se",
     b"metrics_data",
     b"kpis\t",
@@ -68,12 +70,15 @@ _HVD_TOTAL = re.compile(rf"Total img/sec on (\d++) GPU\(s\): {_NUM}")
 _TF_TOTAL = re.compile(rf"total images/sec: {_NUM}")
 _TF_STEP = re.compile(rf"\s*+\d++\s++images/sec: {_NUM}")
 _MLL_V06 = re.compile(rf":::MLL {_NUM} (\w++): ")
+_MLP_V05 = re.compile(rf":::MLPv0\.5\.0 \S++ {_NUM} \([^)]*+\) (\w++)(?:: )?+")
 # PaddleClas/PaddleNLP/PaddleDetection: `ips: 343.96 images/sec` per card; `ips: 127.0.0.1`
 # (the node list) has no unit after its number, so it is never a report
 _PADDLE_IPS = re.compile(rf"(?<![\w.])ips: {_NUM} ([A-Za-z]++)/s(?:ec)?+(?![\w])")
 _NOT_SAMPLES = frozenset({"step", "steps", "batch", "batches", "it", "its", "iter", "iters"})
 _DLL_TEXT = re.compile(r"DLL \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d++)? - ")
-_DLL_PAIR = re.compile(rf"([\w./-]++) : {_NUM}")
+_DLL_PAIR = re.compile(rf"(?<![\w./-])([\w./-]++) : {_NUM}")
+_NUMBER = re.compile(_NUM)
+_PADDLECLAS_EVAL = re.compile(rf"\[Eval\]\[Epoch (\d++)\]\[Avg\].*?\btop1: {_NUM}")
 _BERT_FINAL = re.compile(rf"'training_sequences_per_second': {_NUM}")
 _SPEEDOMETER = re.compile(rf"Epoch\[\d++\] Batch \[\d++(?:-\d++)?\]\s++Speed: {_NUM} samples/sec")
 _MXNET_VALIDATION = re.compile(rf"Epoch\[(\d++)\] Validation-accuracy={_NUM}")
@@ -193,12 +198,22 @@ def _ml_epoch(stop: bool) -> _MlHandler:
     return mark
 
 
+def _ml_throughput(
+    value: Any, metadata: dict[str, Any], time_s: float | None, out: LogSummary
+) -> None:
+    """NVIDIA's MLPerf code logs its own `throughput` key: the whole job's rate."""
+    throughput = _number(value, out)
+    if throughput is not None and throughput > 0:
+        out.add_throughput(throughput, Level.PASS, Per.JOB)
+
+
 _MlHandler = Callable[[Any, dict[str, Any], float | None, LogSummary], None]
 _ML_KEYS: dict[str, _MlHandler] = {
     "run_start": _ml_run_start,
     "run_stop": _ml_run_stop,
     "eval_accuracy": _ml_eval_accuracy,
     "tracked_stats": _ml_tracked_stats,
+    "throughput": _ml_throughput,
     "train_samples": _ml_train_samples,
     "epoch_start": _ml_epoch(stop=False),
     "epoch_stop": _ml_epoch(stop=True),
@@ -213,6 +228,31 @@ def _mllog_record(record: dict[str, Any], out: LogSummary) -> None:
     metadata: dict[str, Any] = found if isinstance(found, dict) else {}
     time_ms = _number(record.get("time_ms"), out)
     handler(record.get("value"), metadata, time_ms / 1000.0 if time_ms is not None else None, out)
+
+
+def _mlp_v05(line: str, out: LogSummary) -> bool:
+    """MLPerf v0.5: `:::MLPv0.5.0 <benchmark> <unix seconds> (<file>:<line>) <key>[: <json>]`;
+    an eval_accuracy is `{"epoch": N, "value": x}`, a run_stop `{"success": false}` a run
+    that did not reach its target."""
+    m = _MLP_V05.search(line)
+    if m is None:
+        return False
+    seconds = _finite(m.group(1), out)
+    rest = line[m.end() :].strip()
+    try:
+        value = json.loads(rest) if rest else None
+    except (ValueError, RecursionError):
+        value = rest
+    metadata: dict[str, Any] = {}
+    if isinstance(value, dict) and m.group(2) == "eval_accuracy":
+        metadata["epoch_num"] = value.get("epoch")
+        value = value.get("value")
+    if isinstance(value, dict) and m.group(2) == "run_stop" and value.get("success") is False:
+        metadata["status"] = "aborted"
+    if seconds is not None:
+        record = {"key": m.group(2), "value": value, "metadata": metadata}
+        _mllog_record({**record, "time_ms": seconds * 1000.0}, out)
+    return True
 
 
 def _mll_v06(line: str, out: LogSummary) -> bool:
@@ -331,8 +371,18 @@ def _paddle_ips(line: str, out: LogSummary) -> bool:
     m = _PADDLE_IPS.search(line)
     if m is None:
         return False
-    if m.group(2).lower() not in _NOT_SAMPLES and "[Eval]" not in line:
+    if m.group(2).lower() not in _NOT_SAMPLES and "[Eval]" not in line and "[EVAL]" not in line:
         _positive_throughput(m.group(1), Level.ITERATION, out, Per.CARD)
+    return True
+
+
+def _paddleclas_eval(line: str, out: LogSummary) -> bool:
+    """PaddleClas's epoch evaluation: `[Eval][Epoch 400][Avg]CELoss: ..., top1: 0.36560`."""
+    m = _PADDLECLAS_EVAL.search(line)
+    if m is None:
+        return False
+    if (acc := _finite(m.group(2), out)) is not None:
+        out.add_accuracy(acc, _pass_number(m.group(1), out), None)
     return True
 
 
@@ -342,16 +392,26 @@ def _train_rate(name: str) -> bool:
     name = name.lower()
     if any(word in name for word in ("val", "eval", "infer", "test", "predict", "compute")):
         return False
-    return "throughput" in name or name.endswith("ips") or name.endswith("_per_second")
+    rate = name.endswith(("ips", "_per_second", "/s", "/sec"))
+    return "throughput" in name or rate
 
 
-def _dllogger_data(data: dict[str, Any], summary: bool, out: LogSummary) -> None:
+def _dllogger_data(
+    data: dict[str, Any], summary: bool, out: LogSummary, epoch: int | None = None
+) -> None:
+    rate_seen = False
     for name, value in data.items():
-        if isinstance(name, str) and _train_rate(name):
+        if not isinstance(name, str):
+            continue
+        if not rate_seen and _train_rate(name):
+            rate_seen = True
             rate = _number(value, out)
             if rate is not None and rate > 0:
                 out.add_throughput(rate, Level.SUMMARY if summary else Level.ITERATION, Per.JOB)
-            return
+        elif name == "val.top1":  # DeepLearningExamples logs top-1 in percent
+            top1 = _number(value, out)
+            if top1 is not None:
+                out.add_accuracy(top1 / 100.0, None if summary else epoch, None)
 
 
 def _dllogger(line: str, out: LogSummary) -> bool:
@@ -366,12 +426,19 @@ def _dllogger(line: str, out: LogSummary) -> bool:
             out.note("unreadable DLLL line skipped")
             return True
         if isinstance(record, dict) and isinstance(record.get("data"), dict):
-            _dllogger_data(record["data"], record.get("step") == [], out)
+            step = record.get("step")
+            epoch = _pass_number(step[0], out) if isinstance(step, list) and step else None
+            _dllogger_data(record["data"], step == [], out, epoch)
         return True
     m = _DLL_TEXT.search(line)
     if m is None:
         return False
     rest = line[m.end() :]
+    if "|" in rest:
+        step, *parts = rest.split("|")
+        if step.strip() != "PARAMETER":
+            _dllogger_data(_bar_pairs(parts, out), not step.strip(), out)
+        return True
     summary = rest.startswith("()") or rest.startswith("Summary:")
     pairs = {name: text for name, text in _DLL_PAIR.findall(rest)}
     numbers = {}
@@ -380,6 +447,20 @@ def _dllogger(line: str, out: LogSummary) -> bool:
             numbers[name] = value
     _dllogger_data(numbers, summary, out)
     return True
+
+
+def _bar_pairs(parts: list[str], out: LogSummary) -> dict[str, float]:
+    """NVIDIA RNN-T's own DLLogger metrics, `| avg train utts/s  5860 | took 47.44 s`: a name,
+    a number, perhaps a unit."""
+    pairs: dict[str, float] = {}
+    for part in parts:
+        words = part.split()
+        for at in (len(words) - 1, len(words) - 2):
+            if at >= 1 and _NUMBER.fullmatch(words[at]):
+                if (value := _finite(words[at], out)) is not None:
+                    pairs[" ".join(words[:at])] = value
+                break
+    return pairs
 
 
 def _bert_final(line: str, out: LogSummary) -> bool:
@@ -426,12 +507,14 @@ _PARSERS: tuple[Callable[[str, LogSummary], bool], ...] = (
     _crash,
     _mllog,
     _mll_v06,
+    _mlp_v05,
     _dllogger,
     _bert_final,
     _metrics_data,
     _ce_kpi,
     _paddle_pass,
     _paddle_summary,
+    _paddleclas_eval,
     _paddle_ips,
     _mxnet,
     _horovod_tf,

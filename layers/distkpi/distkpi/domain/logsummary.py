@@ -38,11 +38,12 @@ class Per(StrEnum):
 
 
 def warmup_count(count: int, warmup_reports: int | None) -> int:
-    """Reports dropped before averaging: the suite's number, else the first 5% and at least
-    the first; never all of them."""
+    """Reports dropped before averaging: the suite's number, else the first 5% (rounded up)
+    and at least the first; never all of them."""
     if count <= 1:
         return 0
-    dropped = warmup_reports if warmup_reports is not None else max(1, int(count * WARMUP_SHARE))
+    share = max(1, math.ceil(count * WARMUP_SHARE - 1e-9))
+    dropped = warmup_reports if warmup_reports is not None else share
     return min(dropped, count - 1)
 
 
