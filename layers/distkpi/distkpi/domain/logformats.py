@@ -437,7 +437,7 @@ def _dllogger(line: str, out: LogSummary) -> bool:
     if "|" in rest:
         step, *parts = rest.split("|")
         if step.strip() != "PARAMETER":
-            _dllogger_data(_bar_pairs(parts, out), not step.strip(), out)
+            _dllogger_data(_bar_pairs(parts, out), step.strip() in ("", "()"), out)
         return True
     summary = rest.startswith("()") or rest.startswith("Summary:")
     pairs = {name: text for name, text in _DLL_PAIR.findall(rest)}
@@ -450,15 +450,15 @@ def _dllogger(line: str, out: LogSummary) -> bool:
 
 
 def _bar_pairs(parts: list[str], out: LogSummary) -> dict[str, float]:
-    """NVIDIA RNN-T's own DLLogger metrics, `| avg train utts/s  5860 | took 47.44 s`: a name,
-    a number, perhaps a unit."""
+    """DLLogger metrics after a `|` (NVIDIA RNN-T's and GNN's formats: `| avg train utts/s
+    5860 | took 47.44 s`, `| train_acc : 0.7024 %`): a name, a number, perhaps a unit."""
     pairs: dict[str, float] = {}
     for part in parts:
         words = part.split()
         for at in (len(words) - 1, len(words) - 2):
             if at >= 1 and _NUMBER.fullmatch(words[at]):
                 if (value := _finite(words[at], out)) is not None:
-                    pairs[" ".join(words[:at])] = value
+                    pairs[" ".join(words[:at]).rstrip(" :")] = value
                 break
     return pairs
 
