@@ -74,7 +74,7 @@ def test_a_node_index_of_fifty_digits_is_ignored_not_retried(stack: Stack) -> No
 def test_a_log_the_parser_crashes_on_still_settles_the_run(
     stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def crash(stream: object) -> object:
+    def crash(stream: object, settings: object = None) -> object:
         raise IndexError("a parser bug")
 
     monkeypatch.setattr("distkpi.domain.runfolder.parse_log", crash)

@@ -41,6 +41,12 @@ def test_paddleclas_ips_is_per_card_and_per_step() -> None:
     assert out.throughput_per() is Per.CARD
 
 
+def test_the_elapse_variant_quoted_in_the_issue() -> None:
+    # issue 23, verbatim: PaddleClas/PaddleNLP/PaddleDetection's older training line
+    out = parse("epoch: 0, batch: 10, loss: 6.9 elapse: 0.279s ips: 343.96 images/sec.")
+    assert out.best_throughput() == (pytest.approx(343.96), Level.ITERATION)
+
+
 @pytest.mark.parametrize(
     "line",
     [

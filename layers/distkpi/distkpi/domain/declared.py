@@ -50,24 +50,20 @@ class _Declared(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class ThroughputPattern(_Declared):
+class AccuracyPattern(_Declared):
+    """A pattern whose `value` group is the KPI's number."""
+
     pattern: Pattern
+
+    @field_validator("pattern")
+    @classmethod
+    def _has_value(cls, pattern: str) -> str:
+        return _checked(pattern, "value")
+
+
+class ThroughputPattern(AccuracyPattern):
     # what one matched value counts (logsummary.Per)
     per: Per
-
-    @field_validator("pattern")
-    @classmethod
-    def _has_value(cls, pattern: str) -> str:
-        return _checked(pattern, "value")
-
-
-class AccuracyPattern(_Declared):
-    pattern: Pattern
-
-    @field_validator("pattern")
-    @classmethod
-    def _has_value(cls, pattern: str) -> str:
-        return _checked(pattern, "value")
 
 
 class TimeMarks(_Declared):
