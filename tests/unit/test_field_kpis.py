@@ -197,3 +197,24 @@ def test_a_missing_log_a_node_named_fails_its_config(run_builder: RunBuilder) ->
     (run_builder.root / "1x1" / "t.log").unlink()
     cfg = one(run_builder)
     assert cfg.status == "failed" and "t.log: named by node 0 but missing" in cfg.problems
+
+
+def test_per_node_reports_need_every_trainer_not_every_log(tmp_path: object) -> None:
+    b = RunBuilder(
+        tmp_path, metrics={"throughput": {"pattern": r"node rate (?P<value>\d+)", "per": "node"}}
+    )
+    b.config("2x8", trainers=2, gpus=8).config("2x8-silent", trainers=2, gpus=8)
+    b.node(
+        "2x8",
+        0,
+        [
+            ("a.log", "trainer", 0, "log", "node rate 800\n"),
+            ("b.log", "trainer", 0, "log", "nothing\n"),
+        ],
+    )
+    b.trainer("2x8", 1, "node rate 820\n")
+    b.trainer("2x8-silent", 0, "node rate 800\n").trainer("2x8-silent", 1, "nothing\n")
+    run = kpis(b)
+    assert run.config("2x8").status == "ok" and run.config("2x8").throughput == 1620.0
+    assert run.config("2x8-silent").status == "failed"
+    assert "trainer 1 (trainer-1.log): no throughput reported" in run.config("2x8-silent").problems

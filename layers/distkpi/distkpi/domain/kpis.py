@@ -282,6 +282,20 @@ def _combined(spec: ConfigSpec, reports: Sequence[_Reported]) -> tuple[float, fl
     return sum(values), 1.0
 
 
+def _silent(trainers: Sequence[ParsedLog], reports: Sequence[_Reported]) -> list[ParsedLog]:
+    """The logs whose silence makes a sum partial: per process, each log that reports
+    nothing; per node, the logs of a trainer none of whose logs reports (per card and per job
+    a silent log takes nothing away: the other logs' figure stands for it)."""
+    per = reports[0].per
+    if per is Per.PROCESS:
+        reporting = {id(r.log) for r in reports}
+        return [log for log in trainers if id(log) not in reporting]
+    if per is Per.NODE:
+        nodes = {r.log.rank for r in reports}
+        return [log for log in trainers if log.rank not in nodes]
+    return []
+
+
 def _throughput(
     spec: ConfigSpec, trainers: Sequence[ParsedLog]
 ) -> tuple[tuple[float | None, tuple[float, ...]], bool, Problems]:
@@ -300,13 +314,9 @@ def _throughput(
     if len(pers) > 1:
         why = f"throughput not given: trainer logs count it differently ({', '.join(pers)})"
         return (None, ()), True, (why,)
-    silent = {id(log) for log in trainers} - {id(r.log) for r in reports}
-    if silent and reports[0].per in (Per.PROCESS, Per.NODE):
-        problems = [
-            f"trainer {log.rank} ({log.path}): no throughput reported"
-            for log in trainers
-            if id(log) in silent
-        ]
+    silent = _silent(trainers, reports)
+    if silent:
+        problems = [f"trainer {log.rank} ({log.path}): no throughput reported" for log in silent]
         problems.append("throughput not given: a sum over some trainers only would be partial")
         return (None, ()), True, tuple(problems)
     total, scale = _combined(spec, reports)
