@@ -5,7 +5,7 @@ from distkpi.domain.accuracy import Direction
 from distkpi.domain.commit_status import State
 from distkpi.domain.evaluation import evaluate
 from distkpi.domain.history import HistoryRow
-from distkpi.domain.judging import KpiVerdict, VerdictSettings
+from distkpi.domain.judging import KPIS, KpiVerdict, VerdictSettings
 from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis
 
 ACCURACY_ONLY = VerdictSettings(enforced=("test_accuracy",))
@@ -83,6 +83,18 @@ def test_an_enforced_kpi_not_reported_is_an_error_naming_config_and_kpi() -> Non
     assert result.description == "1x8 throughput not reported (enforced)"
 
 
+def test_without_an_enforced_list_a_kpi_not_reported_is_judged_where_reported() -> None:
+    # a suite that lists no `enforced` judges every KPI a config reports; a CPU run has no
+    # GPU memory, and that is no error
+    result = evaluate(run(config(trainer_gpu_memory_mib=None)), [], VerdictSettings(), 0.01)
+    assert judged(result, "trainer_gpu_memory_mib") is KpiVerdict.NO_BASELINE
+    assert result.verdict.state is State.SUCCESS
+    stored = VerdictSettings.model_validate(VerdictSettings().model_dump(mode="json"))
+    assert stored.enforced_by_suite is False
+    listed = VerdictSettings.model_validate({"enforced": ["throughput"]})
+    assert VerdictSettings.model_validate(listed.model_dump(mode="json")).enforced_by_suite
+
+
 def test_a_kpi_that_is_not_enforced_may_be_missing() -> None:
     settings = VerdictSettings(enforced=("time_to_accuracy_s",))
     result = evaluate(run(config(throughput=None, speedup=None, efficiency=None)), [], settings, 0)
@@ -90,11 +102,12 @@ def test_a_kpi_that_is_not_enforced_may_be_missing() -> None:
 
 
 def test_pserver_memory_is_not_missing_without_pservers() -> None:
-    result = evaluate(run(config()), [], VerdictSettings(), 0.01)  # every KPI enforced
+    every = VerdictSettings(enforced=KPIS)  # as a suite listing every KPI says
+    result = evaluate(run(config()), [], every, 0.01)
     assert judged(result, "pserver_gpu_memory_mib") is KpiVerdict.NO_BASELINE
     assert result.verdict.state is State.SUCCESS
     with_ps = config(pservers=2)
-    result = evaluate(run(with_ps), [], VerdictSettings(), 0.01)
+    result = evaluate(run(with_ps), [], every, 0.01)
     assert judged(result, "pserver_gpu_memory_mib") is KpiVerdict.MISSING
     assert result.verdict.reasons == ("1x8 pserver_gpu_memory_mib not reported",)
 

@@ -86,6 +86,9 @@ class VerdictSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     enforced: tuple[str, ...] = KPIS
+    # whether the suite lists `enforced` itself: a KPI it names that a config can report and
+    # does not is then the run's error; by default every KPI is judged where it is reported
+    enforced_by_suite: bool = False
     tolerance: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
     default_tolerance: Annotated[float, Field(ge=0)] = 0.05
     # the chance that an unchanged commit's run fails, all its enforced KPIs together
@@ -110,6 +113,13 @@ class VerdictSettings(BaseModel):
     def _known_tolerances(cls, tolerance: dict[str, float]) -> dict[str, float]:
         cls._known(tuple(tolerance))
         return tolerance
+
+    @model_validator(mode="before")
+    @classmethod
+    def _listed_by_the_suite(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "enforced_by_suite" not in data:
+            return {**data, "enforced_by_suite": "enforced" in data}
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -395,7 +405,7 @@ def _without_test(e: KpiEvidence, settings: VerdictSettings) -> Judgement:
             e.config, e.kpi, None, base, None, None, verdict, "never reached the target", runs
         )
     value = e.value
-    if value is None and enforced and e.applicable:
+    if value is None and enforced and e.applicable and settings.enforced_by_suite:
         return Judgement(e.config, e.kpi, None, None, None, None, KpiVerdict.MISSING, NOT_REPORTED)
     if value is None or not e.history:
         why = "no value" if value is None else "no baseline"
