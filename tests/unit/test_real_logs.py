@@ -2,9 +2,9 @@
 numbers their authors published or their own lines define (tests/data/real/expected.json),
 and golden `distkpi kpis --json` output for whole run folders built from them.
 
-The log files are third-party data kept out of the repository, in the shared data folder's
-`real/` (a checkout's `shared/real`, or the folder DISTKPI_REAL_LOGS names); without it these
-tests are skipped, saying so.
+The log files are third-party data kept out of the repository, in `real/` of the shared data
+folder beside the checkout (`<checkout>/../shared/real`, or the folder DISTKPI_REAL_LOGS
+names); without it these tests are skipped, naming the folder.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from distkpi.domain.runfolder import compute_run_kpis
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = json.loads((ROOT / "tests" / "data" / "real" / "expected.json").read_text())
-REAL = Path(os.environ.get("DISTKPI_REAL_LOGS", ROOT / "shared" / "real"))
+REAL = Path(os.environ.get("DISTKPI_REAL_LOGS", ROOT.parent / "shared" / "real"))
 GOLDEN = ROOT / "tests" / "golden" / "real"
 pytestmark = pytest.mark.skipif(
-    not REAL.is_dir(), reason="the real logs are not here (shared/real or DISTKPI_REAL_LOGS)"
+    not REAL.is_dir(), reason=f"no real logs in {REAL} (set DISTKPI_REAL_LOGS to their folder)"
 )
 
 # Each benchmark's quality target as its MLPerf round's rules set it (the notes of each
