@@ -20,10 +20,9 @@ import pytest
 from moto import mock_aws
 from moto.core.authorization import enable_iam_authentication
 
-from distkpi.domain.template import load_template, resources_of_type
-from distkpi.domain.webhook import sign
+from distkpi.domain.github.webhook import sign
 from distkpi.entry import wiring
-from distkpi.local.aws_stack import (
+from distkpi_cli.local.aws_stack import (
     BUCKET,
     REGION,
     STACK_NAME,
@@ -31,10 +30,10 @@ from distkpi.local.aws_stack import (
     function_environment,
     provision,
 )
-from distkpi.local.dispatch import BATCH_STATES
-from distkpi.local.github_standin import GitHubApp, GitHubStandIn
-from distkpi.local.handlers import LambdaContext, load_handlers
-from distkpi.local.iam import (
+from distkpi_cli.local.dispatch import BATCH_STATES
+from distkpi_cli.local.github_standin import GitHubApp, GitHubStandIn
+from distkpi_cli.local.handlers import LambdaContext, load_handlers
+from distkpi_cli.local.iam import (
     ADMIN,
     Identity,
     Resolver,
@@ -42,7 +41,8 @@ from distkpi.local.iam import (
     function_roles,
     role_statements,
 )
-from distkpi.local.sam import expand
+from distkpi_cli.local.sam import expand
+from distkpi_cli.local.template import load_template, resources_of_type
 from tests.conftest import offline_aws
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import pytest
 
 from distkpi.domain.signing import sign
 from distkpi.entry import wiring
-from distkpi.local.handlers import LambdaContext
+from distkpi_cli.local.handlers import LambdaContext
 from tests.conftest import mllog
 from tests.integration.conftest import BUCKET, Stack, event
 

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from distkpi.adapters.dynamo import DynamoTable, HistoryRepository
-from distkpi.cli import main
-from distkpi.domain.history import HISTORY_COLUMNS
-from distkpi.domain.kpis import ConfigKpis
+from distkpi.domain.judging.history import HISTORY_COLUMNS
+from distkpi.domain.kpis.engine import ConfigKpis
 from distkpi.domain.records import HistoryRecord
+from distkpi_cli.main import main
 from tests.integration.conftest import BUCKET, TABLE, Stack, event
 from tests.integration.test_flow import THROUGHPUT, deliver_all, final_statuses, run_all_nodes
 

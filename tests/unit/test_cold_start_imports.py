@@ -13,7 +13,10 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(
     ("function", "unwanted"),
     [
-        ("webhook", ("pandas", "matplotlib", "numpy", "distkpi.domain.kpis", "ahocorasick_rs")),
+        (
+            "webhook",
+            ("pandas", "matplotlib", "numpy", "distkpi.domain.kpis.engine", "ahocorasick_rs"),
+        ),
         ("job_events", ("pandas", "matplotlib")),
     ],
 )

@@ -6,15 +6,15 @@ import io
 import pytest
 import yaml
 
-from distkpi.adapters.localfs import LocalRunSource
-from distkpi.domain.declared import DeclaredMetrics, parse_time
-from distkpi.domain.logformats import ParseSettings, parse_log
-from distkpi.domain.logsummary import Per
-from distkpi.domain.planning import run_spec_for
-from distkpi.domain.runfolder import compute_run_kpis
-from distkpi.domain.suites import parse_suite
-from distkpi.domain.webhook import Trigger
+from distkpi.domain.github.webhook import Trigger
+from distkpi.domain.kpis.runfolder import compute_run_kpis
+from distkpi.domain.logs.declared import DeclaredMetrics, parse_time
+from distkpi.domain.logs.logformats import ParseSettings, parse_log
+from distkpi.domain.logs.logsummary import Per
+from distkpi.domain.planning.jobs import run_spec_for
+from distkpi.domain.planning.suites import parse_suite
 from distkpi.exceptions import ContractError
+from distkpi_cli.localfs import LocalRunSource
 from tests.conftest import RunBuilder
 
 SUITE = """\

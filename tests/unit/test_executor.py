@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from distkpi.local.executor import Executor, LocalJob
+from distkpi_cli.local.executor import Executor, LocalJob
 
 # node 0 and node 1 each run this, told apart by AWS_BATCH_JOB_NODE_INDEX
 SCRIPT = (

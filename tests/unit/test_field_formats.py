@@ -14,8 +14,8 @@ import json
 import pytest
 
 from distkpi.domain.accuracy import Direction
-from distkpi.domain.logformats import ParseSettings, parse_log
-from distkpi.domain.logsummary import Level, LogSummary, Per
+from distkpi.domain.logs.logformats import ParseSettings, parse_log
+from distkpi.domain.logs.logsummary import Level, LogSummary, Per
 
 
 def parse(*lines: str, settings: ParseSettings | None = None) -> LogSummary:

@@ -4,11 +4,11 @@ claimed where none is reported, MLLOG epochs, super-linear efficiency."""
 
 import pytest
 
-from distkpi.adapters.localfs import LocalRunSource
 from distkpi.domain.accuracy import Direction
-from distkpi.domain.kpis import NOT_REACHED, SUPER_LINEAR_PROBLEM, ConfigKpis, RunKpis
-from distkpi.domain.runfolder import compute_run_kpis
+from distkpi.domain.kpis.engine import NOT_REACHED, SUPER_LINEAR_PROBLEM, ConfigKpis, RunKpis
+from distkpi.domain.kpis.runfolder import compute_run_kpis
 from distkpi.exceptions import ContractError
+from distkpi_cli.localfs import LocalRunSource
 from tests.conftest import RunBuilder, mllog, pass_log
 
 

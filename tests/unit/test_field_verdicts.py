@@ -3,10 +3,11 @@ enforced KPI a run does not report, a run that did not reach its target."""
 
 from distkpi.domain.accuracy import Direction
 from distkpi.domain.commit_status import State
-from distkpi.domain.evaluation import evaluate
-from distkpi.domain.history import HistoryRow
-from distkpi.domain.judging import KPIS, KpiVerdict, VerdictSettings
-from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis
+from distkpi.domain.judging.evaluation import evaluate
+from distkpi.domain.judging.history import HistoryRow
+from distkpi.domain.judging.settings import KPIS, VerdictSettings
+from distkpi.domain.judging.statistics import KpiVerdict
+from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus, RunKpis
 
 ACCURACY_ONLY = VerdictSettings(enforced=("test_accuracy",))
 

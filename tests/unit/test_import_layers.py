@@ -11,9 +11,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "distkpi" / "distkpi"
 FORBIDDEN = {
-    "domain": ("distkpi.adapters", "distkpi.services", "distkpi.entry", "distkpi.local"),
-    "adapters": ("distkpi.services", "distkpi.entry", "distkpi.local"),
-    "node": ("distkpi.services", "distkpi.entry", "distkpi.local"),
+    "domain": ("distkpi.adapters", "distkpi.services", "distkpi.entry", "distkpi_cli.local"),
+    "adapters": ("distkpi.services", "distkpi.entry", "distkpi_cli.local"),
+    "node": ("distkpi.services", "distkpi.entry", "distkpi_cli.local"),
 }
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from distkpi.adapters.localfs import LocalRunSource
-from distkpi.cli import main
-from distkpi.domain.judging import KPIS
-from distkpi.domain.runfolder import compute_run_kpis
+from distkpi.domain.judging.settings import KPIS
+from distkpi.domain.kpis.runfolder import compute_run_kpis
+from distkpi_cli.localfs import LocalRunSource
+from distkpi_cli.main import main
 from tests.unit.test_cli_kpis import EXAMPLE
 
 COLUMNS = ["finished_at", "repo", "branch", "model", "config", "sha", "run_id", "kpi", "value"]

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from distkpi.adapters.localfs import LocalRunSource
-from distkpi.cli import main
-from distkpi.domain.kpis import NOT_REACHED, ConfigKpis
-from distkpi.domain.runfolder import compute_run_kpis
+from distkpi.domain.kpis.engine import NOT_REACHED, ConfigKpis
+from distkpi.domain.kpis.runfolder import compute_run_kpis
+from distkpi_cli.localfs import LocalRunSource
+from distkpi_cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = json.loads((ROOT / "tests" / "data" / "real" / "expected.json").read_text())

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import ClientError
 
 from distkpi.adapters.aws import client
-from distkpi.domain.planning import JobPlan, NodeGroup
+from distkpi.domain.planning.jobs import JobPlan, NodeGroup
 from distkpi.exceptions import LaunchError
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from pydantic_core import PydanticCustomError
 
 from distkpi.domain.accuracy import Direction, Target
-from distkpi.domain.declared import DeclaredMetrics
+from distkpi.domain.logs.declared import DeclaredMetrics
 from distkpi.exceptions import ContractError
 
 SCHEMA_VERSION = 1

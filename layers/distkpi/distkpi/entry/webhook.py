@@ -11,10 +11,9 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 
-from distkpi.domain.layout import report_key
-from distkpi.domain.report_links import link_problem
-from distkpi.domain.trust import NeedsApproval, admit, trusted_because
-from distkpi.domain.webhook import (
+from distkpi.domain.github.report_links import link_problem
+from distkpi.domain.github.trust import NeedsApproval, admit, trusted_because
+from distkpi.domain.github.webhook import (
     RERUN_EVENTS,
     Ignored,
     Invalid,
@@ -24,6 +23,7 @@ from distkpi.domain.webhook import (
     dig,
     signature_matches,
 )
+from distkpi.domain.layout import report_key
 from distkpi.entry.observability import count, logger
 from distkpi.entry.wiring import webhook
 from distkpi.services.launch import Outcome
@@ -58,7 +58,7 @@ def _header(name: str) -> str | None:
 @app.get("/reports/<run_id>")
 def report(run_id: str) -> Response[str]:
     """A report link from a check or status: a fresh presigned URL of the report, after
-    checking the link's signature and expiry (domain/report_links.py)."""
+    checking the link's signature and expiry (domain/github/report_links.py)."""
     wired = webhook()
     if wired.settings.report_link_secret_id is None:
         return _reply(HTTPStatus.NOT_FOUND, message="this stack signs no report links")

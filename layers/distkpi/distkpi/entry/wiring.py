@@ -24,9 +24,9 @@ from distkpi.adapters.github_app import AppAuth, AppCredentials
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.adapters.secrets import SecretReader
 from distkpi.adapters.suite_catalog import SuiteCatalog
+from distkpi.domain.github.report_links import report_link
 from distkpi.domain.layout import report_key
-from distkpi.domain.report_links import report_link
-from distkpi.domain.sizing import Fleet
+from distkpi.domain.planning.sizing import Fleet
 from distkpi.entry.observability import count
 from distkpi.services.launch import RunStarter
 from distkpi.services.statuses import StatusPublisher

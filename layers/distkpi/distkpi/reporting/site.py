@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Protocol
 
 from distkpi.adapters.dynamo import HistoryRepository
-from distkpi.domain.changepoints import last_change_point
-from distkpi.domain.judging import KPIS, KpiVerdict
+from distkpi.domain.judging.changepoints import last_change_point
+from distkpi.domain.judging.settings import KPIS
+from distkpi.domain.judging.statistics import KpiVerdict
 from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord
 
 DEFAULT_PAGE_RUNS = 500

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from distkpi.adapters.dynamo import HistoryRepository
-from distkpi.domain.history import HistoryRow, rows_from_records, until_commit
+from distkpi.domain.judging.history import HistoryRow, rows_from_records, until_commit
 from distkpi.domain.records import RunRecord
 
 

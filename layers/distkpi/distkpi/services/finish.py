@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, replace
 from aws_lambda_powertools import Logger
 
 from distkpi.adapters.dynamo import HistoryRepository, RunRepository
-from distkpi.domain.combining import combine
-from distkpi.domain.evaluation import Evaluation, evaluate
-from distkpi.domain.planning import confirmation_run_id
+from distkpi.domain.judging.evaluation import Evaluation, evaluate
+from distkpi.domain.kpis.combining import combine
+from distkpi.domain.planning.jobs import confirmation_run_id
 from distkpi.domain.records import RunRecord, RunStatus
 from distkpi.exceptions import NotFoundError
 from distkpi.services.baseline import Baseline, baseline_of

@@ -21,8 +21,10 @@ from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.adapters.suite_catalog import SuiteCatalog
 from distkpi.domain.commit_status import State, confirming_description, pending_description
 from distkpi.domain.contracts import RunSpec
+from distkpi.domain.github.trust import NeedsApproval, approval_description
+from distkpi.domain.github.webhook import Rerun, Trigger
 from distkpi.domain.layout import run_spec_key
-from distkpi.domain.planning import (
+from distkpi.domain.planning.jobs import (
     JobPlan,
     confirmation_run_id,
     confirmation_spec,
@@ -30,12 +32,10 @@ from distkpi.domain.planning import (
     run_id_for,
     run_spec_for,
 )
+from distkpi.domain.planning.sizing import Fleet
+from distkpi.domain.planning.suites import BrokenSuite, Suite
 from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord, RunStatus
 from distkpi.domain.signing import new_key
-from distkpi.domain.sizing import Fleet
-from distkpi.domain.suites import BrokenSuite, Suite
-from distkpi.domain.trust import NeedsApproval, approval_description
-from distkpi.domain.webhook import Rerun, Trigger
 from distkpi.exceptions import LaunchError
 from distkpi.services.jobs import stop_jobs
 from distkpi.services.ports import Clock, Counter, no_metrics, utcnow

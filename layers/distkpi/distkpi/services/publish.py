@@ -11,8 +11,8 @@ from aws_lambda_powertools import Logger
 
 from distkpi.adapters.dynamo import HistoryRepository, RunRepository
 from distkpi.adapters.s3_runs import S3RunStore
-from distkpi.domain.evaluation import Evaluation
-from distkpi.domain.history import HistoryRow
+from distkpi.domain.judging.evaluation import Evaluation
+from distkpi.domain.judging.history import HistoryRow
 from distkpi.domain.layout import kpis_key, report_key
 from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord
 from distkpi.exceptions import StorageError

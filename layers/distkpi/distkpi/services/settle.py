@@ -11,9 +11,14 @@ from aws_lambda_powertools import Logger
 from distkpi.adapters.dynamo import JobRepository, RunRepository
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.kpis import ConfigEvidence, ConfigKpis, ConfigStatus
+from distkpi.domain.kpis.engine import ConfigEvidence, ConfigKpis, ConfigStatus
+from distkpi.domain.kpis.runfolder import (
+    config_kpis_of,
+    gather_config,
+    node_indices,
+    parse_settings,
+)
 from distkpi.domain.records import ConfigState
-from distkpi.domain.runfolder import config_kpis_of, gather_config, node_indices, parse_settings
 from distkpi.exceptions import NotFoundError, StorageError
 from distkpi.services.finish import RunFinisher
 from distkpi.services.ports import Counter, no_metrics, utcnow

@@ -1,0 +1,160 @@
+"""KPI history as rows, the baseline a run is judged against, and the judging of a run."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from distkpi.domain.accuracy import Direction
+from distkpi.domain.judging.changepoints import split_at_change
+from distkpi.domain.judging.settings import KPIS, VerdictSettings
+from distkpi.domain.judging.statistics import KpiEvidence
+from distkpi.domain.kpis.engine import MIXED, ConfigStatus, RunKpis
+from distkpi.domain.records import HistoryRecord
+
+HISTORY_COLUMNS = (
+    "finished_at",
+    "repo",
+    "branch",
+    "model",
+    "config",
+    "sha",
+    "run_id",
+    "kpi",
+    "value",
+    "status",
+    "hardware",
+    "gpu_hours",
+)
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One KPI of one config of one finished run: a row of `distkpi history --format csv`."""
+
+    finished_at: str
+    repo: str
+    branch: str
+    model: str
+    config: str
+    sha: str
+    run_id: str
+    kpi: str
+    value: float | None
+    status: str = "ok"
+    hardware: str | None = None  # None: recorded before runs knew their hardware
+    gpu_hours: float | None = None  # the config's, on each of its KPIs' rows
+
+    def to_json(self) -> dict[str, Any]:
+        return {c: getattr(self, c) for c in HISTORY_COLUMNS}
+
+
+def rows_from_records(records: Iterable[HistoryRecord]) -> list[HistoryRow]:
+    """History records (one per run and config) as rows, one per KPI, oldest first."""
+    rows = [
+        HistoryRow(
+            finished_at=r.finished_at,
+            repo=r.repo,
+            branch=r.branch,
+            model=r.model,
+            config=r.config,
+            sha=r.sha,
+            run_id=r.run_id,
+            kpi=kpi,
+            value=getattr(r.kpis, kpi),
+            status=r.kpis.status.value,
+            hardware=r.kpis.hardware,
+            gpu_hours=r.kpis.gpu_hours,
+        )
+        for r in records
+        for kpi in KPIS
+    ]
+    return sorted(rows, key=lambda row: row.finished_at)
+
+
+def until_commit(rows: Sequence[HistoryRow], sha: str | None) -> list[HistoryRow]:
+    """Rows up to and including the runs of ``sha`` (a merge base); all rows when it has none."""
+    if sha is None:
+        return list(rows)
+    last = max((i for i, row in enumerate(rows) if row.sha == sha), default=None)
+    return list(rows) if last is None else list(rows[: last + 1])
+
+
+def series(
+    rows: Iterable[HistoryRow],
+    config: str,
+    kpi: str,
+    reset_after: str | None = None,
+    hardware: str | None = None,
+) -> list[float]:
+    """Values of one KPI of one config in time order: only ok runs on the same hardware,
+    only after a reset, and a commit once, by its latest run (a re-run's earlier runs stay
+    in the history, but are not counted twice). Mixed hardware is compared with nothing."""
+    if hardware == MIXED:
+        return []
+    by_commit: dict[str, float] = {}
+    for row in rows:
+        if (
+            row.config == config
+            and row.kpi == kpi
+            and row.value is not None
+            and row.status == ConfigStatus.OK.value
+            and row.hardware == hardware
+            and (reset_after is None or row.finished_at > reset_after)
+        ):
+            by_commit[row.sha] = row.value
+    return list(by_commit.values())
+
+
+def evidence_of(
+    run: RunKpis,
+    history: Sequence[HistoryRow],
+    settings: VerdictSettings,
+    resets: Mapping[str, str] | None = None,
+) -> list[KpiEvidence]:
+    """Every KPI of every ok config with its baseline (resets: config -> time, '*' all)."""
+    resets = resets or {}
+    higher_accuracy = run.accuracy_direction is Direction.HIGHER
+    out = []
+    for config in run.configs:
+        if config.status is not ConfigStatus.OK:
+            continue
+        reset = max((resets[k] for k in (config.name, "*") if k in resets), default=None)
+        values = config.to_json()
+        for kpi in KPIS:
+            values_before = series(history, config.name, kpi, reset, config.hardware)
+            earlier, baseline = split_at_change(values_before, settings)
+            value = values[kpi]
+            per_run = config.run_values.get(kpi) or (() if value is None else (value,))
+            out.append(
+                KpiEvidence(
+                    config.name,
+                    kpi,
+                    tuple(per_run) if value is not None else (),
+                    tuple(baseline),
+                    config.throughput_samples if kpi == "throughput" else (),
+                    kpi == "time_to_accuracy_s" and config.converged is False,
+                    tuple(earlier[-settings.window :]),
+                    higher_accuracy if kpi == "test_accuracy" else None,
+                    kpi != "pserver_gpu_memory_mib" or config.pservers > 0,
+                )
+            )
+    return out
+
+
+def recent_gpu_hours(records: Iterable[HistoryRecord], runs: int = 5) -> tuple[float | None, int]:
+    """What a run of the model cost lately: the median GPU-hours of the ``runs`` newest runs
+    in ``records`` (newest first, as the history gives them) that know theirs, and how many
+    runs that median is of."""
+    per_run: dict[str, float] = {}
+    for record in records:
+        if record.kpis.gpu_hours is None:
+            continue
+        if record.run_id not in per_run and len(per_run) == runs:
+            break
+        per_run[record.run_id] = per_run.get(record.run_id, 0.0) + record.kpis.gpu_hours
+    if not per_run:
+        return None, 0
+    return statistics.median(per_run.values()), len(per_run)
