@@ -1,6 +1,7 @@
 """How fast `distkpi kpis` reads a huge trainer log, against grep on the same file.
 
-    python bench/parse_throughput.py [--mb 400] [--repeat 3] [--keep DIR]
+    python bench/parse_throughput.py [--mb 400] [--repeat 3] [--keep DIR] [--against SRC]
+                                     [--declared]
 
 Generates a run folder whose trainer log is at least --mb megabytes of mixed lines (mostly
 glog noise, with :::MLLOG and PaddlePaddle lines), then times, in the same run and on the
@@ -9,6 +10,10 @@ matter, `grep -c -E 'MLLOG|Pass|img/sec|images/sec|examples/se|metrics_data|kpis
 `sha256sum` (what the digest check would add if it ran in series with the parse). The
 node's manifest names the log's sha256, as a real node's does, so `distkpi kpis` checks it.
 Prints MB/s of each, the ratio of their best times, and the peak RSS of distkpi.
+
+--against SRC also times the distkpi of another source tree (e.g. `git archive main` unpacked)
+in the same loop, interleaved, so a change is measured against its base on the same load.
+--declared gives run.json a suite's own throughput pattern (`metrics:`), read by RE2.
 """
 
 from __future__ import annotations
@@ -61,7 +66,10 @@ def noise_block(rng: random.Random, block: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def make_run(root: Path, megabytes: int) -> Path:
+DECLARED = {"throughput": {"pattern": r"Speed = (?P<value>[0-9.]+) img/s", "per": "process"}}
+
+
+def make_run(root: Path, megabytes: int, declared: bool = False) -> Path:
     rng = random.Random(1)
     log = root / "1x1" / "trainer-0.log"
     log.parent.mkdir(parents=True)
@@ -84,6 +92,7 @@ def make_run(root: Path, megabytes: int) -> Path:
                 "target_accuracy": 0.6,
                 "accuracy_pass": 3,
                 "accuracy_tolerance": 0.001,
+                **({"metrics": DECLARED} if declared else {}),
                 "configs": [
                     {
                         "name": "1x1",
@@ -128,10 +137,22 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def timed(argv: list[str]) -> tuple[float, int, bytes]:
-    """Wall seconds, peak RSS in KiB, and stdout of one run of argv."""
+def cli_of(src: Path, argv: list[str]) -> list[str]:
+    """``argv`` for the tree ``src``: before the CLI left the layer it was distkpi.cli."""
+    if (src / "layers" / "distkpi" / "distkpi" / "cli.py").is_file():
+        return [a if a != "distkpi_cli.main" else "distkpi.cli" for a in argv]
+    return argv
+
+
+def timed(argv: list[str], src: Path | None = None) -> tuple[float, int, bytes]:
+    """Wall seconds, peak RSS in KiB, and stdout of one run of argv (with the distkpi of
+    the source tree ``src`` first on the path, when given)."""
+    env = None
+    if src is not None:
+        path = os.pathsep.join(str(src / d) for d in ("layers/distkpi", "cli"))
+        env = {**os.environ, "PYTHONPATH": path}
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert proc.stdout is not None
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -147,28 +168,37 @@ def main() -> None:
     parser.add_argument("--mb", type=int, default=400, help="trainer log size in MB")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="generate here and keep it")
+    parser.add_argument("--against", type=Path, help="another source tree, timed alongside")
+    parser.add_argument("--declared", action="store_true", help="a suite pattern for throughput")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="distkpi-bench-"))
     try:
         run_dir = root / "run"
-        log = make_run(run_dir, args.mb)
+        log = make_run(run_dir, args.mb, args.declared)
         size_mb = log.stat().st_size / 1e6
         distkpi = [sys.executable, "-m", "distkpi_cli.main", "kpis", str(run_dir), "--json"]
         grep = ["grep", "-c", "-E", GREP_PATTERN, str(log)]
         sha256sum = ["sha256sum", str(log)]
         timed(grep)  # warm the page cache for all three
-        ours, theirs, digests, rss = [], [], [], 0
+        ours, theirs, digests, base, rss = [], [], [], [], 0
         for _ in range(args.repeat):
             seconds, peak, out = timed(distkpi)
             ours.append(seconds)
             rss = max(rss, peak)
             theirs.append(timed(grep)[0])
             digests.append(timed(sha256sum)[0])
+            if args.against is not None:
+                base.append(timed(cli_of(args.against, distkpi), args.against)[0])
         result = json.loads(out)["configs"]["1x1"]
         if result["status"] != "ok":
             raise SystemExit(f"the log was not read: {result['problems']}")
         best_ours, best_grep, best_digest = min(ours), min(theirs), min(digests)
-        print(f"command: python bench/parse_throughput.py --mb {args.mb} --repeat {args.repeat}")
+        flags = " --declared" if args.declared else ""
+        flags += f" --against {args.against}" if args.against is not None else ""
+        print(
+            f"command: python bench/parse_throughput.py --mb {args.mb} --repeat {args.repeat}"
+            + flags
+        )
         print(f"trainer log: {size_mb:.0f} MB; parsed throughput {result['throughput']:.2f}")
         print(
             f"distkpi kpis: {best_ours:.2f} s  {size_mb / best_ours:.0f} MB/s  "
@@ -177,6 +207,13 @@ def main() -> None:
         print(f"grep -c -E:   {best_grep:.2f} s  {size_mb / best_grep:.0f} MB/s")
         print(f"sha256sum:    {best_digest:.2f} s  {size_mb / best_digest:.0f} MB/s")
         print(f"ratio distkpi/grep: {best_ours / best_grep:.2f}x (best of {args.repeat})")
+        if base:
+            best_base = min(base)
+            print(
+                f"distkpi kpis of {args.against}: {best_base:.2f} s  "
+                f"{size_mb / best_base:.0f} MB/s  ratio to grep {best_base / best_grep:.2f}x; "
+                f"this tree / that: {best_ours / best_base:.2f}x"
+            )
     finally:
         if args.keep is None:
             shutil.rmtree(root)

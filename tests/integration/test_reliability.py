@@ -74,10 +74,9 @@ def test_a_node_index_of_fifty_digits_is_ignored_not_retried(stack: Stack) -> No
 def test_a_log_the_parser_crashes_on_still_settles_the_run(
     stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def crash(stream: object) -> object:
+    def crash(stream: object, settings: object = None) -> object:
         raise IndexError("a parser bug")
 
-    # on the nodes too: their manifests hold no summary of the logs, so the collector parses
     monkeypatch.setattr("distkpi.domain.logs.filesummary.parse_log", crash)
     (run_id,) = stack.webhook("pull_request")["json"]["runs"]
     deliver_all(stack, run_all_nodes(stack, run_id), copies=1)

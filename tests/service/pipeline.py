@@ -39,6 +39,7 @@ from tests.fakes import (
 )
 
 THROUGHPUT = {"1x1": 120.0, "1x8": 720.0, "2x8-4ps": 1300.0, "4x8-8ps": 2400.0}
+GPU_SAMPLES = "timestamp, index, memory.used [MiB]\n2026/11/30 00:00:00.000, 0, 12000 MiB\n"
 
 
 def report_url(run_id: str) -> str:
@@ -106,25 +107,30 @@ def pushed(sha: str = "9f4e1c2b7a6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f") -> Trigger:
 def report_node(
     pipeline: Pipeline, run_id: str, config: str, node: int, *, scale: float = 1.0
 ) -> None:
-    """What `distkpi node` leaves: its log, then its manifest with the log's digest and
-    summary, signed with the config's key."""
+    """What `distkpi node` leaves: its log and GPU samples, then its manifest with each
+    file's digest and summary, signed with the config's key."""
     spec = pipeline.runs.get(run_id)
     assert spec is not None
     cfg = spec.spec.config(config)
     role = "trainer" if node < cfg.trainers else "pserver"
     rank = node if role == "trainer" else node - cfg.trainers
     log = trainer_log(THROUGHPUT[config] * scale / cfg.trainers) if role == "trainer" else "ok\n"
-    path = f"logs/{role}-{rank}.log"
     prefix = config_prefix(run_id, config)
-    pipeline.store.put_bytes(prefix + path, log.encode())
-    entry = {"path": path, "role": role, "rank": rank, "kind": "log"}
+    files = []
+    for path, kind, body in (
+        (f"logs/{role}-{rank}.log", "log", log),
+        (f"logs/{role}-{rank}.gpu.csv", "gpu_memory", GPU_SAMPLES),
+    ):
+        pipeline.store.put_bytes(prefix + path, body.encode())
+        entry = {"path": path, "role": role, "rank": rank, "kind": kind}
+        files.append(entry | describe(io.BytesIO(body.encode()), kind))
     manifest: dict[str, Any] = {
         "schema": 1,
         "node": node,
         "exit_code": 0,
         "started_at": "2026-11-30T03:00:00Z",
         "finished_at": "2026-11-30T03:10:00Z",
-        "files": [entry | describe(io.BytesIO(log.encode()), "log")],
+        "files": files,
         "engine_version": ENGINE_VERSION,
     }
     record = pipeline.runs.config(run_id, config)

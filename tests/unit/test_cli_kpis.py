@@ -27,7 +27,14 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:  # type: i
 def test_example_values_check_by_hand(capsys: pytest.CaptureFixture[str]) -> None:
     out = run_json(capsys, str(EXAMPLE))
     jsonschema.validate(out, schema("kpis.schema.json"))
-    assert set(out) == {"run_id", "model", "base_config", "gpu_hours", "configs"}
+    assert set(out) == {
+        "run_id",
+        "model",
+        "base_config",
+        "accuracy_direction",
+        "gpu_hours",
+        "configs",
+    }
     assert out["base_config"] == "1x1"
     configs = out["configs"]
     assert list(configs) == ["1x1", "1x8", "2x8-4ps", "4x8-8ps"]
@@ -113,3 +120,92 @@ def test_unusable_input_exits_2_with_one_line(
     assert captured.out == ""
     assert message in captured.err
     assert len(captured.err.strip().splitlines()) == 1
+
+
+def _masks_folder(root: Path) -> Path:
+    """A Mask R-CNN-shaped run folder: eval_accuracy objects of BBOX and SEGM."""
+    run = json.loads((EXAMPLE / "run.json").read_text())
+    run["configs"] = [c for c in run["configs"] if c["name"] == "1x1"]
+    root.mkdir()
+    (root / "run.json").write_text(json.dumps(run))
+    lines = [{"key": "run_start", "value": None, "time_ms": 0, "metadata": {}}]
+    for i, (bbox, segm) in enumerate([(0.30, 0.28), (0.378, 0.3392)]):
+        value = {"BBOX": bbox, "SEGM": segm}
+        lines.append(
+            {
+                "key": "eval_accuracy",
+                "value": value,
+                "time_ms": (i + 1) * 600_000,
+                "metadata": {"epoch_num": i},
+            }
+        )
+    log = "".join(":::MLLOG " + json.dumps(r) + "\n" for r in lines)
+    (root / "1x1").mkdir()
+    (root / "1x1" / "trainer-0.log").write_text(log)
+    manifest = {
+        "schema": 1,
+        "node": 0,
+        "exit_code": 0,
+        "started_at": "2026-11-30T00:00:00Z",
+        "finished_at": "2026-11-30T00:30:00Z",
+        "files": [{"path": "trainer-0.log", "role": "trainer", "rank": 0, "kind": "log"}],
+    }
+    (root / "1x1" / "node-0.json").write_text(json.dumps(manifest))
+    return root
+
+
+def test_a_target_of_named_parts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    folder = str(_masks_folder(tmp_path / "masks"))
+    out = run_json(capsys, folder, "--target-accuracy", "BBOX=0.377,SEGM=0.339")
+    jsonschema.validate(out, schema("kpis.schema.json"))
+    cfg = out["configs"]["1x1"]
+    assert cfg["time_to_accuracy_s"] == pytest.approx(1200.0)
+    assert cfg["test_accuracy"] == pytest.approx(0.378)
+    assert cfg["test_accuracy_parts"] == {"BBOX": 0.378, "SEGM": 0.3392}
+    out = run_json(capsys, folder, "--target-accuracy", "BBOX=0.377,SEGM=0.34")
+    assert out["configs"]["1x1"]["time_to_accuracy_s"] is None
+    assert main(["kpis", folder, "--target-accuracy", "SEGM=0.339,BBOX=0.377"]) == 0
+    table = capsys.readouterr().out
+    assert "time to acc >= SEGM=0.339,BBOX=0.377 (s)" in table
+    assert "BBOX=0.3780,SEGM=0.3392" in table
+
+
+def test_the_accuracy_direction(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    folder = str(_masks_folder(tmp_path / "masks"))
+    out = run_json(capsys, folder, "--target-accuracy", "0.3", "--accuracy-direction", "lower")
+    assert out["accuracy_direction"] == "lower"
+    assert out["configs"]["1x1"]["time_to_accuracy_s"] == pytest.approx(600.0)  # BBOX 0.30
+    assert main(["kpis", folder, "--target-accuracy", "2.69", "--accuracy-direction", "lower"]) == 0
+    assert "time to acc <= 2.69 (s)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--target-accuracy", "2.69"], "less than or equal to 1"),
+        (["--target-accuracy", "-1", "--accuracy-direction", "lower"], "greater than 0"),
+        (["--target-accuracy", "nan"], "finite number"),
+    ],
+)
+def test_a_target_the_direction_cannot_reach_exits_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert main(["kpis", str(EXAMPLE), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("distkpi kpis: target_accuracy") and message in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--target-accuracy", "BBOX=0.3,BBOX=0.4"],
+        ["--target-accuracy", "BBOX"],
+        ["--target-accuracy", "=0.3"],
+        ["--target-accuracy", "BBOX=x"],
+        ["--accuracy-direction", "up"],
+    ],
+)
+def test_unreadable_accuracy_flags_are_usage_errors(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["kpis", str(EXAMPLE), *argv])
+    assert exit_.value.code == 2

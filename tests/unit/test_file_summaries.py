@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from distkpi.domain.accuracy import Direction
 from distkpi.domain.kpis.engine import ConfigKpis, config_kpis, run_kpis
 from distkpi.domain.kpis.runfolder import Reading, compute_run_kpis, gather_config, read_run_spec
 from distkpi.domain.logs.filesummary import (
@@ -23,7 +24,7 @@ from distkpi.domain.logs.filesummary import (
     summary_to_json,
 )
 from distkpi.domain.logs.gpumemory import GpuMemorySummary
-from distkpi.domain.logs.logsummary import EvalPoint, Level, LogSummary, RunningMean
+from distkpi.domain.logs.logsummary import EvalPoint, Level, LogSummary, Per, RunningMean
 from distkpi.domain.signing import sign
 from distkpi.exceptions import ContractError
 from distkpi_cli.localfs import LocalRunSource
@@ -37,18 +38,25 @@ KEY = "k" * 64
 def every_field_set() -> list[tuple[str, Any]]:
     """A LogSummary and a GpuMemorySummary with every field away from its default."""
     log = LogSummary(
+        direction=Direction.LOWER,
+        warmup_reports=2,
+        declared=("throughput",),
         throughput={
-            Level.PASS: RunningMean(3, 10.5, 32.5, [11.0, 11.0]),
-            Level.ITERATION: RunningMean(1, 2.25, 2.25, []),
+            Level.PASS: RunningMean(Per.NODE, 1, 3, 32.5, [10.5, 11.0, 11.0]),
+            Level.ITERATION: RunningMean(Per.JOB, None, 1, 2.25, [2.25]),
         },
-        per_gpu_throughput=RunningMean(2, 7.0, 15.0, [8.0]),
+        per_gpu_throughput=RunningMean(Per.CARD, None, 2, 15.0, [7.0, 8.0]),
         explicit_total=96.5,
-        accuracy_by_pass={0: 0.5, 3: 0.71},
+        accuracy_by_pass={0: 0.5, 3: {"BBOX": 0.377, "SEGM": 0.339}},
         last_accuracy=0.71,
         accuracy_frontier=[EvalPoint(0.5, 12.0), EvalPoint(0.71, None)],
         run_start_s=1_700_000_000.125,
         converge_speed_s=890.0,
+        train_samples=1_281_167.0,
+        epoch_starts={0: 100.0, 1: 160.0},
+        epoch_stops={0: 150.0, 1: 210.0},
         crash="a Python traceback",
+        aborted=True,
         problem_counts={"unreadable :::MLLOG line skipped": 2, "empty file": 1},
     )
     gpu = GpuMemorySummary(peak_mib=12104.5, samples=17, problems=["1 line(s) not understood"])

@@ -41,3 +41,24 @@ def test_no_samples() -> None:
     out = parse_gpu_memory(io.BytesIO(b"timestamp, index, memory.used [MiB]\n"))
     assert out.peak_mib is None
     assert "no GPU memory samples" in out.problems
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # `--query-compute-apps=pid,used_memory --format=csv`: the header says used_gpu_memory
+        "pid, used_gpu_memory [MiB]\n4242, 12000 MiB\n4243, 9 MiB\n",
+        # the other order: the pid is last, and must never be read as MiB
+        "used_gpu_memory [MiB], pid\n12000 MiB, 4242\n9 MiB, 99999\n",
+        "used_gpu_memory [MiB], pid\n12000, 4242\n9, 99999\n",
+        "process_name, used_gpu_memory [MiB]\npython, 12000 MiB\n",
+    ],
+)
+def test_compute_apps_columns_are_read_by_their_header(text: str) -> None:
+    assert peak(text) == 12000.0
+
+
+def test_a_header_naming_no_memory_column_reads_no_sample() -> None:
+    out = parse_gpu_memory(io.BytesIO(b"pid, process_name\n4242, python\n"))
+    assert out.peak_mib is None
+    assert out.problems == ["1 GPU memory line(s) not understood", "no GPU memory samples"]

@@ -241,7 +241,7 @@ def test_a_manifest_answered_with_403_fails_its_node(run_builder: RunBuilder) ->
 def test_a_parser_bug_is_a_problem_not_an_exception(
     run_builder: RunBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(stream: BinaryIO) -> object:
+    def broken(stream: BinaryIO, settings: object = None) -> object:
         raise ZeroDivisionError
 
     monkeypatch.setattr("distkpi.domain.logs.filesummary.parse_log", broken)

@@ -31,20 +31,18 @@ FORBIDDEN = {
     PACKAGE / "entry": ("distkpi_cli",),
     CLI / "node": ("distkpi.services", "distkpi.entry", "distkpi_cli.local"),
 }
+# what every concern of domain shares (each imports nothing of domain but one another)
+SHARED = {"accuracy", "patterns", "contracts", "commit_status", "signing", "layout", "untrusted"}
 # domain's concerns (a subpackage, or a module at its top) and those each may import
 DOMAIN_BELOW = {
-    "contracts": set(),
-    "layout": set(),
-    "signing": set(),
-    "commit_status": set(),
-    "untrusted": set(),
-    "logs": {"contracts", "signing"},
-    "kpis": {"logs", "contracts", "signing"},
-    "judging": {"kpis", "logs", "contracts", "commit_status"},
-    "github": {"judging", "kpis", "contracts", "commit_status", "layout", "untrusted"},
-    "records": {"github", "judging", "kpis", "contracts", "commit_status"},
-    "history_rows": {"records", "judging", "kpis"},
-    "planning": {"github", "judging", "kpis", "contracts", "layout", "records", "commit_status"},
+    **{name: SHARED for name in SHARED},
+    "logs": SHARED,
+    "kpis": SHARED | {"logs"},
+    "judging": SHARED | {"kpis", "logs"},
+    "github": SHARED | {"judging", "kpis"},
+    "records": SHARED | {"github", "judging", "kpis"},
+    "history_rows": SHARED | {"records", "judging", "kpis"},
+    "planning": SHARED | {"github", "judging", "kpis", "records"},
 }
 
 

@@ -65,7 +65,7 @@ CRASHES = [
     'Traceback (most recent call last):\n  File "train.py", line 9\nRuntimeError: gloo\n',
     "----------------------\nError Message Summary:\nInvalidArgumentError: x\n",
     "[SignalInfo: *** SIGSEGV (@0x0) received by PID 7 (TID 0x7f) from PID 0 ***]\n",
-    mllog("run_stop", None, 5_000, status="aborted") + "\n",
+    mllog("run_stop", None, 5_000, status="failure") + "\n",
 ]
 
 
@@ -96,12 +96,13 @@ def test_a_node_that_never_reported_makes_it_incomplete(run_builder: RunBuilder)
     assert "node(s) 1 never reported" in cfg.problems
 
 
-def test_no_throughput_in_any_trainer_log_fails_the_config(run_builder: RunBuilder) -> None:
+def test_no_throughput_in_any_trainer_log_is_ok_with_none_claimed(run_builder: RunBuilder) -> None:
+    # MLPerf v0.7 logs state time to accuracy and no throughput: that is no failure
     b = run_builder.config("1x1")
     b.trainer("1x1", 0, "I1130 nothing useful here\n")
     cfg = kpis(b).config("1x1")
-    assert cfg.status == "failed"
-    assert "trainer 0 (trainer-0.log): no throughput reported" in cfg.problems
+    assert cfg.status == "ok" and cfg.throughput is None and cfg.speedup is None
+    assert "no throughput: no trainer log reports one" in cfg.problems
 
 
 def test_a_partial_sum_is_never_given(run_builder: RunBuilder) -> None:

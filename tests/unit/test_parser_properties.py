@@ -43,6 +43,25 @@ TEMPLATES = (
     ':::MLLOG {{"key": "tracked_stats", "value": {{"throughput": {}}}, "time_ms": {}}}',
     ':::MLLOG {{"key": "run_start", "value": null, "time_ms": {}}}',
     ':::MLLOG {{"key": "global_batch_size", "value": {}}}',
+    ':::MLLOG {{"key": "eval_accuracy", "value": {{"BBOX": {}, "SEGM": {}}}, "time_ms": {}}}',
+    ':::MLLOG {{"key": "train_samples", "value": {}}}',
+    ':::MLLOG {{"key": "epoch_stop", "time_ms": {}, "metadata": {{"epoch_num": {}}}}}',
+    ':::MLLOG {{"key": "run_stop", "time_ms": {}, "metadata": {{"status": "{}"}}}}',
+    ':::MLL {} eval_accuracy: {{"value": {}, "metadata": {{"epoch_num": {}}}}}',
+    "[Train][Epoch 1/120][Iter: 0/5005]top1: {}, batch_cost: {}s, ips: {} images/sec",
+    "DLL 2020-12-18 11:06:13.123456 - () train_throughput : {} images/s",
+    "DLL 2020-12-18 11:06:13.123456 - Summary: train.loss : {}  train.total_ips : {} img/s",
+    'DLLL {{"timestamp": "{}", "step": [], "data": {{"throughput_train": {}}}}}',
+    "{{'e2e_time': {}, 'training_sequences_per_second': {}, 'final_loss': {}}}",
+    "Epoch[{}] Batch [{}-{}]\tSpeed: {} samples/sec\taccuracy={}",
+    "Epoch[{}] Validation-accuracy={}",
+    "Pass: {}, Loss: {} , Test Accuracy: {}",
+    ':::MLLOG {{"key": "throughput", "value": {}, "time_ms": {}}}',
+    ':::MLPv0.5.0 resnet {} (x.py:1) eval_accuracy: {{"epoch": {}, "value": {}}}',
+    "DLL 2022-05-19 18:27:50.403645 - epoch {} | avg train utts/s  {} | took {} s",
+    "DLL 2022-05-19 19:05:08.574990 -  | avg train utts/s  {}",
+    "[Eval][Epoch {}][Avg]CELoss: {}, loss: {}, top1: {}, top5: {}",
+    'DLLL {{"step": [{}], "data": {{"val.top1": {}, "train.total_ips": {}}}}}',
 )
 
 NUMBER_TEXT = st.one_of(
@@ -204,6 +223,18 @@ HEADS = (
     "Total img/sec on 8 GPU(s): ",
     "total images/sec: ",
     ":::MLLOG ",
+    ":::MLL 1 run_start: ",
+    "ips: ",
+    "[Train] ips: 1",
+    "DLL 2020-12-18 11:06:13.123456 - () ",
+    "DLLL ",
+    "'training_sequences_per_second': ",
+    "Epoch[0] Batch [1-2]\tSpeed: ",
+    "Epoch[0] Validation-accuracy=",
+    "Pass: 1, Loss: ",
+    ":::MLPv0.5.0 resnet 1 (x.py:1) eval_accuracy: ",
+    "DLL 2022-05-19 18:27:50.403645 - epoch 1 | ",
+    "[Eval][Epoch 1][Avg]",
     "",
 )
 UNITS = (
@@ -222,6 +253,12 @@ UNITS = (
     "[",
     '{"a":',
     "kpis\t",
+    " : 1",
+    "ips: 1",
+    "1-",
+    "Epoch[",
+    " | 1",
+    "top1: 1",
 )
 
 

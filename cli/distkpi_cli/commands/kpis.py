@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from distkpi.domain.accuracy import Direction, Target, parse_target
 from distkpi_cli.commands.common import Subcommands
 
 
@@ -15,7 +16,8 @@ def run(args: argparse.Namespace) -> int:
     from distkpi_cli.localfs import LocalRunSource
 
     source = LocalRunSource(Path(args.run_dir))
-    run = compute_run_kpis(source, args.target_accuracy, args.accuracy_pass)
+    direction = args.accuracy_direction
+    run = compute_run_kpis(source, args.target_accuracy, args.accuracy_pass, direction)
     if args.json:
         print(json.dumps(run.to_json(), indent=2))
     else:
@@ -26,10 +28,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _target(text: str) -> Target:
+    try:
+        return parse_target(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give X or NAME=X[,NAME=X...] ({exc})"
+        ) from None
+
+
 def add(sub: Subcommands) -> None:
     p = sub.add_parser("kpis", help="compute the KPIs of a run folder")
     p.add_argument("run_dir", help="a run folder: run.json and <config>/node-<i>.json")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--target-accuracy", type=float, help="override run.json's target")
+    p.add_argument(
+        "--target-accuracy",
+        type=_target,
+        metavar="X|NAME=X[,NAME=X...]",
+        help="override run.json's target: a number, or named parts that must all be reached",
+    )
+    p.add_argument(
+        "--accuracy-direction",
+        choices=[d.value for d in Direction],
+        type=Direction,
+        help="override run.json's: higher (top-1) or lower (an error rate, a perplexity)",
+    )
     p.add_argument("--accuracy-pass", type=int, help="override run.json's accuracy pass")
     p.set_defaults(func=run)

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from distkpi.adapters.batch import gpus_requested
 from distkpi.adapters.dynamo import DynamoTable, HistoryRepository
+from distkpi.domain.accuracy import Target
 from distkpi.domain.history_rows import recent_gpu_hours
 from distkpi.domain.judging.statistics import Judgement
 from distkpi.domain.kpis.engine import RunKpis
@@ -34,7 +35,7 @@ class RunResult:
     run_id: str
     event: str
     kpis: RunKpis
-    target_accuracy: float
+    target_accuracy: Target
     state: str
     description: str
     folder: Path

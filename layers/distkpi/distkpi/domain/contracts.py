@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
+from distkpi.domain.accuracy import Direction, Target
+from distkpi.domain.patterns import DeclaredMetrics
 from distkpi.exceptions import ContractError
 
 SCHEMA_VERSION = 1
@@ -34,6 +37,39 @@ def require_unique_names(names: Iterable[str]) -> None:
         raise ValueError(f"config names repeat: {', '.join(repeated)}")
 
 
+PART_NAME = r"^[A-Za-z0-9_.-]{1,40}$"
+MAX_PARTS = 16
+TargetAccuracy = (
+    Annotated[float, Field(allow_inf_nan=False)]
+    | Annotated[
+        dict[
+            Annotated[str, Field(pattern=PART_NAME)], Annotated[float, Field(allow_inf_nan=False)]
+        ],
+        Field(min_length=1, max_length=MAX_PARTS),
+    ]
+)
+
+
+def check_target(target: Target, info: ValidationInfo) -> Target:
+    """For a target_accuracy validator (after the model's accuracy_direction): every part of
+    the target must be one a metric of that direction can reach, within [0, 1] for
+    higher-is-better, any positive number for lower-is-better."""
+    direction = info.data.get("accuracy_direction", Direction.HIGHER)
+    parts = list(target.values()) if isinstance(target, Mapping) else [target]
+    for part in parts:
+        if direction is Direction.HIGHER and not 0 <= part <= 1:
+            raise PydanticCustomError(
+                "less_than_equal",
+                "Input should be less than or equal to 1 and at least 0 for a higher-is-better "
+                "metric (accuracy_direction: lower for an error rate or a perplexity)",
+            )
+        if direction is Direction.LOWER and not part > 0:
+            raise PydanticCustomError(
+                "greater_than", "Input should be greater than 0 for a lower-is-better metric"
+            )
+    return target
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
@@ -58,16 +94,24 @@ class RunSpec(_Frozen):
     sha: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
     ref: str
     model: Annotated[str, Field(min_length=1)]
-    target_accuracy: Annotated[float, Field(ge=0, le=1)]
+    # before the target: it says which targets can be reached
+    accuracy_direction: Direction = Direction.HIGHER
+    target_accuracy: TargetAccuracy
     accuracy_pass: Annotated[int, Field(ge=0)]
     accuracy_tolerance: Annotated[float, Field(ge=0)]
     configs: Annotated[tuple[ConfigSpec, ...], Field(min_length=1)]
+    # throughput reports dropped as warm-up; None: the first 5%, at least one
+    warmup_reports: Annotated[int, Field(ge=0)] | None = None
+    # how the suite's logs state KPIs the built-in readers do not know (declared.py)
+    metrics: DeclaredMetrics | None = None
 
     @field_validator("configs")
     @classmethod
     def _unique_names(cls, configs: tuple[ConfigSpec, ...]) -> tuple[ConfigSpec, ...]:
         require_unique_names(c.name for c in configs)
         return configs
+
+    _reachable_target = field_validator("target_accuracy")(check_target)
 
     def config(self, name: str) -> ConfigSpec:
         for spec in self.configs:

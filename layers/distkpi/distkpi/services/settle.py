@@ -13,10 +13,15 @@ from distkpi.domain.kpis.engine import (
     ConfigEvidence,
     ConfigKpis,
     ConfigStatus,
-    config_kpis,
     stored_problems,
 )
-from distkpi.domain.kpis.runfolder import Reading, gather_config, node_indices
+from distkpi.domain.kpis.runfolder import (
+    Reading,
+    config_kpis_of,
+    gather_config,
+    node_indices,
+    parse_settings,
+)
 from distkpi.domain.records import ConfigState
 from distkpi.exceptions import NotFoundError, StorageError
 from distkpi.services.finish import RunFinisher
@@ -157,11 +162,13 @@ class ConfigSettler:
         record = self.runs.config(run.run_id, config)
         key = record.manifest_key if record is not None else None
         try:
-            evidence = gather_config(self.store.run(run.run_id), spec, Reading(key, parse_logs))
+            evidence = gather_config(
+                self.store.run(run.run_id), spec, Reading(key, parse_logs, parse_settings(run))
+            )
         except StorageError as exc:
             logger.exception("run folder not readable", run_id=run.run_id, config=config)
             evidence = ConfigEvidence(spec, {}, problems=[f"run folder cannot be read: {exc}"])
-        return config_kpis(evidence, run.target_accuracy, run.accuracy_pass)
+        return config_kpis_of(evidence, run)
 
     def _settle(self, run_id: str, kpis: ConfigKpis) -> None:
         """Store the config's KPIs, once whoever gets there first (its problems bounded)."""

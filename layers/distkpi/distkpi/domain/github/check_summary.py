@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from distkpi.domain.accuracy import Target
 from distkpi.domain.judging.evaluation import Evaluation
 from distkpi.domain.judging.statistics import Judgement, KpiVerdict
-from distkpi.domain.judging.table import ROWS
+from distkpi.domain.judging.table import ROWS, time_to_target_label
 from distkpi.domain.kpis.engine import ConfigKpis
 from distkpi.domain.untrusted import neutral
 
@@ -26,7 +27,11 @@ JUDGED_ROWS = {
     "test accuracy": "test_accuracy",
 }
 TIME_TO_ACCURACY_ROW = 5  # its label names the target; its KPI is time_to_accuracy_s
-MARKS = {KpiVerdict.REGRESSED: "🔻 **regressed**", KpiVerdict.IMPROVED: "🔺 improved"}
+MARKS = {
+    KpiVerdict.REGRESSED: "🔻 **regressed**",
+    KpiVerdict.IMPROVED: "🔺 improved",
+    KpiVerdict.MISSING: "⚠️ **enforced, not reported**",
+}
 
 
 def _cell(value: float | None, fmt: str) -> str:
@@ -53,7 +58,7 @@ def _judged_cell(plain: str, judged: Judgement | None) -> str:
     return "<br>".join(parts)
 
 
-def kpi_table(evaluation: Evaluation, target_accuracy: float | None = None) -> str:
+def kpi_table(evaluation: Evaluation, target_accuracy: Target | None = None) -> str:
     """The seed's table in markdown: a row per KPI, a column per config."""
     configs = evaluation.kpis.configs
     judged = {(j.config, j.kpi): j for j in evaluation.judgements}
@@ -66,7 +71,7 @@ def kpi_table(evaluation: Evaluation, target_accuracy: float | None = None) -> s
         if index == TIME_TO_ACCURACY_ROW:
             kpi = "time_to_accuracy_s"
             if target_accuracy is not None:
-                label = f"time to acc ≥ {target_accuracy:g} (s)"
+                label = time_to_target_label(evaluation.kpis, target_accuracy, unicode=True)
         cells = [
             _judged_cell(_escape(cell(c)), judged.get((c.name, kpi)) if kpi else None)
             for c in configs
@@ -87,7 +92,7 @@ def _problems(configs: Sequence[ConfigKpis]) -> list[str]:
 def summary_markdown(
     evaluation: Evaluation,
     report_url: str | None,
-    target_accuracy: float | None = None,
+    target_accuracy: Target | None = None,
     limit: int = MAX_OUTPUT,
 ) -> str:
     """The check's summary: the table, the verdict and why, hardware, GPU-hours, the

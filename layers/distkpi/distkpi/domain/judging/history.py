@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from distkpi.domain.accuracy import Direction
 from distkpi.domain.judging.changepoints import split_at_change
 from distkpi.domain.judging.settings import KPIS, VerdictSettings
 from distkpi.domain.judging.statistics import SCALING, KpiEvidence
@@ -90,6 +91,7 @@ def evidence_of(
 ) -> list[KpiEvidence]:
     """Every KPI of every ok config with its baseline (resets: config -> time, '*' all)."""
     resets = resets or {}
+    higher_accuracy = run.accuracy_direction is Direction.HIGHER
     out = []
     for config in run.configs:
         if config.status is not ConfigStatus.OK:
@@ -110,6 +112,8 @@ def evidence_of(
                     config.throughput_samples if kpi == "throughput" else (),
                     kpi == "time_to_accuracy_s" and config.converged is False,
                     tuple(earlier[-settings.window :]),
+                    higher_accuracy if kpi == "test_accuracy" else None,
+                    kpi != "pserver_gpu_memory_mib" or config.pservers > 0,
                     by_definition=config.name == run.base_config and kpi in SCALING,
                 )
             )

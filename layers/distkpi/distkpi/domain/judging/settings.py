@@ -51,6 +51,9 @@ class VerdictSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     enforced: tuple[str, ...] = KPIS
+    # whether the suite lists `enforced` itself: a KPI it names that a config can report and
+    # does not is then the run's error; by default every KPI is judged where it is reported
+    enforced_by_suite: bool = False
     tolerance: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
     default_tolerance: Annotated[float, Field(ge=0)] = 0.05
     # the chance that an unchanged commit's run fails, all its enforced KPIs together
@@ -75,6 +78,13 @@ class VerdictSettings(BaseModel):
     def _known_tolerances(cls, tolerance: dict[str, float]) -> dict[str, float]:
         cls._known(tuple(tolerance))
         return tolerance
+
+    @model_validator(mode="before")
+    @classmethod
+    def _listed_by_the_suite(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "enforced_by_suite" not in data:
+            return {**data, "enforced_by_suite": "enforced" in data}
+        return data
 
     @model_validator(mode="before")
     @classmethod

@@ -43,6 +43,7 @@ from distkpi.domain.judging.settings import (
 from distkpi.domain.judging.student_t import t_quantile, t_sf
 
 SCALING = ("speedup", "efficiency")  # measured against the base config
+NOT_REPORTED = "enforced but not reported"
 
 
 class KpiVerdict(StrEnum):
@@ -51,6 +52,8 @@ class KpiVerdict(StrEnum):
     IMPROVED = "improved"
     NO_BASELINE = "no-baseline"
     NOT_ENFORCED = "not-enforced"
+    # enforced, and the run does not report it: the verdict cannot be given (error)
+    MISSING = "missing"
 
 
 @dataclass(frozen=True)
@@ -116,9 +119,21 @@ class KpiEvidence:
     never_converged: bool = False
     # the values before the baseline's last step change: they still tell the spread
     earlier: tuple[float, ...] = ()
+    # the run's own word on which way is better (test accuracy of a lower-is-better metric);
+    # None: the KPI's (HIGHER_IS_BETTER)
+    higher_is_better: bool | None = None
+    # whether the config can report it at all (pserver GPU memory needs a pserver)
+    applicable: bool = True
+
     # the base config's speedup and efficiency: 1 by definition, so no test (a confirmed
     # run's per-run ratios to their own mean would otherwise be one more Holm family)
     by_definition: bool = False
+
+    @property
+    def better_higher(self) -> bool:
+        if self.higher_is_better is None:
+            return HIGHER_IS_BETTER[self.kpi]
+        return self.higher_is_better
 
     @property
     def value(self) -> float | None:
@@ -191,7 +206,7 @@ class _Test:
     def outside(self, level: float) -> tuple[float, float, KpiVerdict]:
         """The range at 1 - level, on the KPI's own scale, and where the mean falls."""
         low, high = self.spread.bounds(1 - level)
-        verdict = _verdict(self.evidence.kpi, self.mean, low, high)
+        verdict = _verdict(self.evidence.better_higher, self.mean, low, high)
         if self.log:
             low, high = math.exp(low), math.exp(high)
         return low, high, verdict
@@ -201,12 +216,12 @@ class _Test:
         return math.exp(self.spread.baseline) if self.log else self.spread.baseline
 
 
-def _harm(kpi: str, value: float, baseline: float) -> float:
-    return baseline - value if HIGHER_IS_BETTER[kpi] else value - baseline
+def _harm(higher: bool, value: float, baseline: float) -> float:
+    return baseline - value if higher else value - baseline
 
 
-def _p_value(kpi: str, value: float, spread: Spread) -> float:
-    harm = _harm(kpi, value, spread.baseline)
+def _p_value(higher: bool, value: float, spread: Spread) -> float:
+    harm = _harm(higher, value, spread.baseline)
     if spread.error == 0:
         return 0.0 if harm > 0 else 1.0
     return t_sf(harm / spread.error, spread.df)
@@ -256,7 +271,7 @@ def _tests(evidence: Iterable[KpiEvidence], settings: VerdictSettings) -> list[_
         )
         spread = spread_of(recent, values, samples, earlier, share)
         mean = statistics.fmean(values)
-        tests.append(_Test(e, spread, _p_value(e.kpi, mean, spread), mean, log))
+        tests.append(_Test(e, spread, _p_value(e.better_higher, mean, spread), mean, log))
     return tests
 
 
@@ -273,10 +288,10 @@ def _family_pvalues(
     return pvalues
 
 
-def _verdict(kpi: str, value: float, low: float, high: float) -> KpiVerdict:
-    if (value < low) if HIGHER_IS_BETTER[kpi] else (value > high):
+def _verdict(higher: bool, value: float, low: float, high: float) -> KpiVerdict:
+    if (value < low) if higher else (value > high):
         return KpiVerdict.REGRESSED
-    if (value > high) if HIGHER_IS_BETTER[kpi] else (value < low):
+    if (value > high) if higher else (value < low):
         return KpiVerdict.IMPROVED
     return KpiVerdict.PASS
 
@@ -298,6 +313,8 @@ def _without_test(e: KpiEvidence, settings: VerdictSettings) -> Judgement:
             e.config, e.kpi, None, base, None, None, verdict, "never reached the target", runs
         )
     value = e.value
+    if value is None and enforced and e.applicable and settings.enforced_by_suite:
+        return Judgement(e.config, e.kpi, None, None, None, None, KpiVerdict.MISSING, NOT_REPORTED)
     if value is None or not e.history:
         why = "no value" if value is None else "no baseline"
         verdict = KpiVerdict.NO_BASELINE if enforced else KpiVerdict.NOT_ENFORCED
@@ -306,7 +323,7 @@ def _without_test(e: KpiEvidence, settings: VerdictSettings) -> Judgement:
     mean = statistics.fmean(recent)
     tolerance = settings.tolerance_of(e.kpi)
     low, high = mean - abs(mean) * tolerance, mean + abs(mean) * tolerance
-    verdict = _verdict(e.kpi, value, low, high) if enforced else KpiVerdict.NOT_ENFORCED
+    verdict = _verdict(e.better_higher, value, low, high) if enforced else KpiVerdict.NOT_ENFORCED
     how = f"{len(recent)} baseline value(s): ±{tolerance:.0%} tolerance"
     return Judgement(e.config, e.kpi, value, mean, low, high, verdict, how, runs)
 

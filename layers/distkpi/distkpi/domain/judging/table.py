@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from distkpi.domain.accuracy import Target, describe, describe_target, reached_sign
 from distkpi.domain.judging.statistics import Judgement
 from distkpi.domain.kpis.engine import ConfigKpis, RunKpis
 
@@ -18,6 +19,17 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.4f}"
 
 
+def _accuracy(c: ConfigKpis) -> str:
+    if c.test_accuracy_parts:
+        return describe(dict(c.test_accuracy_parts))
+    return _num(c.test_accuracy, ".4f")
+
+
+def time_to_target_label(run: RunKpis, target: Target, unicode: bool = False) -> str:
+    sign = reached_sign(run.accuracy_direction, unicode)
+    return f"time to acc {sign} {describe_target(target)} (s)"
+
+
 ROWS: tuple[_Row, ...] = (
     ("GPUs", lambda c: str(c.gpus)),
     ("status", lambda c: c.status.value),
@@ -27,18 +39,18 @@ ROWS: tuple[_Row, ...] = (
     ("time to accuracy (s)", lambda c: _num(c.time_to_accuracy_s, ".0f")),
     ("trainer GPU memory (MiB)", lambda c: _num(c.trainer_gpu_memory_mib, ".0f")),
     ("pserver GPU memory (MiB)", lambda c: _num(c.pserver_gpu_memory_mib, ".0f")),
-    ("test accuracy", lambda c: _num(c.test_accuracy, ".4f")),
+    ("test accuracy", _accuracy),
     ("accuracy delta", lambda c: _signed(c.accuracy_delta)),
     ("GPU-hours", lambda c: _num(c.gpu_hours, ".3g")),
     ("hardware", lambda c: c.hardware or "-"),
 )
 
 
-def render_table(run: RunKpis, target_accuracy: float | None = None) -> str:
+def render_table(run: RunKpis, target_accuracy: Target | None = None) -> str:
     header = ["KPI", *(c.name for c in run.configs)]
     rows = [[label, *(cell(c) for c in run.configs)] for label, cell in ROWS]
     if target_accuracy is not None:
-        rows[5][0] = f"time to acc >= {target_accuracy:g} (s)"
+        rows[5][0] = time_to_target_label(run, target_accuracy)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:

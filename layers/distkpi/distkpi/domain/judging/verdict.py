@@ -19,7 +19,8 @@ class Verdict:
 def decide(
     run: RunKpis, accuracy_tolerance: float, judgements: Sequence[Judgement] = ()
 ) -> Verdict:
-    """error: a config failed or is incomplete; failure: accuracy misaligned across configs
+    """error: a config failed or is incomplete, or does not report a KPI the suite enforces;
+    failure: accuracy misaligned across configs
     or an enforced KPI regressed against its baseline; else success."""
     broken = [c for c in run.configs if c.status is not ConfigStatus.OK]
     statuses = {c.status for c in broken}
@@ -27,6 +28,9 @@ def decide(
         return Verdict(State.ERROR, (f"all {len(broken)} configs {broken[0].status.value}",))
     if broken:
         return Verdict(State.ERROR, tuple(f"{c.name} {c.status.value}" for c in broken))
+    missing = [j for j in judgements if j.verdict is KpiVerdict.MISSING]
+    if missing:
+        return Verdict(State.ERROR, tuple(f"{j.config} {j.kpi} not reported" for j in missing))
     misaligned = [
         c
         for c in run.configs
@@ -82,7 +86,9 @@ def _headline(largest: ConfigKpis, judgements: Sequence[Judgement]) -> str:
 def describe(run: RunKpis, verdict: Verdict, judgements: Sequence[Judgement] = ()) -> str:
     """At most 140 characters: the largest config's headline numbers, then why."""
     if verdict.state is State.ERROR:
-        first = next(c for c in run.configs if c.status is not ConfigStatus.OK)
+        first = next((c for c in run.configs if c.status is not ConfigStatus.OK), None)
+        if first is None:  # every config ran; an enforced KPI is not in their logs
+            return clip(f"{'; '.join(verdict.reasons)} (enforced)")
         detail = first.problems[0] if first.problems else first.status.value
         return clip(f"{'; '.join(verdict.reasons)}: {detail}")
     largest = max(run.configs, key=lambda c: c.gpus)

@@ -93,4 +93,4 @@ def combine(spec: RunSpec, runs: Sequence[Mapping[str, ConfigKpis]]) -> RunKpis:
                 },
             )
         configs.append(judged)
-    return RunKpis(spec.run_id, spec.model, base_spec.name, tuple(configs))
+    return RunKpis(spec.run_id, spec.model, base_spec.name, tuple(configs), spec.accuracy_direction)

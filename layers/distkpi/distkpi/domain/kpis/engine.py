@@ -7,9 +7,18 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from distkpi.domain.accuracy import (
+    Accuracy,
+    Direction,
+    Target,
+    at_least_as_good,
+    describe,
+    describe_target,
+    headline,
+)
 from distkpi.domain.contracts import ConfigSpec, NodeManifest, Role, RunSpec
 from distkpi.domain.logs.gpumemory import GpuMemorySummary
-from distkpi.domain.logs.logsummary import LogSummary
+from distkpi.domain.logs.logsummary import LogSummary, Per
 
 # a config's hardware when a node could not read its own, and when its trainers disagree:
 # unknown is compared only with unknown, mixed with nothing
@@ -19,6 +28,10 @@ MIXED = "mixed"
 # config, must fit DynamoDB's 400 KB item whatever its nodes wrote
 MAX_STORED_PROBLEMS = 20
 MAX_PROBLEM_CHARS = 400
+# an efficiency this far above 1 is a measurement to doubt, not a result
+SUPER_LINEAR = 1.05
+SUPER_LINEAR_PROBLEM = "super-linear scaling: check the base config's throughput"
+NOT_REACHED = "did not reach the target"
 
 
 class ConfigStatus(StrEnum):
@@ -53,6 +66,8 @@ class ConfigEvidence:
     gpu_memory: Sequence[ParsedGpuMemory] = ()
     invalid_nodes: dict[int, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    # files a manifest names that could not be read or parsed: the config cannot be judged
+    unusable_files: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -80,16 +95,25 @@ class ConfigKpis:
     hardware: str | None = None
     # every reported node's GPUs times its wall time, setup included
     gpu_hours: float | None = None
+    # every named part of the test accuracy when the evaluation has parts (test_accuracy is
+    # then the part the target names first)
+    test_accuracy_parts: Mapping[str, float] | None = None
+    # its parameter servers: without any, pserver GPU memory is not a KPI it can report
+    pservers: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "gpus": self.gpus,
+            "pservers": self.pservers,
             "status": self.status.value,
             "throughput": self.throughput,
             "speedup": self.speedup,
             "efficiency": self.efficiency,
             "time_to_accuracy_s": self.time_to_accuracy_s,
             "test_accuracy": self.test_accuracy,
+            "test_accuracy_parts": (
+                dict(self.test_accuracy_parts) if self.test_accuracy_parts is not None else None
+            ),
             "accuracy_delta": self.accuracy_delta,
             "trainer_gpu_memory_mib": self.trainer_gpu_memory_mib,
             "pserver_gpu_memory_mib": self.pserver_gpu_memory_mib,
@@ -118,6 +142,7 @@ class ConfigKpis:
         return cls(
             name=str(data["name"]),
             gpus=int(data["gpus"]),
+            pservers=int(data.get("pservers", 0)),
             status=ConfigStatus(data["status"]),
             throughput=number("throughput"),
             speedup=number("speedup"),
@@ -133,11 +158,18 @@ class ConfigKpis:
             runs=int(data.get("runs", 1)),
             hardware=None if data.get("hardware") is None else str(data["hardware"]),
             gpu_hours=number("gpu_hours"),
+            test_accuracy_parts=_parts(data.get("test_accuracy_parts")),
             run_values={
                 str(kpi): tuple(float(v) for v in values)
                 for kpi, values in (data.get("run_values") or {}).items()
             },
         )
+
+
+def _parts(value: Any) -> dict[str, float] | None:
+    if not isinstance(value, Mapping):
+        return None
+    return {str(k): float(v) for k, v in value.items()}
 
 
 def _converged(data: Mapping[str, Any]) -> bool | None:
@@ -146,7 +178,8 @@ def _converged(data: Mapping[str, Any]) -> bool | None:
         return None if data["converged"] is None else bool(data["converged"])
     if data.get("time_to_accuracy_s") is not None:
         return True
-    if any(str(p).startswith("accuracy never reached") for p in data.get("problems", ())):
+    problems = [str(p) for p in data.get("problems", ())]
+    if any(p.startswith("accuracy never reached") or p == NOT_REACHED for p in problems):
         return False
     return None
 
@@ -157,6 +190,8 @@ class RunKpis:
     model: str
     base_config: str | None
     configs: tuple[ConfigKpis, ...]
+    # how the run's quality metric improves: test_accuracy is judged in this direction
+    accuracy_direction: Direction = Direction.HIGHER
 
     def config(self, name: str) -> ConfigKpis:
         return next(c for c in self.configs if c.name == name)
@@ -172,13 +207,15 @@ class RunKpis:
         configs = tuple(
             ConfigKpis.from_record({**v, "name": k}) for k, v in data["configs"].items()
         )
-        return cls(data["run_id"], data["model"], data["base_config"], configs)
+        direction = Direction(data.get("accuracy_direction", Direction.HIGHER))
+        return cls(data["run_id"], data["model"], data["base_config"], configs, direction)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
             "model": self.model,
             "base_config": self.base_config,
+            "accuracy_direction": self.accuracy_direction.value,
             "gpu_hours": self.gpu_hours,
             "configs": {c.name: c.to_json() for c in self.configs},
         }
@@ -189,7 +226,7 @@ Problems = tuple[str, ...]
 
 def _status(evidence: ConfigEvidence) -> tuple[ConfigStatus, Problems]:
     problems = [f"node {node}: {reason}" for node, reason in sorted(evidence.invalid_nodes.items())]
-    failed = bool(problems)
+    failed = bool(problems) or bool(evidence.unusable_files)
     for node, manifest in sorted(evidence.manifests.items()):
         if manifest.problem:
             problems.append(f"node {node}: {manifest.problem}")
@@ -206,63 +243,136 @@ def _status(evidence: ConfigEvidence) -> tuple[ConfigStatus, Problems]:
     return (ConfigStatus.INCOMPLETE if missing else ConfigStatus.OK), tuple(problems)
 
 
-def _log_throughput(log: ParsedLog, gpus_per_trainer: int) -> float | None:
-    best = log.summary.best_throughput()
+@dataclass(frozen=True)
+class _Reported:
+    log: ParsedLog
+    value: float
+    per: Per
+    samples: tuple[float, ...]
+
+
+def _reported(log: ParsedLog) -> _Reported | None:
+    """A log's throughput and what it counts: its own reports at their highest level, else
+    Horovod's per-GPU figure, else MLLOG's samples per epoch over the epochs' duration."""
+    summary = log.summary
+    best = summary.best_throughput()
     if best is not None:
-        return best[0]
-    per_gpu = log.summary.per_gpu_throughput.mean
-    return per_gpu * gpus_per_trainer if per_gpu is not None else None
+        per = summary.throughput_per() or Per.PROCESS
+        return _Reported(log, best[0], per, tuple(summary.samples()))
+    per_gpu = summary.per_gpu_throughput.mean
+    if per_gpu is not None:
+        return _Reported(log, per_gpu, Per.CARD, ())
+    epochs = summary.epoch_throughput()
+    if epochs is not None:
+        return _Reported(log, epochs[0], Per.JOB, tuple(epochs[1]))
+    return None
+
+
+def _combined(spec: ConfigSpec, reports: Sequence[_Reported]) -> tuple[float, float]:
+    """The config's throughput from logs that all count the same way, and the factor from
+    one log's samples to the config's: per card, their mean times the config's GPUs; per
+    process, their sum; per node, each trainer's mean summed; per job, the first's."""
+    per = reports[0].per
+    values = [r.value for r in reports]
+    if per is Per.JOB:
+        return values[0], 1.0
+    if per is Per.CARD:
+        return sum(values) / len(values) * spec.gpus, float(spec.gpus)
+    if per is Per.NODE:
+        by_node: dict[int, list[float]] = {}
+        for r in reports:
+            by_node.setdefault(r.log.rank, []).append(r.value)
+        return sum(sum(v) / len(v) for v in by_node.values()), 1.0
+    return sum(values), 1.0
+
+
+def _silent(trainers: Sequence[ParsedLog], reports: Sequence[_Reported]) -> list[ParsedLog]:
+    """The logs whose silence makes a sum partial: per process, each log that reports
+    nothing; per node, the logs of a trainer none of whose logs reports (per card and per job
+    a silent log takes nothing away: the other logs' figure stands for it)."""
+    per = reports[0].per
+    if per is Per.PROCESS:
+        reporting = {id(r.log) for r in reports}
+        return [log for log in trainers if id(log) not in reporting]
+    if per is Per.NODE:
+        nodes = {r.log.rank for r in reports}
+        return [log for log in trainers if log.rank not in nodes]
+    return []
 
 
 def _throughput(
     spec: ConfigSpec, trainers: Sequence[ParsedLog]
-) -> tuple[tuple[float | None, tuple[float, ...]], Problems]:
-    """(the config's throughput, its within-run samples), and why either is missing."""
+) -> tuple[tuple[float | None, tuple[float, ...]], bool, Problems]:
+    """(the config's throughput, its within-run samples), whether the logs are inconsistent
+    (some trainers report and others do not, or they count differently: the config fails),
+    and why the throughput is missing."""
     totals = [log.summary.explicit_total for log in trainers if log.summary.explicit_total]
     if totals:
-        return (totals[0], ()), ()
+        return (totals[0], ()), False, ()
     if not trainers:
-        return (None, ()), ("no trainer log",)
-    values: list[float] = []
-    samples: list[float] = []
-    problems: list[str] = []
-    for log in trainers:
-        value = _log_throughput(log, spec.gpus_per_trainer)
-        if value is None:
-            problems.append(f"trainer {log.rank} ({log.path}): no throughput reported")
-            continue
-        values.append(value)
-        samples.extend(log.summary.samples())
-    if len(values) < len(trainers):
-        if values:
-            problems.append("throughput not given: a sum over some trainers only would be partial")
-        return (None, ()), tuple(problems)
+        return (None, ()), False, ("no trainer log",)
+    reports = [r for log in trainers if (r := _reported(log)) is not None]
+    if not reports:
+        return (None, ()), False, ("no throughput: no trainer log reports one",)
+    pers = sorted({r.per.value for r in reports})
+    if len(pers) > 1:
+        why = f"throughput not given: trainer logs count it differently ({', '.join(pers)})"
+        return (None, ()), True, (why,)
+    silent = _silent(trainers, reports)
+    if silent:
+        problems = [f"trainer {log.rank} ({log.path}): no throughput reported" for log in silent]
+        problems.append("throughput not given: a sum over some trainers only would be partial")
+        return (None, ()), True, tuple(problems)
+    total, scale = _combined(spec, reports)
     # Per-sample totals only make sense when a single trainer log carries them.
-    return (sum(values), tuple(samples) if len(trainers) == 1 else ()), tuple(problems)
+    samples = tuple(v * scale for v in reports[0].samples) if len(trainers) == 1 else ()
+    return (total, samples), False, ()
+
+
+def _best_evaluation(logs: Sequence[ParsedLog], direction: Direction) -> Accuracy:
+    best = logs[0].summary.accuracy_frontier[-1].accuracy
+    for log in logs[1:]:
+        candidate = log.summary.accuracy_frontier[-1].accuracy
+        if at_least_as_good(headline(candidate, None), headline(best, None), direction):
+            best = candidate
+    return best
 
 
 def _time_to_accuracy(
-    trainers: Sequence[ParsedLog], target: float
+    trainers: Sequence[ParsedLog], target: Target, direction: Direction
 ) -> tuple[tuple[float | None, bool | None], Problems]:
     """(seconds to the target, whether it was reached: None when the logs cannot tell)."""
+    if any(log.summary.aborted for log in trainers):  # MLLOG: the run stopped short of it
+        return (None, False), (NOT_REACHED,)
     for log in trainers:
         if log.summary.converge_speed_s is not None:
             return (log.summary.converge_speed_s, True), ()
     starts = [log.summary.run_start_s for log in trainers if log.summary.run_start_s is not None]
     timed = [log for log in trainers if log.summary.accuracy_frontier]
     if not starts or not timed:
-        unknown = "time to accuracy unknown: the logs have no timed run_start and evaluations"
-        return (None, None), (unknown,)
+        absent = [
+            what for what, none in (("run_start", not starts), ("evaluations", not timed)) if none
+        ]
+        missing = " and no timed ".join(absent)
+        return (None, None), (f"time to accuracy unknown: the logs have no timed {missing}",)
     reached = [t for log in timed if (t := log.summary.first_time_reaching(target)) is not None]
     if not reached:
-        best = max(log.summary.accuracy_frontier[-1].accuracy for log in timed)
-        return (None, False), (f"accuracy never reached the target {target:g} (best {best:.4f})",)
+        best = describe(_best_evaluation(timed, direction))
+        never = f"accuracy never reached the target {describe_target(target)} (best {best})"
+        return (None, False), (never,)
     return (max(0.0, min(reached) - min(starts)), True), ()
 
 
+@dataclass(frozen=True)
+class _TestAccuracy:
+    value: float | None
+    parts: dict[str, float] | None
+    problems: Problems
+
+
 def _test_accuracy(
-    trainers: Sequence[ParsedLog], accuracy_pass: int
-) -> tuple[float | None, Problems]:
+    trainers: Sequence[ParsedLog], accuracy_pass: int, target: Target, direction: Direction
+) -> _TestAccuracy:
     for log in trainers:
         summary = log.summary
         if summary.last_accuracy is None:
@@ -270,11 +380,20 @@ def _test_accuracy(
         problems: Problems = ()
         if accuracy_pass not in summary.accuracy_by_pass:
             problems = (f"no test accuracy for pass {accuracy_pass}; the last reported is used",)
-        value = summary.accuracy_at(accuracy_pass)
-        if value is not None and not 0.0 <= value <= 1.0:
-            return None, (*problems, f"test accuracy {value:g} is outside [0, 1]; ignored")
-        return value, problems
-    return None, ("no test accuracy reported",)
+        found = summary.accuracy_at(accuracy_pass)
+        if found is None:
+            continue
+        parts = dict(found) if isinstance(found, dict) else None
+        value = headline(found, target)
+        numbers = parts.values() if parts is not None else (value,)
+        if direction is Direction.HIGHER and not all(0.0 <= v <= 1.0 for v in numbers):
+            return _TestAccuracy(
+                None,
+                None,
+                (*problems, f"test accuracy {describe(found)} is outside [0, 1]; ignored"),
+            )
+        return _TestAccuracy(value, parts, problems)
+    return _TestAccuracy(None, None, ("no test accuracy reported",))
 
 
 def _peak_memory(
@@ -333,7 +452,12 @@ def _gpu_hours(evidence: ConfigEvidence) -> float | None:
     return sum(walls) / 3600 if walls else None
 
 
-def config_kpis(evidence: ConfigEvidence, target_accuracy: float, accuracy_pass: int) -> ConfigKpis:
+def config_kpis(
+    evidence: ConfigEvidence,
+    target_accuracy: Target,
+    accuracy_pass: int,
+    direction: Direction = Direction.HIGHER,
+) -> ConfigKpis:
     """One config's own KPIs; speedup, efficiency and accuracy delta come from run_kpis."""
     spec = evidence.spec
     status, node_problems = _status(evidence)
@@ -347,25 +471,27 @@ def config_kpis(evidence: ConfigEvidence, target_accuracy: float, accuracy_pass:
     ]
     if crashes:  # even when its node exited 0, as Paddle's legacy launcher does
         status = ConfigStatus.FAILED
-    (throughput, samples), throughput_problems = _throughput(spec, trainers)
-    if throughput is None and status is ConfigStatus.OK:
+    (throughput, samples), inconsistent, throughput_problems = _throughput(spec, trainers)
+    if inconsistent:
         status = ConfigStatus.FAILED
     if status is not ConfigStatus.OK:
         throughput, samples = None, ()
-    (tta, converged), tta_problems = _time_to_accuracy(trainers, target_accuracy)
-    accuracy, accuracy_problems = _test_accuracy(trainers, accuracy_pass)
+    (tta, converged), tta_problems = _time_to_accuracy(trainers, target_accuracy, direction)
+    accuracy = _test_accuracy(trainers, accuracy_pass, target_accuracy, direction)
     trainer_memory, trainer_memory_problems = _peak_memory(evidence, "trainer", True)
     pserver_memory, pserver_memory_problems = _peak_memory(evidence, "pserver", spec.pservers > 0)
     hardware, hardware_problems = _hardware(evidence)
     return ConfigKpis(
         name=spec.name,
         gpus=spec.gpus,
+        pservers=spec.pservers,
         status=status,
         throughput=throughput,
         throughput_samples=samples,
         time_to_accuracy_s=tta,
         converged=converged,
-        test_accuracy=accuracy,
+        test_accuracy=accuracy.value,
+        test_accuracy_parts=accuracy.parts,
         trainer_gpu_memory_mib=trainer_memory,
         pserver_gpu_memory_mib=pserver_memory,
         problems=(
@@ -375,7 +501,7 @@ def config_kpis(evidence: ConfigEvidence, target_accuracy: float, accuracy_pass:
             *file_problems,
             *throughput_problems,
             *tta_problems,
-            *accuracy_problems,
+            *accuracy.problems,
             *trainer_memory_problems,
             *pserver_memory_problems,
             *hardware_problems,
@@ -415,7 +541,7 @@ def run_kpis(run: RunSpec, configs: Mapping[str, ConfigKpis]) -> RunKpis:
         against_base(configs.get(spec.name) or without_kpis(spec), base, base_spec)
         for spec in run.configs
     ]
-    return RunKpis(run.run_id, run.model, base_spec.name, tuple(out))
+    return RunKpis(run.run_id, run.model, base_spec.name, tuple(out), run.accuracy_direction)
 
 
 def against_base(kpis: ConfigKpis, base: ConfigKpis | None, base_spec: ConfigSpec) -> ConfigKpis:
@@ -425,6 +551,8 @@ def against_base(kpis: ConfigKpis, base: ConfigKpis | None, base_spec: ConfigSpe
     if kpis.throughput is not None and base is not None and base_throughput:
         speedup = kpis.throughput / base_throughput
         efficiency = speedup / (kpis.gpus / base.gpus)
+        if efficiency > SUPER_LINEAR and SUPER_LINEAR_PROBLEM not in problems:
+            problems.append(SUPER_LINEAR_PROBLEM)
     elif kpis.throughput is not None:
         why = base.status.value if base is not None else "missing"
         problems.append(f"speedup unknown: base config {base_spec.name} is {why}")

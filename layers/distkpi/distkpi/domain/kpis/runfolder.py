@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
+from distkpi.domain.accuracy import Direction, Target
 from distkpi.domain.contracts import (
     MAX_CONFIG_LOG_BYTES,
     MAX_LOG_BYTES,
@@ -40,6 +41,7 @@ from distkpi.domain.logs.filesummary import (
     summarize,
     summary_from_json,
 )
+from distkpi.domain.logs.logformats import DEFAULT_SETTINGS, ParseSettings
 from distkpi.domain.logs.logsummary import LogSummary
 from distkpi.domain.signing import HashingReader, signed_by
 from distkpi.exceptions import ContractError, NotFoundError, RunFolderError, StorageError
@@ -172,8 +174,13 @@ def _parsed(entry: FileEntry, summary: Summary) -> ParsedLog | ParsedGpuMemory:
     return ParsedGpuMemory(entry.path, entry.role, entry.rank, summary)
 
 
+def parse_settings(run: RunSpec) -> ParseSettings:
+    """What reading each log of ``run`` needs from its run.json."""
+    return ParseSettings(run.accuracy_direction, run.warmup_reports, run.metrics)
+
+
 def _parse_file(
-    source: RunSource, config: str, entry: FileEntry, budget: _Budget
+    source: RunSource, config: str, entry: FileEntry, budget: _Budget, settings: ParseSettings
 ) -> ParsedLog | ParsedGpuMemory:
     """The file parsed, its digest checked against the manifest's in the same pass; OverCap
     when it is longer than a file may be, or than the config has left."""
@@ -181,7 +188,7 @@ def _parse_file(
         capped = budget.reader(raw, entry.path)
         try:
             with HashingReader(capped) as stream:
-                parsed = _parsed(entry, summarize(entry.kind, stream))
+                parsed = _parsed(entry, summarize(entry.kind, stream, settings))
                 if entry.sha256 is not None and stream.finish() != entry.sha256:
                     raise ChangedAfterUpload(entry.path)
         finally:
@@ -198,6 +205,9 @@ class Reading:
 
     key: str | None = None
     parse_logs: bool = True
+    # what parsing each log needs from its run (parse_settings); a node summarizes with the
+    # defaults, so a run with settings of its own has its logs parsed here
+    settings: ParseSettings = DEFAULT_SETTINGS
 
 
 def _why_not_summaries(manifest: NodeManifest, reading: Reading) -> str | None:
@@ -206,6 +216,8 @@ def _why_not_summaries(manifest: NodeManifest, reading: Reading) -> str | None:
         return "no key to verify the manifest's summaries with"
     if manifest.engine_version is None:
         return "no file summaries in the manifest (an older image?)"
+    if reading.settings != DEFAULT_SETTINGS:
+        return "the suite reads its logs its own way (direction, warm-up or patterns)"
     if manifest.engine_version != ENGINE_VERSION:
         return (
             f"the manifest's summaries are of engine version {manifest.engine_version}, "
@@ -232,23 +244,30 @@ def _read_file(
     evidence: ConfigEvidence,
     *,
     budget: _Budget,
+    settings: ParseSettings,
 ) -> ParsedLog | ParsedGpuMemory | None:
     """The file parsed from the folder; None, with the problem, when it cannot be."""
     try:
-        return _parse_file(source, config, entry, budget)
+        return _parse_file(source, config, entry, budget, settings)
     except OverCap as over:
         evidence.problems.append(str(over))
+        evidence.unusable_files.append(entry.path)
     except ChangedAfterUpload:
         evidence.invalid_nodes[node] = (
             f"{entry.path} changed after upload: its sha256 is not the manifest's"
         )
     except NotFoundError:
-        evidence.problems.append(f"{entry.path}: named by node {node} but missing")
+        _unusable(evidence, entry, f"named by node {node} but missing")
     except StorageError as exc:
-        evidence.problems.append(f"{entry.path}: cannot be read: {exc}")
+        _unusable(evidence, entry, f"cannot be read: {exc}")
     except Exception as exc:  # a parser bug must not leave the config unsettled forever
-        evidence.problems.append(f"{entry.path}: cannot be parsed: {type(exc).__name__}")
+        _unusable(evidence, entry, f"cannot be parsed: {type(exc).__name__}")
     return None
+
+
+def _unusable(evidence: ConfigEvidence, entry: FileEntry, why: str) -> None:
+    evidence.problems.append(f"{entry.path}: {why}")
+    evidence.unusable_files.append(entry.path)
 
 
 def _parse_files(
@@ -279,7 +298,15 @@ def _parse_files(
             fell_back.append(parsed)
             parsed = None
             if reading.parse_logs:
-                parsed = _read_file(source, config, entry, manifest.node, evidence, budget=budget)
+                parsed = _read_file(
+                    source,
+                    config,
+                    entry,
+                    manifest.node,
+                    evidence,
+                    budget=budget,
+                    settings=reading.settings,
+                )
         if isinstance(parsed, ParsedLog):
             logs.append(parsed)
         elif parsed is not None:
@@ -353,8 +380,12 @@ def gather_config(
     return evidence
 
 
+def config_kpis_of(evidence: ConfigEvidence, run: RunSpec) -> ConfigKpis:
+    return config_kpis(evidence, run.target_accuracy, run.accuracy_pass, run.accuracy_direction)
+
+
 def config_kpis_from(source: RunSource, run: RunSpec, spec: ConfigSpec) -> ConfigKpis:
-    return config_kpis(gather_config(source, spec), run.target_accuracy, run.accuracy_pass)
+    return config_kpis_of(gather_config(source, spec, Reading(settings=parse_settings(run))), run)
 
 
 def iter_config_kpis(source: RunSource, run: RunSpec) -> Iterator[ConfigKpis]:
@@ -362,19 +393,38 @@ def iter_config_kpis(source: RunSource, run: RunSpec) -> Iterator[ConfigKpis]:
         yield config_kpis_from(source, run, spec)
 
 
-def compute_run_kpis(
-    source: RunSource,
-    target_accuracy: float | None = None,
+def with_overrides(
+    run: RunSpec,
+    target_accuracy: Target | None = None,
     accuracy_pass: int | None = None,
-) -> RunKpis:
-    """The KPIs of a whole run folder, optionally with another target or accuracy pass."""
-    run = read_run_spec(source)
-    overrides: dict[str, float | int] = {}
+    accuracy_direction: Direction | None = None,
+) -> RunSpec:
+    """``run`` with another target, accuracy pass or direction, checked as run.json is (a
+    target of 2.69 needs the direction lower): ContractError when it does not hold."""
+    overrides: dict[str, object] = {}
     if target_accuracy is not None:
         overrides["target_accuracy"] = target_accuracy
     if accuracy_pass is not None:
         overrides["accuracy_pass"] = accuracy_pass
-    if overrides:
-        run = run.model_copy(update=overrides)
+    if accuracy_direction is not None:
+        overrides["accuracy_direction"] = accuracy_direction
+    if not overrides:
+        return run
+    try:
+        return parse_run_spec({**run.to_json(), **overrides})
+    except ContractError as exc:
+        given = ", ".join(f"{k} {v}" for k, v in overrides.items())
+        raise ContractError(f"{given}: {exc}") from exc
+
+
+def compute_run_kpis(
+    source: RunSource,
+    target_accuracy: Target | None = None,
+    accuracy_pass: int | None = None,
+    accuracy_direction: Direction | None = None,
+) -> RunKpis:
+    """The KPIs of a whole run folder, optionally with another target, accuracy pass or
+    direction."""
+    run = with_overrides(read_run_spec(source), target_accuracy, accuracy_pass, accuracy_direction)
     configs = {kpis.name: kpis for kpis in iter_config_kpis(source, run)}
     return run_kpis(run, configs)

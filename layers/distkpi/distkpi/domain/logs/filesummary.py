@@ -24,21 +24,23 @@ from distkpi.domain.contracts import FileKind
 from distkpi.domain.logs.bounds import fits
 from distkpi.domain.logs.gpumemory import GpuMemorySummary, parse_gpu_memory
 from distkpi.domain.logs.linescan import Readable
-from distkpi.domain.logs.logformats import parse_log
+from distkpi.domain.logs.logformats import DEFAULT_SETTINGS, ParseSettings, parse_log
 from distkpi.domain.logs.logsummary import LogSummary
 from distkpi.exceptions import ContractError
 
-ENGINE_VERSION = 1
+ENGINE_VERSION = 2
 
 Summary = LogSummary | GpuMemorySummary
 # the kinds of file the engine parses; a `file` is kept for people, never parsed
 PARSED_KINDS: frozenset[FileKind] = frozenset({"log", "gpu_memory"})
 
 
-def summarize(kind: FileKind, stream: Readable) -> Summary:
+def summarize(
+    kind: FileKind, stream: Readable, settings: ParseSettings = DEFAULT_SETTINGS
+) -> Summary:
     """One file through the engine, as the collector would parse it."""
     if kind == "log":
-        return parse_log(stream)
+        return parse_log(stream, settings)
     if kind == "gpu_memory":
         return parse_gpu_memory(stream)
     raise ContractError(f"a {kind!r} is not parsed")

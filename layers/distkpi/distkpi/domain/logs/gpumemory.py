@@ -1,8 +1,10 @@
 """nvidia-smi CSV samples: the peak memory in use, with or without header and units.
 
 Understood: ``--query-gpu=timestamp,index,memory.used --format=csv[,noheader][,nounits]``
-and ``--query-compute-apps=...,used_memory``. Without a header the memory is the last
-column; with one it is the column named ``memory.used`` or ``used_memory``.
+and ``--query-compute-apps=...,used_memory`` (whose header says ``used_gpu_memory``). With a
+header the memory is the column it names, wherever it is (``used_memory,pid`` puts the pid
+last), and a header naming none makes its lines unreadable; only without any header is it
+the last column.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from dataclasses import dataclass, field
 from distkpi.domain.logs.bounds import fits
 from distkpi.domain.logs.linescan import Readable, scan_lines
 
-_MEMORY_COLUMNS = ("memory.used", "used_memory")
+_MEMORY_COLUMNS = ("memory.used", "used_memory", "used_gpu_memory")
+_NO_MEMORY_COLUMN = -1
 _VALUE = re.compile(r"\s*+(\d++(?:\.\d++)?+)\s*+(MiB|MB|GiB|GB|KiB)?+\s*+$", re.IGNORECASE)
 _TO_MIB = {"": 1.0, "mib": 1.0, "mb": 1.0, "gib": 1024.0, "gb": 1024.0, "kib": 1 / 1024.0}
 
@@ -26,10 +29,16 @@ class GpuMemorySummary:
 
 
 def _header_column(fields: list[str]) -> int | None:
+    """The memory column a header line names (_NO_MEMORY_COLUMN when it names none); None
+    when the line is not a header (a field holds a number, as every sample's does)."""
+    if any(_VALUE.match(f) for f in fields):
+        return None
     names = [f.strip().split(" [")[0].strip().lower() for f in fields]
     for wanted in _MEMORY_COLUMNS:
         if wanted in names:
             return names.index(wanted)
+    if any(name[:1].isalpha() for name in names):
+        return _NO_MEMORY_COLUMN
     return None
 
 
@@ -54,8 +63,10 @@ def parse_gpu_memory(stream: Readable) -> GpuMemorySummary:
         if header is not None:
             column = header
             continue
-        index = column if column is not None and column < len(fields) else len(fields) - 1
-        value = _mib(fields[index])
+        if column == _NO_MEMORY_COLUMN or (column is not None and column >= len(fields)):
+            unreadable += 1
+            continue
+        value = _mib(fields[column if column is not None else len(fields) - 1])
         if value is None:
             unreadable += 1
             continue

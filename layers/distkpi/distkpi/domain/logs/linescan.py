@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 import ahocorasick_rs
 
@@ -56,10 +56,19 @@ class Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
 
+class Trigger(Protocol):
+    """A compiled pattern searched over a whole chunk (RE2's, linear in the chunk)."""
+
+    def finditer(self, text: bytes, /) -> Iterator[Any]: ...
+
+
 class _Scanner:
-    def __init__(self, stream: Readable, needles: tuple[bytes, ...] | None) -> None:
+    def __init__(
+        self, stream: Readable, needles: tuple[bytes, ...] | None, triggers: tuple[Trigger, ...]
+    ) -> None:
         self.stream = stream
         self.matcher = _matcher(needles) if needles is not None else None
+        self.triggers = triggers
         self.problems = ScanProblems()
         self.offset = 0  # of the next byte to check, in the file
 
@@ -83,6 +92,13 @@ class _Scanner:
             max(rfind(b"\n", start, start + at) + 1, start)
             for _, at, _ in self.matcher.find_matches_as_indexes(view)
         }
+        if self.triggers:  # a suite's own patterns: searched over the part, as RE2 needs bytes
+            part = data[start:end]
+            for trigger in self.triggers:
+                starts.update(
+                    max(rfind(b"\n", start, start + m.start()) + 1, start)
+                    for m in trigger.finditer(part)
+                )
         return sorted(starts)
 
     def _lines_of(self, data: bytes, start: int, end: int) -> Iterator[str]:
@@ -154,11 +170,12 @@ def _all_line_starts(data: bytes, start: int, end: int) -> list[int]:
 
 
 def scan_lines(
-    stream: Readable, needles: tuple[bytes, ...] | None
+    stream: Readable, needles: tuple[bytes, ...] | None, triggers: tuple[Trigger, ...] = ()
 ) -> tuple[Iterator[str], ScanProblems]:
-    """Lines of ``stream`` that contain one of ``needles`` (every line when None), in order.
+    """Lines of ``stream`` that contain one of ``needles`` or match one of ``triggers``
+    (every line when needles is None), in order.
 
     The problems object fills in while the iterator is consumed.
     """
-    scanner = _Scanner(stream, needles)
+    scanner = _Scanner(stream, needles, triggers)
     return scanner.lines(), scanner.problems

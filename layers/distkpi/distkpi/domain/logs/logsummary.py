@@ -1,9 +1,23 @@
-"""What one training log says, reduced while it streams by (bounded whatever its length)."""
+"""What one training log says, reduced while it streams by (bounded whatever its length).
+
+Plain data only (numbers, strings, lists, dicts, enums), so that a summary can be stored and
+read back: what parsing needs to know (direction, warm-up, declared metrics) is settled
+before a log is read, in ``logformats.ParseSettings``.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import IntEnum
+
+from distkpi.domain.accuracy import Accuracy, Direction, Target, dominates, reaches
+from distkpi.domain.patterns import Per
+
+WARMUP_SHARE = 0.05
+MAX_KEPT = 10_000
+MAX_EPOCHS = 100_000
+MAX_PARTS_FRONTIER = 100
 
 
 class Level(IntEnum):
@@ -14,53 +28,83 @@ class Level(IntEnum):
     PASS = 2
 
 
+def warmup_count(count: int, warmup_reports: int | None) -> int:
+    """Reports dropped before averaging: the suite's number, else the first 5% (rounded up)
+    and at least the first; never all of them."""
+    if count <= 1:
+        return 0
+    share = max(1, math.ceil(count * WARMUP_SHARE - 1e-9))
+    dropped = warmup_reports if warmup_reports is not None else share
+    return min(dropped, count - 1)
+
+
 @dataclass
 class RunningMean:
-    """Mean of a stream of reports, dropping the first (warm-up) when there are two or more."""
+    """Mean of a stream of reports after its warm-up (warmup_count), in bounded memory: the
+    first MAX_KEPT reports are kept, the rest only summed."""
 
+    per: Per = Per.PROCESS
+    warmup_reports: int | None = None
     count: int = 0
-    first: float = 0.0
     total: float = 0.0
-    values_after_warmup: list[float] = field(default_factory=list)
-
-    MAX_KEPT = 10_000
+    kept: list[float] = field(default_factory=list)
 
     def add(self, value: float) -> None:
-        if self.count == 0:
-            self.first = value
-        elif len(self.values_after_warmup) < self.MAX_KEPT:
-            self.values_after_warmup.append(value)
+        if len(self.kept) < MAX_KEPT:
+            self.kept.append(value)
         self.count += 1
         self.total += value
+
+    @property
+    def dropped(self) -> int:
+        return min(warmup_count(self.count, self.warmup_reports), len(self.kept))
 
     @property
     def mean(self) -> float | None:
         if self.count == 0:
             return None
-        if self.count == 1:
-            return self.first
-        return (self.total - self.first) / (self.count - 1)
+        dropped = self.dropped
+        return (self.total - math.fsum(self.kept[:dropped])) / (self.count - dropped)
+
+    @property
+    def values_after_warmup(self) -> list[float]:
+        return self.kept[self.dropped :]
 
 
 @dataclass(frozen=True)
 class EvalPoint:
-    accuracy: float
+    accuracy: Accuracy
     time_s: float | None
 
 
 @dataclass
 class LogSummary:
+    direction: Direction = Direction.HIGHER
+    warmup_reports: int | None = None
+    # the KPIs the suite's own patterns state; the built-in readers are not asked for them
+    declared: tuple[str, ...] = ()
     throughput: dict[Level, RunningMean] = field(default_factory=dict)
-    per_gpu_throughput: RunningMean = field(default_factory=RunningMean)
+    per_gpu_throughput: RunningMean = field(default_factory=lambda: RunningMean(Per.CARD))
     explicit_total: float | None = None
-    accuracy_by_pass: dict[int, float] = field(default_factory=dict)
-    last_accuracy: float | None = None
+    accuracy_by_pass: dict[int, Accuracy] = field(default_factory=dict)
+    last_accuracy: Accuracy | None = None
+    # the timed evaluations no earlier one is at least as good as in every part
     accuracy_frontier: list[EvalPoint] = field(default_factory=list)
     run_start_s: float | None = None
     converge_speed_s: float | None = None
+    # MLLOG's samples per epoch and each epoch's start and stop, for a throughput when the
+    # log states none of its own
+    train_samples: float | None = None
+    epoch_starts: dict[int, float] = field(default_factory=dict)
+    epoch_stops: dict[int, float] = field(default_factory=dict)
     # what in the log says its process died (a traceback, a fatal signal); None: nothing
     crash: str | None = None
+    # the run stopped without reaching its target (MLLOG run_stop status aborted)
+    aborted: bool = False
     problem_counts: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.per_gpu_throughput.warmup_reports = self.warmup_reports
 
     def note(self, problem: str) -> None:
         self.problem_counts[problem] = self.problem_counts.get(problem, 0) + 1
@@ -69,20 +113,65 @@ class LogSummary:
     def problems(self) -> list[str]:
         return [p if n == 1 else f"{p} ({n} times)" for p, n in self.problem_counts.items()]
 
-    def add_throughput(self, value: float, level: Level) -> None:
-        self.throughput.setdefault(level, RunningMean()).add(value)
+    def add_throughput(
+        self, value: float, level: Level, per: Per = Per.PROCESS, *, declared: bool = False
+    ) -> None:
+        if "throughput" in self.declared and not declared:
+            return
+        running = self.throughput.get(level)
+        if running is None:
+            running = self.throughput[level] = RunningMean(per, self.warmup_reports)
+        running.add(value)
 
-    def add_accuracy(self, value: float, pass_num: int | None, time_s: float | None) -> None:
+    def add_accuracy(
+        self, value: Accuracy, pass_num: int | None, time_s: float | None, *, declared: bool = False
+    ) -> None:
+        if "test_accuracy" in self.declared and not declared:
+            return
         if pass_num is not None:
             self.accuracy_by_pass[pass_num] = value
         self.last_accuracy = value
-        improves = not self.accuracy_frontier or value > self.accuracy_frontier[-1].accuracy
-        if time_s is not None and improves:
-            self.accuracy_frontier.append(EvalPoint(value, time_s))
+        if time_s is None or self._dominated(value):
+            return
+        self.accuracy_frontier.append(EvalPoint(value, time_s))
+
+    def _dominated(self, value: Accuracy) -> bool:
+        """Whether a kept evaluation reaches whatever ``value`` reaches. Numbers improve
+        monotonically along the frontier, so only the last is asked; objects of parts are
+        compared with each kept one, and at most MAX_PARTS_FRONTIER are kept."""
+        frontier = self.accuracy_frontier
+        if not isinstance(value, dict):
+            last = next((p for p in reversed(frontier) if not isinstance(p.accuracy, dict)), None)
+            return last is not None and dominates(last.accuracy, value, self.direction)
+        if len(frontier) >= MAX_PARTS_FRONTIER:
+            return True
+        return any(dominates(p.accuracy, value, self.direction) for p in frontier)
 
     def mark_start(self, time_s: float) -> None:
         if self.run_start_s is None or time_s < self.run_start_s:
             self.run_start_s = time_s
+
+    def mark_epoch(self, epoch: int, time_s: float, stop: bool) -> None:
+        marks = self.epoch_stops if stop else self.epoch_starts
+        if epoch in marks or len(marks) < MAX_EPOCHS:
+            marks[epoch] = time_s
+
+    def _epoch_durations(self) -> list[float]:
+        """Each timed epoch's duration in epoch order, the first left out when there are more."""
+        durations = [
+            self.epoch_stops[e] - start
+            for e, start in sorted(self.epoch_starts.items())
+            if e in self.epoch_stops and self.epoch_stops[e] > start
+        ]
+        return durations[1:] if len(durations) > 1 else durations
+
+    def epoch_throughput(self) -> tuple[float, list[float]] | None:
+        """train_samples x epochs / their total duration, and each epoch's own rate."""
+        durations = self._epoch_durations()
+        if self.train_samples is None or not durations:
+            return None
+        rate = self.train_samples * len(durations) / math.fsum(durations)
+        return rate, [self.train_samples / d for d in durations[:MAX_KEPT]]
 
     def best_throughput(self) -> tuple[float, Level] | None:
         """The log's throughput: the mean at the highest level that reported."""
@@ -92,19 +181,24 @@ class LogSummary:
                 return mean, level
         return None
 
+    def throughput_per(self) -> Per | None:
+        """What the winning throughput counts (None when the log reports none)."""
+        best = self.best_throughput()
+        return self.throughput[best[1]].per if best is not None else None
+
     def samples(self) -> list[float]:
         """Within-run throughput samples (after warm-up) at the level that wins."""
         best = self.best_throughput()
         if best is None:
             return []
         running = self.throughput[best[1]]
-        return list(running.values_after_warmup) or [running.first]
+        return running.values_after_warmup or running.kept[-1:]
 
-    def first_time_reaching(self, target: float) -> float | None:
+    def first_time_reaching(self, target: Target) -> float | None:
         for point in self.accuracy_frontier:
-            if point.accuracy >= target:
+            if reaches(point.accuracy, target, self.direction):
                 return point.time_s
         return None
 
-    def accuracy_at(self, pass_num: int) -> float | None:
+    def accuracy_at(self, pass_num: int) -> Accuracy | None:
         return self.accuracy_by_pass.get(pass_num, self.last_accuracy)

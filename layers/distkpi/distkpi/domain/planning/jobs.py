@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from distkpi.domain.accuracy import target_text
 from distkpi.domain.contracts import ConfigSpec, RunSpec
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.layout import config_prefix
@@ -48,6 +49,9 @@ def run_spec_for(run_id: str, trigger: Trigger, suite: Suite) -> RunSpec:
             "target_accuracy": suite.target_accuracy,
             "accuracy_pass": suite.accuracy_pass,
             "accuracy_tolerance": suite.accuracy_tolerance,
+            "accuracy_direction": suite.accuracy_direction,
+            "warmup_reports": suite.warmup_reports,
+            "metrics": suite.metrics,
             "configs": [c.model_dump() for c in suite.specs()],
         }
     )
@@ -136,7 +140,7 @@ def plan_jobs(
             "DISTKPI_GPUS_PER_TRAINER": str(spec.gpus_per_trainer),
             "DISTKPI_PSERVERS": str(spec.pservers),
             "DISTKPI_BATCH_SIZE": str(spec.batch_size),
-            "DISTKPI_TARGET_ACCURACY": str(run.target_accuracy),
+            "DISTKPI_TARGET_ACCURACY": target_text(run.target_accuracy),
             "DISTKPI_EPOCHS": str(run.accuracy_pass + 1),
             "DISTKPI_SOURCE_URL": suite.source_url(run.repo),
             "DISTKPI_SETUP": json.dumps(

@@ -11,13 +11,17 @@ from typing import Annotated
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from distkpi.domain.accuracy import Direction
 from distkpi.domain.contracts import (
     CONFIG_NAME_PATTERN,
     ConfigSpec,
+    TargetAccuracy,
+    check_target,
     describe_errors,
     require_unique_names,
 )
 from distkpi.domain.judging.settings import VerdictSettings
+from distkpi.domain.patterns import DeclaredMetrics
 from distkpi.domain.planning.sizing import PserverResources, TrainerResources
 from distkpi.exceptions import ContractError
 
@@ -74,10 +78,16 @@ class Suite(BaseModel):
     ) = None
     # the repositories (owner/name) this suite runs for; unset: every one
     repos: tuple[Annotated[str, Field(pattern=r"^[^/\s]+/[^/\s]+$")], ...] | None = None
-    target_accuracy: Annotated[float, Field(ge=0, le=1)]
+    # higher: the quality metric improves as it rises (top-1); lower: as it falls (WER)
+    accuracy_direction: Direction = Direction.HIGHER
+    target_accuracy: TargetAccuracy
     accuracy_pass: Annotated[int, Field(ge=0)]
     accuracy_tolerance: Annotated[float, Field(ge=0)]
     configs: Annotated[tuple[SuiteConfig, ...], Field(min_length=1)]
+    # throughput reports dropped as warm-up before averaging; unset: the first 5%, at least 1
+    warmup_reports: Annotated[int, Field(ge=0)] | None = None
+    # how this suite's logs state KPIs: RE2 patterns, before the built-in readers
+    metrics: DeclaredMetrics | None = None
     verdict: VerdictSettings = Field(default_factory=VerdictSettings)
     # what a trainer node asks for per GPU, and a parameter-server node (never a GPU);
     # unset: the stack's defaults
@@ -91,6 +101,8 @@ class Suite(BaseModel):
     def _unique_names(cls, configs: tuple[SuiteConfig, ...]) -> tuple[SuiteConfig, ...]:
         require_unique_names(c.name for c in configs)
         return configs
+
+    _reachable_target = field_validator("target_accuracy")(check_target)
 
     @field_validator("source")
     @classmethod
