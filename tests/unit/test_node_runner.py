@@ -43,7 +43,7 @@ DUMP = (
     "seen['built'] = pathlib.Path('built.txt').read_text().strip()\n"
     "pathlib.Path(os.environ['DISTKPI_LOG_DIR'], 'seen.json').write_text(json.dumps(seen))\n"
     "print('Pass = 0, Training performance = 10 imgs/s, Test accuracy = 0.5')\n"
-    "sys.exit(int(os.environ.get('EXIT_WITH', '0')))\n"
+    "sys.exit(int(os.environ.get('DISTKPI_EXIT_WITH', '0')))\n"
 )
 
 
@@ -247,7 +247,7 @@ def test_a_crashing_command_is_its_exit_code_with_its_output(
     s3: Any, repo: tuple[Path, str, str], tmp_path: Path
 ) -> None:
     path, _, tip = repo
-    assert run_job(path, tip, tmp_path / "work", 1, EXIT_WITH="7") == [7]
+    assert run_job(path, tip, tmp_path / "work", 1, DISTKPI_EXIT_WITH="7") == [7]
     assert manifest(s3, 0)["exit_code"] == 7 and "problem" not in manifest(s3, 0)
     assert manifest(s3, 0)["wall_s"] >= manifest(s3, 0)["setup_s"] >= 0
 
@@ -257,7 +257,7 @@ def test_no_value_of_the_environment_reaches_what_the_node_writes(
 ) -> None:
     path, _, tip = repo
     setup = json.dumps(["echo building"])
-    run_job(path, tip, tmp_path / "work", 2, 1, DISTKPI_SETUP=setup, EXIT_WITH="1")
+    run_job(path, tip, tmp_path / "work", 2, 1, DISTKPI_SETUP=setup, DISTKPI_EXIT_WITH="1")
     for node in range(3):
         for entry in manifest(s3, node)["files"]:
             if entry["kind"] != "file":  # seen.json is the command's own dump
@@ -285,8 +285,7 @@ def test_a_command_still_running_at_its_deadline_is_stopped_with_its_children(
     # a parameter server that no trainer ever reaches, with a helper process of its own
     path, _, tip = repo
     env = node_env(path, tip, tmp_path / "work", 0, 1, 0, DISTKPI_COMMAND_TIMEOUT_S="2")
-    pidfile = tmp_path / "helper.pid"
-    serve = f"sleep 600 & echo $! > {pidfile}; echo serving; sleep 600"
+    serve = 'sleep 600 & echo $! > "$DISTKPI_LOG_DIR/helper.pid"; echo serving; sleep 600'
     assert NodeRunner(env, ["sh", "-c", serve]).run() == 124
     got = manifest(s3, 0)
     assert (got["exit_code"], got["problem"]) == (
@@ -294,7 +293,7 @@ def test_a_command_still_running_at_its_deadline_is_stopped_with_its_children(
         "command still running at its deadline of 2s; stopped",
     )
     assert "serving" in uploaded(s3, "logs/trainer-0.log")
-    helper = int(pidfile.read_text())
+    helper = int(uploaded(s3, "files/trainer-0/helper.pid"))
     assert subprocess.run(
         ["ps", "-o", "stat=", "-p", str(helper)], capture_output=True, text=True, check=False
     ).stdout.strip() in ("", "Z")
@@ -314,7 +313,9 @@ def test_environment_dumps_left_by_paddles_launcher_are_not_uploaded(
     s3: Any, repo: tuple[Path, str, str], tmp_path: Path
 ) -> None:
     path, _, tip = repo
-    env = node_env(path, tip, tmp_path / "work", 0, 1, 0, SOME_SETTING="visible-to-the-job")
+    env = node_env(
+        path, tip, tmp_path / "work", 0, 1, 0, DISTKPI_SOME_SETTING="visible-to-the-job"
+    )
     assert NodeRunner(env, ["python3", "-c", LAUNCHER]).run() == 0
     files = [f["path"] for f in manifest(s3, 0)["files"] if f["kind"] == "file"]
     assert files == ["files/trainer-0/workerlog.0"]
