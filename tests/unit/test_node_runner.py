@@ -17,7 +17,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from distkpi.domain.signing import signed_by
+from distkpi.domain.signing import sign, signed_by
 from distkpi.node.runner import NodeRunner
 from tests.conftest import offline_aws
 
@@ -313,9 +313,7 @@ def test_environment_dumps_left_by_paddles_launcher_are_not_uploaded(
     s3: Any, repo: tuple[Path, str, str], tmp_path: Path
 ) -> None:
     path, _, tip = repo
-    env = node_env(
-        path, tip, tmp_path / "work", 0, 1, 0, DISTKPI_SOME_SETTING="visible-to-the-job"
-    )
+    env = node_env(path, tip, tmp_path / "work", 0, 1, 0, DISTKPI_SOME_SETTING="visible-to-the-job")
     assert NodeRunner(env, ["python3", "-c", LAUNCHER]).run() == 0
     files = [f["path"] for f in manifest(s3, 0)["files"] if f["kind"] == "file"]
     assert files == ["files/trainer-0/workerlog.0"]
@@ -355,3 +353,38 @@ def test_a_rendezvous_record_not_signed_with_the_configs_key_fails_the_node(
     assert manifest(s3, 0)["problem"] == (
         "rendezvous: node 1's record is not signed with this config's key"
     )
+
+
+@pytest.mark.parametrize(
+    ("signed_for", "found"),
+    [
+        ({"run_id": "r1", "config": "c", "node": 0}, "node 0 of config c of run r1"),
+        ({"run_id": "r1", "config": "other", "node": 1}, "node 1 of config other of run r1"),
+        ({"run_id": "r0", "config": "c", "node": 1}, "node 1 of config c of run r0"),
+    ],
+)
+def test_a_signed_rendezvous_record_copied_from_another_node_config_or_run_fails_the_node(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path, signed_for: dict[str, Any], found: str
+) -> None:
+    # a genuine record (here signed with the same key, the worst case) stored as node 1's
+    path, _, tip = repo
+    key = "k" * 64
+    record = sign(key, {**signed_for, "address": "203.0.113.9", "port": 4242, "spare_port": 1})
+    s3.put_object(Bucket=BUCKET, Key="runs/r1/c/rendezvous/node-1.json", Body=json.dumps(record))
+    env = node_env(path, tip, tmp_path / "work", 0, 2, 0, DISTKPI_MANIFEST_KEY=key)
+    env["DISTKPI_NODE_WAIT_S"] = "0"
+    assert NodeRunner(env, ["python3", "bench.py"]).run() == 1
+    assert manifest(s3, 0)["problem"] == (
+        f"rendezvous: rendezvous/node-1.json is signed for {found}, not node 1 of c of r1: copied"
+    )
+
+
+def test_the_manifest_says_its_run_config_and_node_inside_what_is_signed(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    path, _, tip = repo
+    key = "k" * 64
+    assert run_job(path, tip, tmp_path / "work", 1, DISTKPI_MANIFEST_KEY=key) == [0]
+    got = manifest(s3, 0)
+    assert (got["run_id"], got["config"], got["node"]) == ("r1", "c", 0)
+    assert not signed_by(key, {**got, "run_id": "r2"})

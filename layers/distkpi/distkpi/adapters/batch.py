@@ -20,6 +20,25 @@ def _env(values: dict[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} for k, v in sorted(values.items())]
 
 
+KEY_VARIABLE = "DISTKPI_MANIFEST_KEY"
+# what a stored request holds in its place: the job's key is derived again where needed
+WITHHELD_KEY = "(withheld: derived from the stack's manifest secret)"
+
+
+def without_key(request: Mapping[str, Any]) -> dict[str, Any]:
+    """A SubmitJob request as it is kept (the JOB# item): the manifest key withheld."""
+    kept = json.loads(json.dumps(request))
+    containers = [kept.get("containerOverrides", {})] + [
+        o.get("containerOverrides", {})
+        for o in kept.get("nodeOverrides", {}).get("nodePropertyOverrides", [])
+    ]
+    for container in containers:
+        for variable in container.get("environment", []):
+            if variable["name"] == KEY_VARIABLE:
+                variable["value"] = WITHHELD_KEY
+    return kept
+
+
 # Batch refuses a SubmitJob request larger than this (its service quotas)
 MAX_REQUEST_BYTES = 30 * 1024
 

@@ -95,10 +95,16 @@ def _stray_manifests(names: list[str]) -> list[str]:
 
 
 def read_manifest(
-    source: RunSource, config: str, node: int, key: str | None = None
+    source: RunSource,
+    config: str,
+    node: int,
+    key: str | None = None,
+    run_id: str | None = None,
 ) -> NodeManifest:
-    """A node's manifest; ContractError (with the reason) when it is unreadable, invalid, or
-    (given the config's key) not signed with it."""
+    """A node's manifest; ContractError (with the reason) when it is unreadable, invalid,
+    (given the config's key) not signed with it, or signed for another run, config or node
+    than where it was found (a signed manifest must say which; given ``run_id``, that
+    one)."""
     where = f"{config}/node-{node}.json"
     try:
         data = json.loads(source.read_bytes(where))
@@ -111,7 +117,22 @@ def read_manifest(
     manifest = parse_node_manifest(data, where)
     if manifest.node != node:
         raise ContractError(f"{where} says it is node {manifest.node}")
+    _check_bound(manifest, where, key is not None, run_id, config)
     return manifest
+
+
+def _check_bound(
+    manifest: NodeManifest, where: str, signed: bool, run_id: str | None, config: str
+) -> None:
+    if signed and None in (manifest.run_id, manifest.config):
+        raise ContractError(f"{where} does not say which run and config it is for")
+    wrong_config = manifest.config is not None and manifest.config != config
+    wrong_run = None not in (manifest.run_id, run_id) and manifest.run_id != run_id
+    if wrong_config or wrong_run:
+        raise ContractError(
+            f"{where} is signed for node {manifest.node} of config {manifest.config} of run "
+            f"{manifest.run_id}: copied from there"
+        )
 
 
 class ChangedAfterUpload(Exception):
@@ -178,10 +199,13 @@ def _unique_entries(manifest: NodeManifest, evidence: ConfigEvidence) -> list[Fi
     return unique
 
 
-def gather_config(source: RunSource, spec: ConfigSpec, key: str | None = None) -> ConfigEvidence:
+def gather_config(
+    source: RunSource, spec: ConfigSpec, key: str | None = None, run_id: str | None = None
+) -> ConfigEvidence:
     """Read every manifest of ``spec`` that arrived and parse the files each one names; with
-    the config's key, a manifest not signed with it is an invalid node. A file whose digest
-    differs from its manifest's makes its node invalid, whatever the key."""
+    the config's key, a manifest not signed with it, or signed for another run (``run_id``),
+    config or node, is an invalid node. A file whose digest differs from its manifest's makes
+    its node invalid, whatever the key."""
     manifests: dict[int, NodeManifest] = {}
     invalid: dict[int, str] = {}
     evidence = ConfigEvidence(spec=spec, manifests=manifests, invalid_nodes=invalid)
@@ -194,7 +218,7 @@ def gather_config(source: RunSource, spec: ConfigSpec, key: str | None = None) -
             )
             continue
         try:
-            manifests[node] = read_manifest(source, spec.name, node, key)
+            manifests[node] = read_manifest(source, spec.name, node, key, run_id)
         except NotFoundError:  # listed, then gone: it has not reported
             continue
         except (ContractError, StorageError) as exc:
@@ -205,7 +229,8 @@ def gather_config(source: RunSource, spec: ConfigSpec, key: str | None = None) -
 
 
 def config_kpis_from(source: RunSource, run: RunSpec, spec: ConfigSpec) -> ConfigKpis:
-    return config_kpis(gather_config(source, spec), run.target_accuracy, run.accuracy_pass)
+    evidence = gather_config(source, spec, run_id=run.run_id)
+    return config_kpis(evidence, run.target_accuracy, run.accuracy_pass)
 
 
 def iter_config_kpis(source: RunSource, run: RunSpec) -> Iterator[ConfigKpis]:

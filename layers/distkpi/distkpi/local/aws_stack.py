@@ -33,6 +33,7 @@ WEBHOOK_SECRET_ID = "distkpi-local-webhook"
 GITHUB_TOKEN_SECRET_ID = "distkpi-local-github-token"
 GITHUB_APP_SECRET_ID = "distkpi-local-github-app"
 REPORT_LINK_SECRET_ID = "distkpi-local-report-links"
+MANIFEST_SECRET_ID = "distkpi-local-manifest-master"
 REGRESSION_TOPIC = "distkpi-local-regressions"
 
 
@@ -166,6 +167,7 @@ def provision(
     sm.create_secret(Name=GITHUB_TOKEN_SECRET_ID, SecretString=github_token)
     sm.create_secret(Name=GITHUB_APP_SECRET_ID, SecretString=github_app or "replace-me")
     sm.create_secret(Name=REPORT_LINK_SECRET_ID, SecretString=secrets.token_hex(20))
+    sm.create_secret(Name=MANIFEST_SECRET_ID, SecretString=secrets.token_hex(32))
     topic = client("sns").create_topic(Name=REGRESSION_TOPIC)["TopicArn"]
     return Provisioned(
         *_batch(client("batch"), client("iam"), template), topic, github_app is not None
@@ -250,6 +252,7 @@ def function_environment(aws: LocalAws | Provisioned, github_url: str) -> dict[s
         "MULTI_NODE_JOB_DEFINITION": aws.multi_node_definition,
         "BRANCHES": "develop",
         "REPORT_LINK_SECRET_ID": REPORT_LINK_SECRET_ID,
+        "MANIFEST_SECRET_ID": MANIFEST_SECRET_ID,
         "ALERT_TOPIC_ARN": aws.regression_topic,
         "GITHUB_APP_SECRET_ID": GITHUB_APP_SECRET_ID if aws.github_app else "",
         "POWERTOOLS_TRACE_DISABLED": "true",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from distkpi.adapters.batch import KEY_VARIABLE, WITHHELD_KEY
 from distkpi.node.hardware import LOCAL
 
 NODE_TIMEOUT_S = 900
@@ -83,6 +84,9 @@ class Executor:
     workdir: Path
     base_env: dict[str, str]
     faults: dict[tuple[str, int], int] = field(default_factory=dict)
+    # (run, config) -> the config's manifest key, which the stored request withholds and
+    # Batch would put in the container's environment
+    keys: Callable[[str, str], str] | None = None
 
     def _command(self, job: LocalJob) -> list[str]:
         """The job's command with this interpreter: `distkpi` as the installed package,
@@ -115,6 +119,8 @@ class Executor:
                 "PYTHONUNBUFFERED": "1",
             }
         )
+        if env.get(KEY_VARIABLE) == WITHHELD_KEY and self.keys is not None:
+            env[KEY_VARIABLE] = self.keys(env.get("DISTKPI_RUN_ID", ""), job.config)
         if self.source is not None and env.get("DISTKPI_SOURCE_URL") != "none":
             env["DISTKPI_SOURCE_URL"] = str(self.source)
         if node:

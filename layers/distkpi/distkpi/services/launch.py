@@ -3,14 +3,14 @@ job per config, `pending`, and the superseding of a pull request's older runs.""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
-from distkpi.adapters.batch import BatchLauncher
+from distkpi.adapters.batch import BatchLauncher, without_key
 from distkpi.adapters.dynamo import (
     DeliveryRepository,
     JobRepository,
@@ -31,7 +31,7 @@ from distkpi.domain.planning import (
     run_spec_for,
 )
 from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord, RunStatus
-from distkpi.domain.signing import new_key
+from distkpi.domain.signing import ManifestKeys
 from distkpi.domain.sizing import Fleet
 from distkpi.domain.suites import BrokenSuite, Suite
 from distkpi.domain.trust import NeedsApproval, approval_description
@@ -73,6 +73,7 @@ class RunStarter:
     catalog: SuiteCatalog
     statuses: StatusPublisher
     launcher: BatchLauncher | None
+    keys: ManifestKeys  # each config's, given to its job only
     cancel_superseded: bool = True
     # the fan-in, made only when Batch refuses a job: the KPI engine stays off the cold start
     settler: Callable[[], ConfigSettler] | None = None
@@ -190,8 +191,7 @@ class RunStarter:
         """Record the run, submit its jobs and post `pending`; False when it exists already
         (a retried delivery, or a confirmation that another finisher started)."""
         spec, trigger = record.spec, record.trigger
-        manifest_keys = {c.name: new_key() for c in spec.configs}
-        if not self.runs.create(record, {c.name: c.nodes for c in spec.configs}, manifest_keys):
+        if not self.runs.create(record, {c.name: c.nodes for c in spec.configs}):
             logger.info("run exists already", run_id=record.run_id)
             return False
         if trigger.pull_request is not None:
@@ -200,7 +200,7 @@ class RunStarter:
             )
             self.pull_requests.add(trigger.repo, trigger.pull_request, entry)
         self.store.put_json(run_spec_key(record.run_id), spec.to_json())
-        self._submit(spec, suite, manifest_keys)
+        self._submit(spec, suite)
         self.count("RunsStarted")
         self.statuses.post(spec, State.PENDING, description)
         logger.info(
@@ -298,7 +298,7 @@ class RunStarter:
             self.count("SuitesInvalid")
             self.statuses.post_broken_suite(trigger, suite)
 
-    def _submit(self, run: RunSpec, suite: Suite, manifest_keys: Mapping[str, str]) -> None:
+    def _submit(self, run: RunSpec, suite: Suite) -> None:
         if self.launcher is None:
             raise LaunchError("no Batch launcher configured")
         try:
@@ -308,6 +308,7 @@ class RunStarter:
             for spec in run.configs:
                 self._fail(run.run_id, spec.name, f"not submitted: {exc}")
             return
+        manifest_keys = {c.name: self.keys.for_config(run.run_id, c.name) for c in run.configs}
         plans = plan_jobs(run, suite, self.store.bucket, manifest_keys, fleet)
         refused = [p.refusal for p in plans if p.refusal is not None]
         if refused:
@@ -320,7 +321,8 @@ class RunStarter:
                 logger.exception("job not submitted", run_id=run.run_id, config=plan.config)
                 self._fail(run.run_id, plan.config, str(exc))
                 continue
-            self.jobs.record(JobRecord(job_id, run.run_id, plan.config, request))
+            # stored without the key: the record outlives the job
+            self.jobs.record(JobRecord(job_id, run.run_id, plan.config, without_key(request)))
             self.runs.set_job(run.run_id, plan.config, job_id)
             logger.info("job submitted", run_id=run.run_id, config=plan.config, job_id=job_id)
 

@@ -13,8 +13,9 @@ from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.kpis import ConfigEvidence, ConfigKpis, ConfigStatus, config_kpis
 from distkpi.domain.records import ConfigState
-from distkpi.domain.runfolder import gather_config, node_indices
-from distkpi.exceptions import NotFoundError, StorageError
+from distkpi.domain.runfolder import gather_config, read_manifest
+from distkpi.domain.signing import ManifestKeys
+from distkpi.exceptions import ContractError, NotFoundError, StorageError
 from distkpi.services.finish import RunFinisher
 from distkpi.services.ports import Counter, no_metrics, utcnow
 from distkpi.services.statuses import StatusPublisher
@@ -34,11 +35,20 @@ class ConfigSettler:
     jobs: JobRepository
     store: S3RunStore
     finisher: RunFinisher
+    keys: ManifestKeys
     count: Counter = no_metrics
     statuses: StatusPublisher | None = None  # says `in_progress` with check runs
 
     def on_node_manifest(self, run_id: str, config: str, node: int) -> None:
-        """A node's manifest landed; NotFoundError when it is no node of a known config."""
+        """A node's manifest landed; NotFoundError when it is no node of a known config. It
+        counts only once its signature has verified and it is bound to this run, config and
+        node: a stray or copied manifest is logged and not counted, and the node's own,
+        which replaces it, counts when it lands."""
+        refusal = self._refusal(run_id, config, node)
+        if refusal is not None:
+            logger.warning("manifest refused; node not counted", run_id=run_id, problem=refusal)
+            self.count("ManifestsRefused")
+            return
         record = self.runs.add_node(run_id, config, node)
         logger.info(
             "node reported",
@@ -55,6 +65,21 @@ class ConfigSettler:
                 return
             self._settle(run_id, self._kpis_from_folder(self._spec(run_id), config))
         self.finisher.config_done(run_id, config)
+
+    def _refusal(self, run_id: str, config: str, node: int) -> str | None:
+        """Why the manifest now at that node's place is not its node's; None when it is."""
+        try:
+            self._spec(run_id).config(config)
+        except ContractError as exc:
+            raise NotFoundError(str(exc)) from exc
+        try:
+            key = self.keys.for_config(run_id, config)
+            read_manifest(self.store.run(run_id), config, node, key, run_id)
+        except NotFoundError:
+            return f"{config}/node-{node}.json is gone"
+        except (ContractError, StorageError) as exc:
+            return str(exc)
+        return None
 
     def _first_node(self, run_id: str) -> None:
         """The run's check run goes `in_progress` with its first node, once."""
@@ -82,7 +107,8 @@ class ConfigSettler:
             return False
         spec = self._spec(job.run_id)
         expected = spec.config(job.config).nodes
-        reported = set(node_indices(self.store.run(job.run_id), job.config))
+        record = self.runs.config(job.run_id, job.config)
+        reported = record.nodes_reported if record is not None else frozenset()
         missing = [str(n) for n in range(expected) if n not in reported]
         if not missing:
             return False
@@ -138,10 +164,9 @@ class ConfigSettler:
         """The config's KPIs from whatever its nodes have put in the run folder; a folder
         that cannot even be listed leaves the config without nodes, and says why."""
         spec = run.config(config)
-        record = self.runs.config(run.run_id, config)
-        key = record.manifest_key if record is not None else None
+        key = self.keys.for_config(run.run_id, config)
         try:
-            evidence = gather_config(self.store.run(run.run_id), spec, key)
+            evidence = gather_config(self.store.run(run.run_id), spec, key, run.run_id)
         except StorageError as exc:
             logger.exception("run folder not readable", run_id=run.run_id, config=config)
             evidence = ConfigEvidence(spec, {}, problems=[f"run folder cannot be read: {exc}"])
