@@ -8,7 +8,9 @@ import json
 from typing import Any
 
 import yaml
+from boto3.dynamodb.conditions import Key
 
+from distkpi.adapters.batch import WITHHELD_KEY
 from tests.integration.conftest import BUCKET, ROOT, Stack, event
 from tests.integration.test_flow import (
     THROUGHPUT,
@@ -197,3 +199,19 @@ def test_a_change_under_none_of_a_suites_paths_is_skipped_with_success(stack: St
     # and so does one whose files GitHub cannot list in full (its cap is 300)
     stack.github.changed_files = [f"doc/page{i}.md" for i in range(400)]
     assert len(stack.webhook("push", delivery="p3")["json"]["runs"]) == 1
+
+
+def test_no_manifest_key_is_stored_and_each_job_is_given_its_configs_own(stack: Stack) -> None:
+    (run_id,) = stack.webhook("pull_request", delivery="t5")["json"]["runs"]
+    items = stack.table.query(KeyConditionExpression=Key("PK").eq(f"RUN#{run_id}"))["Items"]
+    assert len(items) == 5 and not any("manifest_key" in item for item in items)
+    submitted = {j["jobId"]: j for j in stack.jobs()}
+    for config, job_id in jobs_by_config(stack, run_id).items():
+        key = config_key_of(stack, run_id, config)
+        stored = stack.table.get_item(Key={"PK": f"JOB#{job_id}", "SK": "JOB"})["Item"]
+        assert key not in json.dumps(stored, default=str)
+        assert WITHHELD_KEY in json.dumps(stored["request"], default=str)
+        shown = json.dumps(submitted[job_id], default=str)  # what DescribeJobs shows
+        assert not any(
+            config_key_of(stack, run_id, c) in shown for c in ("1x1", "1x8") if c != config
+        )
