@@ -228,11 +228,14 @@ def run_command(
     timeout_s: float | None = None,
     *,
     spawn: Mapping[str, Any] | None = None,
+    stop_the_rest: Callable[[], None] | None = None,
 ) -> int | None:
     """The command's exit code, or None when it was still running at ``timeout_s`` and
     was stopped (its process group: SIGTERM, then SIGKILL). Its output is appended to the
     node's log and echoed; GPU memory sampled while it runs, when nvidia-smi is there.
-    ``spawn``: how it starts (as the code's user, in a session of its own)."""
+    ``spawn``: how it starts (as the code's user, in a session of its own);
+    ``stop_the_rest``: called once it has ended, to stop whatever it left running (which
+    may hold its output open) before the rest of its output is read."""
     log, gpu_csv = files.log, files.gpu_csv
     sampler = None
     if shutil.which("nvidia-smi"):
@@ -260,6 +263,8 @@ def run_command(
         except subprocess.TimeoutExpired:
             _stop_group(proc)
             code = None
+        if stop_the_rest is not None:
+            stop_the_rest()
         tee.join(timeout=30)
     if sampler is not None:
         sampler.terminate()
@@ -308,7 +313,7 @@ class NodeRunner:
             work,
             place.role,
             place.role_rank,
-            sandbox.log_dir if sandbox else work / "logs" / "none",
+            sandbox.log_dir if sandbox else work / "no-sandbox",
             user.uid if user.separate else None,
         )
         files.make()
@@ -390,7 +395,15 @@ class NodeRunner:
         except ContractError as exc:
             raise NodeProblem(str(exc)) from exc
         timeout_s = float(self.env.get("DISTKPI_COMMAND_TIMEOUT_S", "7200"))
-        code = run_command(args, source, env, files, timeout_s, spawn=spawn)
+        code = run_command(
+            args,
+            source,
+            env,
+            files,
+            timeout_s,
+            spawn=spawn,
+            stop_the_rest=lambda: stop_code(sandbox.user),
+        )
         if code is None:
             report.exit_code = STOPPED
             raise NodeProblem(f"command still running at its deadline of {timeout_s:g}s; stopped")
