@@ -388,3 +388,26 @@ def test_the_manifest_says_its_run_config_and_node_inside_what_is_signed(
     got = manifest(s3, 0)
     assert (got["run_id"], got["config"], got["node"]) == ("r1", "c", 0)
     assert not signed_by(key, {**got, "run_id": "r2"})
+
+
+def test_links_fifos_and_other_users_files_the_command_leaves_are_not_uploaded(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    # the code points the runner (root) at what only root may read, or at what never ends
+    path, _, tip = repo
+    secret = tmp_path / "roots-own.txt"
+    secret.write_text(SECRET)
+    leave = (
+        'cd "$DISTKPI_LOG_DIR" && ln -s /proc/1/environ environ-of-init && '
+        f"ln -s {secret} roots-own && mkfifo never-ends && mkdir d && ln -s / d/everything && "
+        "echo kept > kept.txt"
+    )
+    env = node_env(path, tip, tmp_path / "work", 0, 1, 0)
+    assert NodeRunner(env, ["sh", "-c", leave]).run() == 0
+    files = [f["path"] for f in manifest(s3, 0)["files"] if f["kind"] == "file"]
+    assert files == ["files/trainer-0/kept.txt"]
+    log = uploaded(s3, "logs/trainer-0.log")
+    assert "not uploaded, not regular files of the code's: " in log
+    for name in ("environ-of-init", "roots-own", "never-ends", "d/everything"):
+        assert f"files/trainer-0/{name}" in log
+    assert SECRET not in log

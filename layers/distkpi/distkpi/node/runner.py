@@ -166,10 +166,11 @@ class NodeFiles:
         return True
 
     def left_files(self) -> list[Path]:
-        """Every file under DISTKPI_LOG_DIR, links to folders not followed."""
+        """Every file under DISTKPI_LOG_DIR, and every link to a folder (never followed)."""
         found = []
-        for folder, _, names in os.walk(self.log_dir, followlinks=False):
+        for folder, dirs, names in os.walk(self.log_dir, followlinks=False):
             found += [Path(folder, name) for name in names]
+            found += [Path(folder, d) for d in dirs if Path(folder, d).is_symlink()]
         return sorted(found)
 
     def file_path(self, path: Path) -> str:
