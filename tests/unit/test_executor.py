@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from distkpi.local.executor import Executor, LocalJob
+from distkpi.adapters.batch import WITHHELD_KEY, BatchLauncher, without_key
+from distkpi.domain.planning import plan_jobs, run_spec_for
+from distkpi.domain.signing import ManifestKeys, config_key
+from distkpi.domain.suites import load_suite
+from distkpi.local.executor import Executor, LocalJob, job_from_request
+from tests.unit.test_planning import ROOT, TRIGGER
+
+SUITE = load_suite(ROOT / "infra" / "suites" / "local.yaml")
 
 # node 0 and node 1 each run this, told apart by AWS_BATCH_JOB_NODE_INDEX
 SCRIPT = (
@@ -38,3 +46,20 @@ def test_a_failing_node_fails_the_job_and_stops_the_others(tmp_path: Path) -> No
     failed, reason, codes = run(tmp_path, "0=sleep:60,1=exit:3")
     assert failed and reason == "node 1 exited with code 3"
     assert codes[1] == 3 and codes[0] != 0
+
+
+def test_each_node_gets_its_configs_key_in_place_of_the_one_the_stored_request_withholds(
+    tmp_path: Path,
+) -> None:
+    # the request as the launcher stored it: the key withheld, as in the JOB# item
+    request = BatchLauncher("q", "single", "multi").request(
+        plan_jobs(run_spec_for("r1", TRIGGER, SUITE), SUITE, "b", {"1x1": "k" * 64})[0]
+    )
+    stored = without_key(request)
+    local = job_from_request("job-1", "1x1", stored, ["distkpi", "node"])
+    assert local.node_env[0]["DISTKPI_MANIFEST_KEY"] == WITHHELD_KEY
+    keys = ManifestKeys(lambda: "the stack's master secret")
+    executor = Executor(tmp_path, tmp_path / "work", {}, keys=keys.for_config)
+    env = executor._node_env(local, 0)
+    assert env["DISTKPI_MANIFEST_KEY"] == config_key("the stack's master secret", "r1", "1x1")
+    assert "k" * 64 not in json.dumps(stored)
