@@ -319,9 +319,14 @@ class NodeRunner:
         )
         files.make()
         if sandbox is not None:
-            self._run_isolated(
-                place, store, config_key, files=files, sandbox=sandbox, report=report
-            )
+            try:
+                self._run(place, store, config_key, files=files, sandbox=sandbox, report=report)
+            except NodeProblem as problem:
+                report.exit_code, report.problem = report.exit_code or 1, problem.problem
+                with files.log.open("a") as out:
+                    out.write(f"distkpi node: {problem.problem}\n{problem.detail}\n")
+            finally:  # nothing of the code left running before its files are read
+                self._stop_code(sandbox.user, report)
         files.note_withheld()
         manifest = self._manifest(place, report, self.clock() - started, hardware)
         self._upload(store, config_key, place, files.uploads(), manifest)
@@ -333,28 +338,12 @@ class NodeRunner:
             self._wait_for_others(store, config_key, place)
         return report.exit_code
 
-    def _run_isolated(
-        self,
-        place: Place,
-        store: S3RunStore,
-        config_key: str,
-        *,
-        files: NodeFiles,
-        sandbox: Sandbox,
-        report: NodeReport,
-    ) -> None:
-        """The code's steps, then nothing of it left running before its files are read."""
+    @staticmethod
+    def _stop_code(user: CodeUser, report: NodeReport) -> None:
         try:
-            self._run(place, store, config_key, files=files, sandbox=sandbox, report=report)
-        except NodeProblem as problem:
-            report.exit_code, report.problem = report.exit_code or 1, problem.problem
-            with files.log.open("a") as out:
-                out.write(f"distkpi node: {problem.problem}\n{problem.detail}\n")
-        finally:
-            try:
-                stop_code(sandbox.user)
-            except IsolationError as exc:
-                report.exit_code, report.problem = report.exit_code or 1, str(exc)
+            stop_code(user)
+        except IsolationError as exc:
+            report.exit_code, report.problem = report.exit_code or 1, str(exc)
 
     def _run(
         self,
