@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 CHECKOV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit integration e2e bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,10 +30,19 @@ lint: $(STAMP) $(CHECKOV_STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# the test tiers: unit (pure code and the services on in-memory ports, no AWS; seconds),
+# integration (the handlers on moto and a GitHub stand-in; a minute or two), e2e
+# (`distkpi local` with real training; minutes)
 unit: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q tests/unit tests/service
 
-test: lint typecheck unit
+integration: $(STAMP)
+	$(BIN)/pytest -q tests/integration
+
+e2e: $(STAMP)
+	$(BIN)/pytest -q tests/e2e
+
+test: lint typecheck unit integration e2e
 
 bench: $(STAMP)
 	$(BIN)/python bench/parse_throughput.py

@@ -28,11 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from distkpi.adapters.localfs import LocalRunSource  # noqa: E402
 from distkpi.domain.contracts import MAX_FILES_PER_MANIFEST, parse_run_spec  # noqa: E402
-from distkpi.domain.logformats import parse_line  # noqa: E402
-from distkpi.domain.logsummary import LogSummary  # noqa: E402
-from distkpi.domain.runfolder import gather_config  # noqa: E402
+from distkpi.domain.kpis.runfolder import gather_config  # noqa: E402
+from distkpi.domain.logs.logformats import parse_line  # noqa: E402
+from distkpi.domain.logs.logsummary import LogSummary  # noqa: E402
+from distkpi_cli.localfs import LocalRunSource  # noqa: E402
 from tests.unit.test_parser_properties import HEADS, RUN, UNITS  # noqa: E402
 
 LENGTHS_KIB = (16, 64, 256, 1024)

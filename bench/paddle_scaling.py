@@ -18,8 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from distkpi.domain.suites import load_suite
-from distkpi.local.demo import run_local
+from distkpi.domain.planning.suites import load_suite
+from distkpi_cli.local.demo import run_local
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = (("PyTorch reference", "local.yaml"), ("PaddlePaddle", "paddle.yaml"))

@@ -134,7 +134,7 @@ def main() -> None:
         run_dir = root / "run"
         log = make_run(run_dir, args.mb)
         size_mb = log.stat().st_size / 1e6
-        distkpi = [sys.executable, "-m", "distkpi.cli", "kpis", str(run_dir), "--json"]
+        distkpi = [sys.executable, "-m", "distkpi_cli.main", "kpis", str(run_dir), "--json"]
         grep = ["grep", "-c", "-E", GREP_PATTERN, str(log)]
         timed(grep)  # warm the page cache for both
         ours, theirs, rss = [], [], 0

@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "distkpi"))
 
 from distkpi.adapters.dynamo import DynamoTable, HistoryRepository  # noqa: E402
-from distkpi.domain.kpis import ConfigKpis  # noqa: E402
+from distkpi.domain.kpis.engine import ConfigKpis  # noqa: E402
 from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord  # noqa: E402
-from distkpi.domain.template import load_template, table_definition  # noqa: E402
-from distkpi.local.aws_stack import aws_environment, local_client  # noqa: E402
+from distkpi_cli.local.aws_stack import aws_environment, local_client  # noqa: E402
+from distkpi_cli.local.template import load_template, table_definition  # noqa: E402
 
 REPO, BRANCH, MODEL, TABLE = "PaddlePaddle/Paddle", "develop", "resnet50", "bench-history"
 SEED = {"1x1": (1, 120.0), "1x8": (8, 720.0), "2x8-4ps": (16, 1300.0), "4x8-8ps": (32, 2400.0)}
@@ -95,7 +95,7 @@ def seed(history: HistoryRepository, runs: int) -> None:
 
 CHILD = """
 import resource, sys
-from distkpi.cli import main
+from distkpi_cli.main import main
 code = main(sys.argv[1:])
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, file=sys.stderr)
 sys.exit(code)

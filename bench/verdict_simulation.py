@@ -42,15 +42,16 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-import distkpi.domain.history as history_module
-from distkpi.domain.changepoints import split_at_change
-from distkpi.domain.combining import combine
+import distkpi.domain.judging.history as history_module
 from distkpi.domain.commit_status import State
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.evaluation import Evaluation, evaluate
-from distkpi.domain.history import HistoryRow
-from distkpi.domain.judging import KPIS, ConfirmSettings, KpiVerdict, VerdictSettings
-from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis
+from distkpi.domain.judging.changepoints import split_at_change
+from distkpi.domain.judging.evaluation import Evaluation, evaluate
+from distkpi.domain.judging.history import HistoryRow
+from distkpi.domain.judging.settings import KPIS, ConfirmSettings, VerdictSettings
+from distkpi.domain.judging.statistics import KpiVerdict
+from distkpi.domain.kpis.combining import combine
+from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus, RunKpis
 
 CONFIGS = (  # name, gpus, pservers, throughput
     ("1x1", 1, 0, 300.0),

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from distkpi.local.sam import expand
+from distkpi_cli.local.sam import expand
 
 
 def with_inherited_skips(expanded: dict[str, Any]) -> dict[str, Any]:

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import botocore.loaders
+import botocore.session
 import pytest
 
 SHA = "a" * 40
+
+# Each boto3 Session (one per identity, per moto stack, per wiring) would load and decode
+# botocore's service models again, about 0.2 s a client: one loader for the test process
+# keeps what it decoded, as one Lambda container keeps its clients' models.
+botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)  # type: ignore[attr-defined]
 
 
 def offline_aws(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -27,6 +36,31 @@ def offline_aws(monkeypatch: pytest.MonkeyPatch) -> None:
 def mllog(key: str, value: object, time_ms: int = 0, **metadata: object) -> str:
     record = {"key": key, "value": value, "time_ms": time_ms, "metadata": metadata}
     return ":::MLLOG " + json.dumps(record)
+
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def assert_golden(name: str, text: str) -> None:
+    """``text`` is tests/golden/<name> to the letter; DISTKPI_UPDATE_GOLDEN=1 accepts a change
+    on purpose (review the diff)."""
+    path = GOLDEN / name
+    if os.environ.get("DISTKPI_UPDATE_GOLDEN") == "1":
+        path.write_text(text)
+    assert text == path.read_text()
+
+
+def trainer_log(per_trainer: float, accuracy: float = 0.7) -> str:
+    """A trainer's MLLOG: five epochs at ``per_trainer`` samples/s, reaching ``accuracy``."""
+    lines = [mllog("run_start", None, 1_000_000)]
+    for epoch in range(5):
+        lines.append(
+            mllog("tracked_stats", {"throughput": per_trainer}, 1_000_000 + 60_000 * (epoch + 1))
+        )
+        acc = accuracy - 0.1 * (4 - epoch)
+        lines.append(mllog("eval_accuracy", acc, 1_000_000 + 60_000 * (epoch + 1), epoch_num=epoch))
+    lines.append(mllog("run_stop", None, 1_400_000, status="success"))
+    return "\n".join(lines) + "\n"
 
 
 class RunBuilder:

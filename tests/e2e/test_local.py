@@ -10,9 +10,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from distkpi.adapters.localfs import LocalRunSource
-from distkpi.domain.runfolder import compute_run_kpis
-from distkpi.local.demo import run_local
+from distkpi.domain.kpis.runfolder import compute_run_kpis
+from distkpi_cli.local.demo import run_local
+from distkpi_cli.localfs import LocalRunSource
 from tests.unit.test_cli_kpis import schema
 
 pytestmark = pytest.mark.e2e
@@ -193,7 +193,7 @@ def test_each_commit_is_measured_from_its_own_code_and_setup(tmp_path: Path) -> 
 
 
 def test_a_dry_run_prints_what_a_pull_request_would_submit(tmp_path: Path) -> None:
-    from distkpi.local.demo import dry_run
+    from distkpi_cli.local.demo import dry_run
 
     repo = repository(tmp_path)
     planned = dry_run(

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from distkpi.cli import main
-from distkpi.local.attach import running
-from distkpi.local.demo import run_local
-from distkpi.local.state import StateError, StateFolder
-from distkpi.local.up import serve
+from distkpi_cli.local.attach import running
+from distkpi_cli.local.demo import run_local
+from distkpi_cli.local.state import StateError, StateFolder
+from distkpi_cli.local.up import serve
+from distkpi_cli.main import main
 from tests.e2e.test_local import repository, suite
 
 pytestmark = pytest.mark.e2e

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from distkpi.adapters.localfs import LocalRunSource
-from distkpi.domain.runfolder import compute_run_kpis
-from distkpi.local.demo import run_local
+from distkpi.domain.kpis.runfolder import compute_run_kpis
+from distkpi_cli.local.demo import run_local
+from distkpi_cli.localfs import LocalRunSource
 from tests.e2e.test_local import ROOT, repository
 
 pytestmark = pytest.mark.e2e

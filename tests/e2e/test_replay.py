@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from distkpi.cli import main
+from distkpi_cli.main import main
 from tests.e2e.test_local import ROOT
 
 pytestmark = pytest.mark.e2e

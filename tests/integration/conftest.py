@@ -10,7 +10,7 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,21 +20,25 @@ import pytest
 from moto import mock_aws
 from moto.core.authorization import enable_iam_authentication
 
-from distkpi.domain.template import load_template, resources_of_type
-from distkpi.domain.webhook import sign
+from distkpi.domain.github.webhook import sign
 from distkpi.entry import wiring
-from distkpi.local.aws_stack import (
+from distkpi_cli.local.aws_stack import (
+    ACCOUNT,
     BUCKET,
+    GITHUB_APP_SECRET_ID,
+    GITHUB_TOKEN_SECRET_ID,
     REGION,
     STACK_NAME,
     TABLE,
+    WEBHOOK_SECRET_ID,
+    Provisioned,
     function_environment,
     provision,
 )
-from distkpi.local.dispatch import BATCH_STATES
-from distkpi.local.github_standin import GitHubApp, GitHubStandIn
-from distkpi.local.handlers import LambdaContext, load_handlers
-from distkpi.local.iam import (
+from distkpi_cli.local.dispatch import BATCH_STATES
+from distkpi_cli.local.github_standin import GitHubApp, GitHubStandIn
+from distkpi_cli.local.handlers import LambdaContext, load_handlers
+from distkpi_cli.local.iam import (
     ADMIN,
     Identity,
     Resolver,
@@ -42,7 +46,8 @@ from distkpi.local.iam import (
     function_roles,
     role_statements,
 )
-from distkpi.local.sam import expand
+from distkpi_cli.local.sam import expand
+from distkpi_cli.local.template import load_template, resources_of_type
 from tests.conftest import offline_aws
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,6 +171,16 @@ def make_dynamodb_writes_atomic(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @functools.cache
+def _parsed_template() -> dict[str, Any]:
+    return load_template((ROOT / "template.yaml").read_text())
+
+
+def template() -> dict[str, Any]:
+    """template.yaml parsed once per test session; each caller gets its own copy."""
+    return copy.deepcopy(_parsed_template())
+
+
+@functools.cache
 def template_grants() -> dict[str, list[dict[str, Any]]]:
     """The statements template.yaml, expanded by SAM, grants each handler (named as its
     folder) and the benchmark job; expanded once per test session."""
@@ -174,7 +189,7 @@ def template_grants() -> dict[str, list[dict[str, Any]]]:
     folders = {
         name: Path(props["CodeUri"]).name
         for name, props in resources_of_type(
-            load_template((ROOT / "template.yaml").read_text()), "AWS::Serverless::Function"
+            _parsed_template(), "AWS::Serverless::Function"
         ).items()
     }
     grants = {
@@ -197,10 +212,13 @@ class Identities:
     identity waits for them to end. Each switch starts the handlers' wiring afresh, as a
     new container would."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, made: dict[str, Identity]) -> None:
-        self.monkeypatch, self.made = monkeypatch, made
-        # one boto3 session per identity: a new session would load botocore's models again
-        self.sessions = {name: boto3.Session(**i.credentials()) for name, i in made.items()}
+    def __init__(
+        self,
+        monkeypatch: pytest.MonkeyPatch,
+        made: dict[str, Identity],
+        sessions: dict[str, boto3.Session],
+    ) -> None:
+        self.monkeypatch, self.made, self.sessions = monkeypatch, made, sessions
         self.changed = threading.Condition()
         self.current, self.running = "", 0
         self._switch("tests")
@@ -244,18 +262,121 @@ class HandlerAs:
             return self.module.lambda_handler(event, context)
 
 
-@pytest.fixture
-def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
-    yield from _stack(monkeypatch, GitHubStandIn(token=GITHUB_TOKEN))
+@dataclass
+class SharedAws:
+    """The stack's AWS, made once for the integration tests: moto's backends, the template's
+    resources, an identity (and boto3 session) per function, and the handler modules."""
+
+    made: Provisioned
+    identities: dict[str, Identity]
+    sessions: dict[str, boto3.Session]
+    handlers: dict[str, ModuleType]
+    github: GitHubStandIn
+
+    def reset(self, app: GitHubApp | None) -> None:
+        """Every item, object, job, queue, subscription and recorded request a test left
+        goes; the secrets hold what the stack was made with. What stays is what the
+        template made, exactly as provision left it."""
+        tests = self.sessions["tests"]
+        _empty_table(tests.resource("dynamodb").Table(TABLE))
+        _empty_bucket(tests.client("s3"))
+        _forget_jobs()
+        sqs, sns = tests.client("sqs"), tests.client("sns")
+        for url in sqs.list_queues().get("QueueUrls", []):
+            sqs.delete_queue(QueueUrl=url)
+        for subscription in sns.list_subscriptions()["Subscriptions"]:
+            sns.unsubscribe(SubscriptionArn=subscription["SubscriptionArn"])
+        sm = tests.client("secretsmanager")
+        for secret_id, value in {
+            WEBHOOK_SECRET_ID: WEBHOOK_SECRET,
+            GITHUB_TOKEN_SECRET_ID: GITHUB_TOKEN,
+            GITHUB_APP_SECRET_ID: app.secret() if app else "replace-me",
+        }.items():
+            sm.put_secret_value(SecretId=secret_id, SecretString=value)
+        if app is None:
+            self.github.reset(token=GITHUB_TOKEN)
+        else:
+            self.github.reset(app=app)
+
+
+SUITES = [ROOT / "infra" / "suites" / "resnet50.yaml"]
+
+
+def _empty_table(table: Any) -> None:
+    keys = [a["AttributeName"] for a in table.key_schema]
+    with table.batch_writer() as batch:
+        for page in _pages(table.scan, ProjectionExpression=", ".join(keys)):
+            for item in page["Items"]:
+                batch.delete_item(Key={k: item[k] for k in keys})
+
+
+def _empty_bucket(s3: Any) -> None:
+    """No object but the suites, as provision left it (the bucket keeps no versions)."""
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
+        objects = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+        if objects:
+            s3.delete_objects(Bucket=BUCKET, Delete={"Objects": objects})
+    for suite in SUITES:
+        s3.put_object(Bucket=BUCKET, Key=f"suites/{suite.name}", Body=suite.read_bytes())
+
+
+def _forget_jobs() -> None:
+    """Batch has no call that deletes a job: its backend forgets them (moto ran none)."""
+    from moto.batch.models import batch_backends
+
+    backend = batch_backends[ACCOUNT][REGION]
+    backend._jobs.clear()
+    for queue in backend._job_queues.values():
+        queue.jobs.clear()
+
+
+def _pages(call: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    while True:
+        page = call(**kwargs)
+        yield page
+        if "LastEvaluatedKey" not in page:
+            return
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+@pytest.fixture(scope="package")
+def shared_aws() -> Iterator[SharedAws]:
+    """moto's backends for the whole package (not the session: the e2e tests talk to moto's
+    server, which an in-process mock would intercept)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        offline_aws(monkeypatch)
+        github = GitHubStandIn(token=GITHUB_TOKEN)
+        github.start()
+        with mock_aws(config={"batch": {"use_docker": False}}):
+            made = provision(
+                boto3.client,
+                template(),
+                SUITES,
+                webhook_secret=WEBHOOK_SECRET,
+                github_token=GITHUB_TOKEN,
+                github_app=None,
+            )
+            identities = function_identities(boto3.client("iam"))
+            # one boto3 session per identity: a new one would build its clients anew
+            sessions = {name: boto3.Session(**i.credentials()) for name, i in identities.items()}
+            yield SharedAws(made, identities, sessions, load_handlers(ROOT), github)
+        github.stop()
 
 
 @pytest.fixture
-def app_stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+def stack(monkeypatch: pytest.MonkeyPatch, shared_aws: SharedAws) -> Iterator[Stack]:
+    yield from _stack(monkeypatch, shared_aws, app=None)
+
+
+@pytest.fixture
+def app_stack(monkeypatch: pytest.MonkeyPatch, shared_aws: SharedAws) -> Iterator[Stack]:
     """The stack signed in as a GitHub App: check runs, re-runs, installation tokens."""
-    yield from _stack(monkeypatch, GitHubStandIn(app=GitHubApp()))
+    yield from _stack(monkeypatch, shared_aws, app=GitHubApp())
 
 
-def _stack(monkeypatch: pytest.MonkeyPatch, github: GitHubStandIn) -> Iterator[Stack]:
+def _stack(
+    monkeypatch: pytest.MonkeyPatch, aws: SharedAws, app: GitHubApp | None
+) -> Iterator[Stack]:
     make_dynamodb_writes_atomic(monkeypatch)
     offline_aws(monkeypatch)
     for key, value in {
@@ -264,38 +385,30 @@ def _stack(monkeypatch: pytest.MonkeyPatch, github: GitHubStandIn) -> Iterator[S
         "POWERTOOLS_SERVICE_NAME": "distkpi",
     }.items():
         monkeypatch.setenv(key, value)
-    github.start()
-    with mock_aws(config={"batch": {"use_docker": False}}):
-        template = load_template((ROOT / "template.yaml").read_text())
-        made = provision(
-            boto3.client,
-            template,
-            [ROOT / "infra" / "suites" / "resnet50.yaml"],
-            webhook_secret=WEBHOOK_SECRET,
-            github_token=GITHUB_TOKEN,
-            github_app=github.app.secret() if github.app else None,
-        )
-        environment = function_environment(made, github.url)
-        environment |= {"GITHUB_BACKOFF_S": "0", "REPORT_BASE_URL": "https://distkpi.example.com"}
-        for key, value in environment.items():
-            monkeypatch.setenv(key, value)
-        monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED")
-        identities = Identities(monkeypatch, function_identities(boto3.client("iam")))
-        tests = identities.made["tests"].credentials()
-        stack = Stack(
-            github=github,
-            s3=boto3.client("s3", **tests),
-            batch=boto3.client("batch", **tests),
-            table=boto3.resource("dynamodb", **tests).Table(TABLE),
-            queue=made.job_queue,
-            job_s3=boto3.client("s3", **identities.made["job"].credentials()),
-            identities=identities,
-        )
-        stack.handlers = {
-            name: HandlerAs(module, name, identities)  # type: ignore[misc]
-            for name, module in load_handlers(ROOT).items()
-        }
-        with enable_iam_authentication():
-            yield stack
-        wiring.reset()
-    github.stop()
+    aws.reset(app)
+    github = aws.github
+    if github.stopped:  # a test stopped it to take GitHub down
+        github.start()
+    made = replace(aws.made, github_app=app is not None)
+    environment = function_environment(made, github.url)
+    environment |= {"GITHUB_BACKOFF_S": "0", "REPORT_BASE_URL": "https://distkpi.example.com"}
+    for key, value in environment.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED")
+    identities = Identities(monkeypatch, aws.identities, aws.sessions)
+    stack = Stack(
+        github=github,
+        s3=aws.sessions["tests"].client("s3"),
+        batch=aws.sessions["tests"].client("batch"),
+        table=aws.sessions["tests"].resource("dynamodb").Table(TABLE),
+        queue=made.job_queue,
+        job_s3=aws.sessions["job"].client("s3"),
+        identities=identities,
+    )
+    stack.handlers = {
+        name: HandlerAs(module, name, identities)  # type: ignore[misc]
+        for name, module in aws.handlers.items()
+    }
+    with enable_iam_authentication():
+        yield stack
+    wiring.reset()

@@ -9,7 +9,7 @@ from typing import Any
 
 import boto3
 
-from distkpi.local.aws_stack import REGRESSION_TOPIC
+from distkpi_cli.local.aws_stack import REGRESSION_TOPIC
 from tests.integration.conftest import Stack, event
 from tests.integration.test_flow import deliver_all, run_all_nodes
 from tests.integration.test_history import seed_history

@@ -13,25 +13,13 @@ import pytest
 
 from distkpi.domain.signing import config_key, sign
 from distkpi.entry import wiring
-from distkpi.local.aws_stack import MANIFEST_SECRET_ID
-from distkpi.local.handlers import LambdaContext
-from tests.conftest import mllog
+from distkpi_cli.local.aws_stack import MANIFEST_SECRET_ID
+from distkpi_cli.local.handlers import LambdaContext
+from tests.conftest import trainer_log
 from tests.integration.conftest import BUCKET, Stack, event
 
 SHA = "9f4e1c2b7a6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f"
 THROUGHPUT = {"1x1": 120.0, "1x8": 720.0, "2x8-4ps": 1300.0, "4x8-8ps": 2400.0}
-
-
-def trainer_log(per_trainer: float, accuracy: float = 0.7) -> str:
-    lines = [mllog("run_start", None, 1_000_000)]
-    for epoch in range(5):
-        lines.append(
-            mllog("tracked_stats", {"throughput": per_trainer}, 1_000_000 + 60_000 * (epoch + 1))
-        )
-        acc = accuracy - 0.1 * (4 - epoch)
-        lines.append(mllog("eval_accuracy", acc, 1_000_000 + 60_000 * (epoch + 1), epoch_num=epoch))
-    lines.append(mllog("run_stop", None, 1_400_000, status="success"))
-    return "\n".join(lines) + "\n"
 
 
 def upload_node(

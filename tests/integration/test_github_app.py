@@ -12,7 +12,7 @@ import pytest
 
 from distkpi.adapters.github_app import AppAuth, AppCredentials
 from distkpi.exceptions import GitHubAuthError
-from distkpi.local.github_standin import GitHubApp, GitHubStandIn
+from distkpi_cli.local.github_standin import GitHubApp, GitHubStandIn
 from tests.integration.conftest import Stack, event
 from tests.integration.test_flow import deliver_all, run_all_nodes, sweep
 from tests.integration.test_history import seed_history

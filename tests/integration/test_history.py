@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 from distkpi.adapters.dynamo import DynamoTable, HistoryRepository
-from distkpi.cli import main
-from distkpi.domain.history import HISTORY_COLUMNS
-from distkpi.domain.kpis import ConfigKpis
+from distkpi.domain.judging.history import HISTORY_COLUMNS
+from distkpi.domain.kpis.engine import ConfigKpis
 from distkpi.domain.records import HistoryRecord
+from distkpi_cli.history_files import read_resets_csv
+from distkpi_cli.main import main
 from tests.integration.conftest import BUCKET, TABLE, Stack, event
 from tests.integration.test_flow import THROUGHPUT, deliver_all, final_statuses, run_all_nodes
 
@@ -152,7 +153,7 @@ def test_the_same_slowdown_on_the_baselines_hardware_fails(stack: Stack) -> None
 
 
 def test_an_audited_reset_starts_the_baseline_afresh(
-    stack: Stack, capsys: pytest.CaptureFixture[str]
+    stack: Stack, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     seed_history(stack, 12)
     reset = ["baseline", "reset", "--config", "4x8-8ps", "--who", "tester"]
@@ -166,7 +167,12 @@ def test_an_audited_reset_starts_the_baseline_afresh(
     run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]
     judged = {(j["config"], j["kpi"]): j for j in run["result"]["judgements"]}
     assert judged[("4x8-8ps", "throughput")]["verdict"] == "no-baseline"
+    # the resets listed as `distkpi judge --resets` reads them, to replay the decision
     capsys.readouterr()
+    listed = tmp_path / "resets.csv"
+    assert main(["baseline", "resets", "--format", "csv", *ON_TABLE]) == 0
+    listed.write_text(capsys.readouterr().out)
+    assert read_resets_csv(listed) == [reset]
 
 
 def test_the_report_renders_and_the_cli_writes_it(

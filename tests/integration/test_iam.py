@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from distkpi.node.runner import NodeRunner
+from distkpi_cli.node.runner import NodeRunner
 from tests.integration.conftest import BUCKET, Stack
 from tests.unit.test_node_runner import make_repo, node_env
 

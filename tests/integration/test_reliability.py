@@ -77,7 +77,7 @@ def test_a_log_the_parser_crashes_on_still_settles_the_run(
     def crash(stream: object) -> object:
         raise IndexError("a parser bug")
 
-    monkeypatch.setattr("distkpi.domain.runfolder.parse_log", crash)
+    monkeypatch.setattr("distkpi.domain.kpis.runfolder.parse_log", crash)
     (run_id,) = stack.webhook("pull_request")["json"]["runs"]
     deliver_all(stack, run_all_nodes(stack, run_id), copies=1)
     (final,) = final_statuses(stack)

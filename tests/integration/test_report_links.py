@@ -9,9 +9,9 @@ from urllib.parse import parse_qs, urlparse
 
 import boto3
 
-from distkpi.domain.report_links import report_link
-from distkpi.local.aws_stack import REPORT_LINK_SECRET_ID
-from distkpi.local.handlers import LambdaContext
+from distkpi.domain.github.report_links import report_link
+from distkpi_cli.local.aws_stack import REPORT_LINK_SECRET_ID
+from distkpi_cli.local.handlers import LambdaContext
 from tests.integration.conftest import BUCKET, Stack
 
 RUN = "resnet50-9f4e1c2b7a-0c699424"

@@ -29,7 +29,7 @@ def test_forged_signature_is_401(stack: Stack) -> None:
 
 
 def test_signature_over_other_bytes_is_401(stack: Stack) -> None:
-    from distkpi.domain.webhook import sign
+    from distkpi.domain.github.webhook import sign
     from tests.integration.conftest import WEBHOOK_SECRET
 
     body = json.dumps(event("pull_request")["payload"]).encode()

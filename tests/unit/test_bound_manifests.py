@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from distkpi.adapters.localfs import LocalRunSource
 from distkpi.domain.contracts import ConfigSpec
-from distkpi.domain.runfolder import gather_config, read_manifest
+from distkpi.domain.kpis.runfolder import gather_config, read_manifest
 from distkpi.domain.signing import config_key, sign
 from distkpi.exceptions import ContractError
+from distkpi_cli.localfs import LocalRunSource
 
 KEY = "k" * 64
 SPEC = ConfigSpec(name="1x1", trainers=1, gpus_per_trainer=1, pservers=0, batch_size=64, nodes=1)

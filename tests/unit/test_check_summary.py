@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from distkpi.adapters.localfs import LocalRunSource
-from distkpi.domain.check_summary import MAX_OUTPUT, summary_markdown
-from distkpi.domain.checks import conclusion_of
 from distkpi.domain.commit_status import State
-from distkpi.domain.evaluation import Evaluation, evaluate
-from distkpi.domain.history import HistoryRow
-from distkpi.domain.judging import KPIS, VerdictSettings
-from distkpi.domain.kpis import RunKpis
-from distkpi.domain.runfolder import compute_run_kpis
+from distkpi.domain.github.check_summary import MAX_OUTPUT, summary_markdown
+from distkpi.domain.github.checks import conclusion_of
+from distkpi.domain.judging.evaluation import Evaluation, evaluate
+from distkpi.domain.judging.history import HistoryRow
+from distkpi.domain.judging.settings import KPIS, VerdictSettings
+from distkpi.domain.kpis.engine import RunKpis
+from distkpi.domain.kpis.runfolder import compute_run_kpis
+from distkpi_cli.localfs import LocalRunSource
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "check_summary.md"

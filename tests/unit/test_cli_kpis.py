@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from distkpi.cli import main
+from distkpi_cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "seed-run"

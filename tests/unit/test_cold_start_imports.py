@@ -1,5 +1,6 @@
 """The webhook and job_events paths must not pay for pandas or matplotlib at cold start, and
-the webhook not for numpy or the KPI engine either."""
+the webhook not for numpy, the KPI engine or the statistics either (a suite's verdict
+settings are apart from them)."""
 
 import subprocess
 import sys
@@ -13,7 +14,18 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(
     ("function", "unwanted"),
     [
-        ("webhook", ("pandas", "matplotlib", "numpy", "distkpi.domain.kpis", "ahocorasick_rs")),
+        (
+            "webhook",
+            (
+                "pandas",
+                "matplotlib",
+                "numpy",
+                "distkpi.domain.kpis.engine",
+                "ahocorasick_rs",
+                "distkpi.domain.judging.statistics",
+                "distkpi.domain.judging.student_t",
+            ),
+        ),
         ("job_events", ("pandas", "matplotlib")),
     ],
 )

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from distkpi.adapters.batch import WITHHELD_KEY, BatchLauncher, without_key
-from distkpi.domain.planning import plan_jobs, run_spec_for
+from distkpi.domain.planning.jobs import plan_jobs, run_spec_for
+from distkpi.domain.planning.suites import load_suite
 from distkpi.domain.signing import ManifestKeys, config_key
-from distkpi.domain.suites import load_suite
-from distkpi.local.executor import Executor, LocalJob, job_from_request
+from distkpi_cli.local.executor import Executor, LocalJob, job_from_request
 from tests.unit.test_planning import ROOT, TRIGGER
 
 SUITE = load_suite(ROOT / "infra" / "suites" / "local.yaml")

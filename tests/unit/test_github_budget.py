@@ -10,7 +10,8 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from distkpi.adapters.github import CommitStatus, GitHubStatusClient, TimeBudget
+from distkpi.adapters.github import GitHubStatusClient, TimeBudget
+from distkpi.domain.commit_status import CommitStatus
 from distkpi.exceptions import GitHubError
 
 STATUS = CommitStatus("o/r", "a" * 40, "pending", "distkpi/m", "running")

@@ -2,7 +2,7 @@ import io
 
 import pytest
 
-from distkpi.domain.gpumemory import parse_gpu_memory
+from distkpi.domain.logs.gpumemory import parse_gpu_memory
 
 
 def peak(text: str) -> float | None:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from distkpi.domain.history import recent_gpu_hours
-from distkpi.domain.kpis import MIXED, UNKNOWN, ConfigKpis
+from distkpi.domain.history_rows import recent_gpu_hours
+from distkpi.domain.kpis.engine import MIXED, UNKNOWN, ConfigKpis
 from distkpi.domain.records import HistoryRecord
-from distkpi.node.hardware import read_hardware
+from distkpi_cli.node.hardware import read_hardware
 from tests.conftest import RunBuilder, pass_log
 from tests.unit.test_kpis import kpis
 

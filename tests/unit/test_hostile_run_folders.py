@@ -14,14 +14,14 @@ import pytest
 from boto3.dynamodb.types import TypeSerializer
 
 from distkpi.adapters.dynamo import to_dynamo
-from distkpi.adapters.localfs import LocalRunSource
 from distkpi.domain.contracts import MAX_FILES_PER_MANIFEST, ConfigSpec, parse_run_spec
-from distkpi.domain.gpumemory import parse_gpu_memory
-from distkpi.domain.kpis import ConfigStatus
-from distkpi.domain.logformats import parse_log
-from distkpi.domain.logsummary import LogSummary
-from distkpi.domain.runfolder import compute_run_kpis, gather_config, node_index
+from distkpi.domain.kpis.engine import ConfigStatus
+from distkpi.domain.kpis.runfolder import compute_run_kpis, gather_config, node_index
+from distkpi.domain.logs.gpumemory import parse_gpu_memory
+from distkpi.domain.logs.logformats import parse_log
+from distkpi.domain.logs.logsummary import LogSummary
 from distkpi.exceptions import StorageError
+from distkpi_cli.localfs import LocalRunSource
 from tests.conftest import RunBuilder, mllog, pass_log
 
 
@@ -244,7 +244,7 @@ def test_a_parser_bug_is_a_problem_not_an_exception(
     def broken(stream: BinaryIO) -> object:
         raise ZeroDivisionError
 
-    monkeypatch.setattr("distkpi.domain.runfolder.parse_log", broken)
+    monkeypatch.setattr("distkpi.domain.kpis.runfolder.parse_log", broken)
     run_builder.config("1x1").trainer("1x1", 0, pass_log(10.0, 10.0))
     kpis = compute_run_kpis(LocalRunSource(run_builder.root)).config("1x1")
     assert kpis.status is ConfigStatus.FAILED

@@ -1,19 +1,49 @@
 """The layers of docs/architecture.md, kept: domain code is pure (it imports no adapter,
-service or entry point), and adapters import no service or entry point. Every import
-counts, also one inside a function."""
+service or entry point), adapters import no service or entry point, services reach AWS and
+GitHub only through their ports (no adapter), the report draws what it is given, and the
+node runner and the product never import the local stack. Inside domain, each concern
+imports only the ones below it, and no module comes back to itself. Every import counts,
+also one inside a function or under TYPE_CHECKING."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "distkpi" / "distkpi"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "layers" / "distkpi" / "distkpi"
+CLI = ROOT / "cli" / "distkpi_cli"
+PRODUCT = ("distkpi.adapters", "distkpi.services", "distkpi.entry")
 FORBIDDEN = {
-    "domain": ("distkpi.adapters", "distkpi.services", "distkpi.entry", "distkpi.local"),
-    "adapters": ("distkpi.services", "distkpi.entry", "distkpi.local"),
-    "node": ("distkpi.services", "distkpi.entry", "distkpi.local"),
+    PACKAGE / "domain": (
+        "distkpi.adapters",
+        "distkpi.services",
+        "distkpi.entry",
+        "distkpi.reporting",
+        "distkpi_cli",
+    ),
+    PACKAGE / "adapters": ("distkpi.services", "distkpi.entry", "distkpi_cli"),
+    PACKAGE / "services": ("distkpi.adapters", "distkpi.entry", "distkpi_cli", "boto3", "requests"),
+    PACKAGE / "reporting": ("distkpi.adapters", "distkpi.services", "distkpi.entry", "distkpi_cli"),
+    PACKAGE / "entry": ("distkpi_cli",),
+    CLI / "node": ("distkpi.services", "distkpi.entry", "distkpi_cli.local"),
+}
+# domain's concerns (a subpackage, or a module at its top) and those each may import
+DOMAIN_BELOW = {
+    "contracts": set(),
+    "layout": set(),
+    "signing": set(),
+    "commit_status": set(),
+    "logs": {"contracts", "signing"},
+    "kpis": {"logs", "contracts", "signing"},
+    "judging": {"kpis", "logs", "contracts", "commit_status"},
+    "github": {"judging", "kpis", "contracts", "commit_status", "layout"},
+    "records": {"github", "judging", "kpis", "contracts", "commit_status"},
+    "history_rows": {"records", "judging", "kpis"},
+    "planning": {"github", "judging", "kpis", "contracts", "layout", "records", "commit_status"},
 }
 
 
@@ -27,15 +57,63 @@ def imports(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
-def test_each_layer_imports_only_what_it_may(layer: str) -> None:
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN), ids=lambda p: p.name)
+def test_each_layer_imports_only_what_it_may(layer: Path) -> None:
+    assert list(layer.rglob("*.py")), f"{layer} holds no module: the check would see nothing"
     offending = [
-        f"{path.relative_to(PACKAGE.parent)}:{line} imports {module}"
-        for path in sorted((PACKAGE / layer).rglob("*.py"))
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in sorted(layer.rglob("*.py"))
         for line, module in imports(path)
         if module.startswith(FORBIDDEN[layer])
     ]
     assert offending == [], "\n".join(offending)
+
+
+def concern_of(module: str) -> str:
+    return module.removeprefix("distkpi.domain.").split(".")[0]
+
+
+def domain_modules() -> Iterator[tuple[str, Path]]:
+    for path in sorted((PACKAGE / "domain").rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
+
+
+def test_each_concern_of_domain_imports_only_those_below_it() -> None:
+    concerns = {concern_of(m) for m, _ in domain_modules() if m != "distkpi.domain"}
+    assert concerns <= set(DOMAIN_BELOW), f"give {concerns - set(DOMAIN_BELOW)} a place"
+    offending = [
+        f"{path.relative_to(ROOT)}:{line} ({concern_of(module)}) imports {imported}"
+        for module, path in domain_modules()
+        if module != "distkpi.domain"
+        for line, imported in imports(path)
+        if imported.startswith("distkpi.domain.")
+        and concern_of(imported) != concern_of(module)
+        and concern_of(imported) not in DOMAIN_BELOW[concern_of(module)]
+    ]
+    assert offending == [], "\n".join(offending)
+
+
+def test_no_domain_module_comes_back_to_itself() -> None:
+    graph = {
+        module: {m for _, m in imports(path) if m.startswith("distkpi.domain.")}
+        for module, path in domain_modules()
+    }
+    state: dict[str, str] = {}
+
+    def cycle_from(module: str, trail: list[str]) -> list[str] | None:
+        state[module] = "open"
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == "open":
+                return [*trail, module, target]
+            if target not in state and (found := cycle_from(target, [*trail, module])):
+                return found
+        state[module] = "done"
+        return None
+
+    for module in sorted(graph):
+        if module not in state:
+            assert (found := cycle_from(module, [])) is None, " -> ".join(found)
 
 
 def test_the_check_sees_an_import_inside_a_function(tmp_path: Path) -> None:

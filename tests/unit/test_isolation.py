@@ -28,7 +28,7 @@ import boto3
 import pytest
 
 from distkpi.domain.signing import signed_by
-from distkpi.node.isolation import processes_of
+from distkpi_cli.node.isolation import processes_of
 
 ROOT = Path(__file__).resolve().parents[2]
 HUNTER = Path(__file__).with_name("hunter.py")
@@ -115,7 +115,17 @@ def batch_environment(
 def run_node(python: list[str], env: dict[str, str], work: Path, **user: Any) -> str:
     """`distkpi node -- python3 bench.py --daemon WORK` run to its end: what it printed."""
     done = subprocess.run(
-        [*python, "-m", "distkpi.cli", "node", "--", "python3", "bench.py", "--daemon", str(work)],
+        [
+            *python,
+            "-m",
+            "distkpi_cli.main",
+            "node",
+            "--",
+            "python3",
+            "bench.py",
+            "--daemon",
+            str(work),
+        ],
         env=env,
         cwd="/",
         capture_output=True,
@@ -185,7 +195,7 @@ def test_as_root_the_code_runs_as_another_user_and_finds_no_secret(
 def python_for(uid: int) -> tuple[list[str], dict[str, str]]:
     """This interpreter, or the system's of the same version with this one's packages, as
     another user can run it (a Python under root's home is out of its reach)."""
-    probe = [sys.executable, "-c", "import distkpi, boto3"]
+    probe = [sys.executable, "-c", "import distkpi_cli, boto3"]
     try:
         ran = subprocess.run(probe, user=uid, group=uid, capture_output=True, check=False)
         if ran.returncode == 0:
@@ -197,7 +207,8 @@ def python_for(uid: int) -> tuple[list[str], dict[str, str]]:
     )
     if system is None:
         pytest.skip("no Python of this version that another user can run")
-    path = os.pathsep.join([str(ROOT / "layers" / "distkpi"), sysconfig.get_paths()["purelib"]])
+    packages = [ROOT / "layers" / "distkpi", ROOT / "cli", sysconfig.get_paths()["purelib"]]
+    path = os.pathsep.join(map(str, packages))
     return [system], {"PYTHONPATH": path}
 
 

@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from distkpi.adapters.localfs import LocalRunSource
-from distkpi.cli import main
-from distkpi.domain.judging import KPIS
-from distkpi.domain.runfolder import compute_run_kpis
+from distkpi.domain.judging.settings import KPIS
+from distkpi.domain.kpis.runfolder import compute_run_kpis
+from distkpi.domain.records import ResetRecord
+from distkpi_cli.history_files import read_resets_csv, write_resets
+from distkpi_cli.localfs import LocalRunSource
+from distkpi_cli.main import main
 from tests.unit.test_cli_kpis import EXAMPLE
 
 COLUMNS = ["finished_at", "repo", "branch", "model", "config", "sha", "run_id", "kpi", "value"]
@@ -189,3 +191,44 @@ def test_run_folders_of_different_commits_are_refused(
     assert main(["judge", str(EXAMPLE), str(other), "--history", str(path)]) == 2
     err = capsys.readouterr().err
     assert "run folders of different shas" in err and str(other) in err
+
+
+def test_an_audited_reset_sets_the_history_before_it_aside_as_the_collector_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Given a history the run is 24% slower than, and a reset of 1x1's baseline after it
+    path = history(tmp_path / "h.csv", scale={"throughput": 1.3})
+    resets = tmp_path / "resets.csv"
+    reset = ResetRecord(
+        "PaddlePaddle/Paddle",
+        "develop",
+        "resnet50",
+        "1x1",
+        "new input pipeline",
+        "lin",
+        "2026-11-20",
+    )
+    with resets.open("w") as out:
+        write_resets([reset], "csv", out)
+    # Then 1x1 has no baseline left and is not judged regressed; the others still are
+    out = judged(capsys, "--history", str(path), "--resets", str(resets))
+    tput = {j["config"]: j["verdict"] for j in out if j["kpi"] == "throughput"}
+    assert tput == {
+        "1x1": "no-baseline",
+        "1x8": "regressed",
+        "2x8-4ps": "regressed",
+        "4x8-8ps": "regressed",
+    }
+    assert read_resets_csv(resets) == [reset]
+
+
+def test_a_resets_file_that_is_not_one_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "resets.csv"
+    bad.write_text("config,at\n1x1,2026-11-20\n")
+    code = main(
+        ["judge", str(EXAMPLE), "--history", str(history(tmp_path / "h.csv")), "--resets", str(bad)]
+    )
+    assert code == 2
+    assert "missing column(s) repo, branch, model, reason, who" in capsys.readouterr().err

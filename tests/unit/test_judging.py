@@ -4,19 +4,18 @@ import random
 
 import pytest
 
-from distkpi.domain.changepoints import baseline_after_change, last_change_point
-from distkpi.domain.judging import (
-    ConfirmSettings,
+from distkpi.domain.judging.changepoints import baseline_after_change, last_change_point
+from distkpi.domain.judging.settings import ConfirmSettings, VerdictSettings
+from distkpi.domain.judging.statistics import (
     KpiEvidence,
     KpiVerdict,
-    VerdictSettings,
     holm_levels,
     in_doubt,
     judge_all,
     judge_kpi,
 )
-from distkpi.domain.student_t import t_quantile
-from distkpi.domain.suites import parse_suite
+from distkpi.domain.judging.student_t import t_quantile
+from distkpi.domain.planning.suites import parse_suite
 from distkpi.exceptions import ContractError
 
 SETTINGS = VerdictSettings()

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from distkpi.adapters.localfs import LocalRunSource
-from distkpi.domain.kpis import RunKpis
-from distkpi.domain.runfolder import compute_run_kpis
+from distkpi.domain.kpis.engine import RunKpis
+from distkpi.domain.kpis.runfolder import compute_run_kpis
+from distkpi_cli.localfs import LocalRunSource
 from tests.conftest import RunBuilder, mllog, pass_log
 
 GPU_CSV = "timestamp, index, memory.used [MiB]\n2026/11/30 00:00:00, 0, 900 MiB\n0, 1, 1000 MiB\n"

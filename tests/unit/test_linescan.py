@@ -4,9 +4,9 @@ import io
 
 import pytest
 
-from distkpi.domain import linescan
-from distkpi.domain.linescan import scan_lines
-from distkpi.domain.logformats import parse_log
+from distkpi.domain.logs import linescan
+from distkpi.domain.logs.linescan import scan_lines
+from distkpi.domain.logs.logformats import parse_log
 
 PASS = b"Pass = 1, Training performance = 100.0 imgs/s\n"
 

@@ -11,7 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from distkpi.local.state import StateError, StateFolder
+from distkpi_cli.local.state import StateError, StateFolder
 from tests.conftest import offline_aws
 
 TABLE, BUCKET = "state-table", "state-bucket"

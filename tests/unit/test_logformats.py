@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from distkpi.domain.logformats import parse_line, parse_log
-from distkpi.domain.logsummary import Level, LogSummary
+from distkpi.domain.logs.logformats import parse_line, parse_log
+from distkpi.domain.logs.logsummary import Level, LogSummary
 
 
 def parse(*lines: str) -> LogSummary:

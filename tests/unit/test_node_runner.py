@@ -18,7 +18,7 @@ import pytest
 from moto import mock_aws
 
 from distkpi.domain.signing import sign, signed_by
-from distkpi.node.runner import NodeRunner
+from distkpi_cli.node.runner import NodeRunner
 from tests.conftest import offline_aws
 
 BUCKET = "runs-bucket"

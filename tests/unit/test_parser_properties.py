@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from distkpi.adapters.dynamo import to_dynamo
-from distkpi.adapters.localfs import LocalRunSource
-from distkpi.domain.gpumemory import parse_gpu_memory
-from distkpi.domain.logformats import parse_line, parse_log
-from distkpi.domain.logsummary import LogSummary
-from distkpi.domain.runfolder import compute_run_kpis
+from distkpi.domain.kpis.runfolder import compute_run_kpis
+from distkpi.domain.logs.gpumemory import parse_gpu_memory
+from distkpi.domain.logs.logformats import parse_line, parse_log
+from distkpi.domain.logs.logsummary import LogSummary
 from distkpi.exceptions import RunFolderError
+from distkpi_cli.localfs import LocalRunSource
 
 PROPERTY = settings(max_examples=150, deadline=None)
 

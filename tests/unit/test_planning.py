@@ -6,9 +6,14 @@ import jsonschema
 import pytest
 
 from distkpi.adapters.batch import BatchLauncher
-from distkpi.domain.planning import plan_jobs, run_id_for, run_spec_for
-from distkpi.domain.suites import load_suite, load_suites, parse_deployed_suites, parse_suite
-from distkpi.domain.webhook import Ignored, Trigger, decide, sign, signature_matches
+from distkpi.domain.github.webhook import Ignored, Trigger, decide, sign, signature_matches
+from distkpi.domain.planning.jobs import plan_jobs, run_id_for, run_spec_for
+from distkpi.domain.planning.suites import (
+    load_suite,
+    load_suites,
+    parse_deployed_suites,
+    parse_suite,
+)
 from distkpi.exceptions import ContractError
 from tests.unit.test_cli_kpis import schema
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from distkpi.domain.history import HistoryRow, series
-from distkpi.domain.webhook import Ignored, Rerun, decide
+from distkpi.domain.github.webhook import Ignored, Rerun, decide
+from distkpi.domain.judging.history import HistoryRow, series
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 APP = "904512"

@@ -6,12 +6,12 @@ import pytest
 
 from distkpi.adapters.batch import MAX_REQUEST_BYTES, BatchLauncher, gpus_requested
 from distkpi.domain.contracts import ConfigSpec
-from distkpi.domain.planning import plan_jobs, run_spec_for
-from distkpi.domain.sizing import Fleet, InstanceShape, Placement, Refusal, Sizing, place
-from distkpi.domain.suites import load_suite, parse_suite
-from distkpi.domain.template import load_template
+from distkpi.domain.planning.jobs import plan_jobs, run_spec_for
+from distkpi.domain.planning.sizing import Fleet, InstanceShape, Placement, Refusal, Sizing, place
+from distkpi.domain.planning.suites import load_suite, parse_suite
 from distkpi.exceptions import ContractError, LaunchError
 from distkpi.settings import BatchSettings
+from distkpi_cli.local.template import load_template
 from tests.unit.test_planning import TRIGGER
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,6 +149,6 @@ def test_max_vcpus_defaults_to_what_the_largest_bundled_suite_needs() -> None:
 
 
 def _bundled_specs() -> list[ConfigSpec]:
-    from distkpi.domain.suites import load_suites
+    from distkpi.domain.planning.suites import load_suites
 
     return [c for s in load_suites(ROOT / "infra" / "suites") for c in s.specs()]

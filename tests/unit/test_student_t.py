@@ -3,7 +3,7 @@ has no scipy), over every confidence a suite's Holm split can ask for."""
 
 import pytest
 
-from distkpi.domain.student_t import t_quantile, t_sf
+from distkpi.domain.judging.student_t import t_quantile, t_sf
 
 scipy_stats = pytest.importorskip("scipy.stats")
 

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from distkpi.adapters.batch import BatchLauncher
-from distkpi.domain.planning import plan_jobs, run_spec_for
-from distkpi.domain.suites import parse_suite
-from distkpi.domain.webhook import Trigger
+from distkpi.domain.github.webhook import Trigger
+from distkpi.domain.planning.jobs import plan_jobs, run_spec_for
+from distkpi.domain.planning.suites import parse_suite
 from distkpi.exceptions import ContractError
 
 SUITE = """

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from distkpi.domain.template import load_template, resources_of_type
-from distkpi.local.aws_stack import REGION, STACK_NAME
-from distkpi.local.iam import Resolver, function_roles, role_statements
-from distkpi.local.sam import expand
+from distkpi_cli.local.aws_stack import REGION, STACK_NAME
+from distkpi_cli.local.iam import Resolver, function_roles, role_statements
+from distkpi_cli.local.sam import expand
+from distkpi_cli.local.template import load_template, resources_of_type
 
 ROOT = Path(__file__).resolve().parents[2]
 NEVER = {

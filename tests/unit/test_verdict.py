@@ -1,8 +1,8 @@
 """The verdict and the 140-character headline GitHub shows."""
 
 from distkpi.domain.commit_status import State
-from distkpi.domain.kpis import ConfigKpis, ConfigStatus, RunKpis
-from distkpi.domain.verdict import decide, describe
+from distkpi.domain.judging.verdict import decide, describe
+from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus, RunKpis
 
 
 def config(name: str, gpus: int, **kw: object) -> ConfigKpis:
@@ -66,7 +66,7 @@ def test_descriptions_never_pass_140_characters() -> None:
 
 
 def test_golden_description_with_the_delta_to_the_baseline() -> None:
-    from distkpi.domain.judging import Judgement, KpiVerdict
+    from distkpi.domain.judging.statistics import Judgement, KpiVerdict
 
     result = run(
         config("1x1", 1, speedup=1.0, efficiency=1.0, accuracy_delta=0.0),
@@ -81,7 +81,7 @@ def test_golden_description_with_the_delta_to_the_baseline() -> None:
 
 
 def test_an_enforced_regression_is_a_failure_that_names_it() -> None:
-    from distkpi.domain.judging import Judgement, KpiVerdict
+    from distkpi.domain.judging.statistics import Judgement, KpiVerdict
 
     result = run(config("1x1", 1, accuracy_delta=0.0), config("4x8", 32))
     slower = Judgement("4x8", "throughput", 2400.0, 3200.0, 3000.0, 3400.0, KpiVerdict.REGRESSED)

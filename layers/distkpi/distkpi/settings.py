@@ -10,8 +10,8 @@ from typing import Annotated, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from distkpi.domain.contracts import describe_errors
-from distkpi.domain.sizing import Sizing
-from distkpi.domain.trust import DEFAULT_TRUSTED, TrustSettings
+from distkpi.domain.github.trust import DEFAULT_TRUSTED, TrustSettings
+from distkpi.domain.planning.sizing import Sizing
 from distkpi.exceptions import ContractError
 
 Text = Annotated[str, Field(min_length=1)]
@@ -40,7 +40,7 @@ class FunctionSettings(BaseModel):
     github_backoff_s: Annotated[float, Field(alias="GITHUB_BACKOFF_S", ge=0)] = 0.5
     github_timeout_s: Annotated[float, Field(alias="GITHUB_TIMEOUT_S", gt=0)] = 10.0
     # lasting, private report links: the webhook's Function URL (its /reports route), and
-    # the key they are signed with (domain/report_links.py)
+    # the key they are signed with (domain/github/report_links.py)
     reports_url: Annotated[str | None, Field(alias="REPORTS_URL")] = None
     report_link_secret_id: Annotated[str | None, Field(alias="REPORT_LINK_SECRET_ID")] = None
     # the topic told of regressions on configured branches

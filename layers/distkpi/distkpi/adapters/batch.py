@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import ClientError
 
 from distkpi.adapters.aws import client
-from distkpi.domain.planning import JobPlan, NodeGroup
+from distkpi.domain.planning.jobs import JobPlan, NodeGroup
 from distkpi.exceptions import LaunchError
 
 if TYPE_CHECKING:
@@ -187,7 +187,8 @@ class BatchLauncher:
         }
 
     def submit(self, plan: JobPlan) -> tuple[str, dict[str, Any]]:
-        """Submit the plan's job: its id and the request that was sent."""
+        """Submit the plan's job: its id and the request that was sent, as it is kept (the
+        `JOB#` item outlives the job): with its manifest key withheld."""
         request = self.request(plan)
         size = len(json.dumps(request).encode())
         if size > MAX_REQUEST_BYTES:
@@ -199,7 +200,7 @@ class BatchLauncher:
             response = self.batch.submit_job(**request)
         except ClientError as exc:
             raise LaunchError(f"Batch refused job {plan.name}: {exc}") from exc
-        return response["jobId"], request
+        return response["jobId"], without_key(request)
 
     def terminate(self, job_id: str, reason: str) -> None:
         """Stop a job wherever it is (queued or running); a finished job is left as it is."""

@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from distkpi.adapters.aws import client
-from distkpi.domain.sizing import InstanceShape
+from distkpi.domain.planning.sizing import InstanceShape
 from distkpi.exceptions import LaunchError
 
 

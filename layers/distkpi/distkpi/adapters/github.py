@@ -13,20 +13,10 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from distkpi.domain.commit_status import clip
+from distkpi.domain.commit_status import CommitStatus, clip
 from distkpi.exceptions import GitHubAuthError, GitHubError
 
 RETRY_ON = (429, 500, 502, 503, 504)
-
-
-@dataclass(frozen=True)
-class CommitStatus:
-    repo: str
-    sha: str
-    state: str
-    context: str
-    description: str
-    target_url: str | None = None
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.layout import SUITES
-from distkpi.domain.suites import BrokenSuite, Suite, parse_deployed_suites
+from distkpi.domain.planning.suites import BrokenSuite, Suite, parse_deployed_suites
 
 
 class SuiteCatalog:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 
 MAX_DESCRIPTION = 140
@@ -13,6 +14,16 @@ class State(StrEnum):
     SUCCESS = "success"
     FAILURE = "failure"
     ERROR = "error"
+
+
+@dataclass(frozen=True)
+class CommitStatus:
+    repo: str
+    sha: str
+    state: str
+    context: str
+    description: str
+    target_url: str | None = None
 
 
 def clip(text: str, limit: int = MAX_DESCRIPTION) -> str:

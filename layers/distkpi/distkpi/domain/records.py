@@ -9,12 +9,12 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.judging import VerdictSettings
-from distkpi.domain.webhook import Trigger
+from distkpi.domain.github.webhook import Trigger
+from distkpi.domain.judging.settings import VerdictSettings
 
 if TYPE_CHECKING:  # the KPI engine stays off the webhook's imports
-    from distkpi.domain.evaluation import Evaluation
-    from distkpi.domain.kpis import ConfigKpis, ConfigStatus
+    from distkpi.domain.judging.evaluation import Evaluation
+    from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus
 
 
 PULL_REQUEST_HISTORY = "pr:"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import unquote_plus
 
+from distkpi.domain.kpis.runfolder import node_index
 from distkpi.domain.layout import manifest_key
-from distkpi.domain.runfolder import node_index
 from distkpi.entry.observability import count, logger
 from distkpi.entry.wiring import fanin
 from distkpi.exceptions import NotFoundError

@@ -11,10 +11,9 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 
-from distkpi.domain.layout import report_key
-from distkpi.domain.report_links import link_problem
-from distkpi.domain.trust import NeedsApproval, admit, trusted_because
-from distkpi.domain.webhook import (
+from distkpi.domain.github.report_links import link_problem
+from distkpi.domain.github.trust import NeedsApproval, admit, trusted_because
+from distkpi.domain.github.webhook import (
     RERUN_EVENTS,
     Ignored,
     Invalid,
@@ -24,8 +23,9 @@ from distkpi.domain.webhook import (
     dig,
     signature_matches,
 )
+from distkpi.domain.layout import report_key
 from distkpi.entry.observability import count, logger
-from distkpi.entry.wiring import webhook
+from distkpi.entry.wiring import WebhookWiring, webhook
 from distkpi.services.launch import Outcome
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -58,8 +58,8 @@ def _header(name: str) -> str | None:
 @app.get("/reports/<run_id>")
 def report(run_id: str) -> Response[str]:
     """A report link from a check or status: a fresh presigned URL of the report, after
-    checking the link's signature and expiry (domain/report_links.py)."""
-    wired = webhook()
+    checking the link's signature and expiry (domain/github/report_links.py)."""
+    wired = _wiring()
     if wired.settings.report_link_secret_id is None:
         return _reply(HTTPStatus.NOT_FOUND, message="this stack signs no report links")
     query = app.current_event.query_string_parameters or {}
@@ -73,17 +73,22 @@ def report(run_id: str) -> Response[str]:
     return Response(status_code=HTTPStatus.FOUND.value, headers={"Location": url}, body="")
 
 
+def _wiring() -> WebhookWiring:
+    """The container's wiring; its report links point at the Function URL serving it."""
+    return webhook(f"https://{app.current_event.request_context.domain_name}")
+
+
 @app.post("/")
 def receive() -> Response[str]:
-    if (budget := webhook().github_budget) is not None:
+    wired = _wiring()
+    if (budget := wired.github_budget) is not None:
         budget.start()
-    webhook().own_url = f"https://{app.current_event.request_context.domain_name}"
     body = _raw_body()
     if body is None:
         return _reply(HTTPStatus.BAD_REQUEST, message="body is not valid base64")
     if len(body) > MAX_BODY_BYTES:
         return _reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, message="body over 1 MiB")
-    if not signature_matches(webhook().webhook_secret(), body, _header("X-Hub-Signature-256")):
+    if not signature_matches(wired.webhook_secret(), body, _header("X-Hub-Signature-256")):
         logger.warning("webhook signature missing or wrong")
         count("SignatureRejected")
         return _reply(HTTPStatus.UNAUTHORIZED, message="signature missing or wrong")
@@ -92,7 +97,7 @@ def receive() -> Response[str]:
         return payload
     event, delivery = _header("X-GitHub-Event") or "", _header("X-GitHub-Delivery") or ""
     logger.append_keys(delivery=delivery, github_event=event)
-    return _dispatch(event, delivery, payload)
+    return _dispatch(wired, event, delivery, payload)
 
 
 def _no_constant(name: str) -> Any:
@@ -112,21 +117,23 @@ def _payload(body: bytes) -> dict[str, Any] | Response[str]:
     return payload
 
 
-def _dispatch(event: str, delivery: str, payload: dict[str, Any]) -> Response[str]:
+def _dispatch(
+    wired: WebhookWiring, event: str, delivery: str, payload: dict[str, Any]
+) -> Response[str]:
     if event == "ping":
         return _reply(HTTPStatus.OK, message="pong")
-    decided = _decide(event, payload)
+    decided = _decide(wired, event, payload)
     if not isinstance(decided, Trigger | Rerun):
-        return _nothing_started(decided)
+        return _nothing_started(wired, decided)
     if not delivery:
         return _reply(HTTPStatus.BAD_REQUEST, message="X-GitHub-Delivery header missing")
     trigger = decided if isinstance(decided, Trigger) else decided.trigger
     logger.append_keys(sha=trigger.sha)
-    _remember_installation(trigger.repo, payload)
+    _remember_installation(wired, trigger.repo, payload)
     if isinstance(decided, Rerun):
-        handled = webhook().starter.rerun(decided, delivery)
+        handled = wired.starter.rerun(decided, delivery)
     else:
-        handled = webhook().starter.handle_delivery(trigger, delivery)
+        handled = wired.starter.handle_delivery(trigger, delivery)
     if handled.outcome is Outcome.DUPLICATE:
         return _reply(HTTPStatus.OK, message="duplicate delivery", runs=[])
     if handled.refused_for and not handled.runs:
@@ -144,20 +151,20 @@ def _dispatch(event: str, delivery: str, payload: dict[str, Any]) -> Response[st
     )
 
 
-def _remember_installation(repo: str, payload: dict[str, Any]) -> None:
+def _remember_installation(wired: WebhookWiring, repo: str, payload: dict[str, Any]) -> None:
     """With a GitHub App, each delivery says which installation acts on its repository."""
     installation = dig(payload, "installation", "id")
-    auth = webhook().app_auth
+    auth = wired.app_auth
     if auth is not None and isinstance(installation, int):
         auth.remember(repo, installation)
 
 
 def _decide(
-    event: str, payload: dict[str, Any]
+    wired: WebhookWiring, event: str, payload: dict[str, Any]
 ) -> Trigger | Rerun | Ignored | Invalid | NeedsApproval:
     """What the delivery asks for, and for a pull request whether it may run now."""
-    settings = webhook().settings
-    app_id = webhook().app_id() if event in RERUN_EVENTS else None
+    settings = wired.settings
+    app_id = wired.app_id() if event in RERUN_EVENTS else None
     decided = decide(event, payload, settings.branches, app_id)
     if isinstance(decided, Trigger) and decided.event == "pull_request":
         admitted = admit(decided, payload, settings.trust)
@@ -168,9 +175,11 @@ def _decide(
     return decided
 
 
-def _nothing_started(decision: Ignored | Invalid | NeedsApproval) -> Response[str]:
+def _nothing_started(
+    wired: WebhookWiring, decision: Ignored | Invalid | NeedsApproval
+) -> Response[str]:
     if isinstance(decision, NeedsApproval):
-        suites = webhook().starter.await_approval(decision, webhook().settings.approval_label)
+        suites = wired.starter.await_approval(decision, wired.settings.approval_label)
         return _reply(
             HTTPStatus.ACCEPTED, message=f"awaiting approval: {decision.reason}", suites=suites
         )

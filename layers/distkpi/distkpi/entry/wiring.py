@@ -1,8 +1,10 @@
-"""Each function's adapters and services, made once per container from its settings. Wiring
-only wires: what to read, decide or write lives in the services and adapters it builds."""
+"""Each function's adapters and services, built from its settings once per container (on its
+first event) and never changed after. Wiring only wires: what to read, decide or write
+lives in the services and adapters it builds."""
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -24,10 +26,10 @@ from distkpi.adapters.github_app import AppAuth, AppCredentials
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.adapters.secrets import SecretReader
 from distkpi.adapters.suite_catalog import SuiteCatalog
+from distkpi.domain.github.report_links import report_link
 from distkpi.domain.layout import report_key
-from distkpi.domain.report_links import report_link
+from distkpi.domain.planning.sizing import Fleet
 from distkpi.domain.signing import ManifestKeys
-from distkpi.domain.sizing import Fleet
 from distkpi.entry.observability import count
 from distkpi.services.launch import RunStarter
 from distkpi.services.statuses import StatusPublisher
@@ -50,11 +52,9 @@ if TYPE_CHECKING:
 class Wiring:
     """What every function has: storage, GitHub and the fan-in (collector, job_events)."""
 
-    def __init__(self, settings: FunctionSettings) -> None:
+    def __init__(self, settings: FunctionSettings, own_url: str | None = None) -> None:
         self.settings = settings
-        # the webhook's own Function URL, from the requests it serves (a stack cannot give
-        # a function its own URL): where its report links point
-        self.own_url: str | None = None
+        self.own_url = own_url  # the webhook's Function URL; None for the other functions
 
     @cached_property
     def secrets(self) -> SecretReader:
@@ -266,34 +266,38 @@ class SweeperWiring(BatchWiring):
         return SiteRefresher(self.history, self.store, count)
 
 
-_webhook: WebhookWiring | None = None
-_fanin: BatchWiring | None = None
-_sweeper: SweeperWiring | None = None
+def build_webhook(settings: WebhookSettings, own_url: str | None = None) -> WebhookWiring:
+    """The webhook's collaborators; ``own_url`` is its Function URL (a stack cannot give a
+    function its own URL: it comes with the requests it serves), where report links point."""
+    return WebhookWiring(settings, own_url)
 
 
-def webhook() -> WebhookWiring:
-    global _webhook  # noqa: PLW0603 - one per container, made on its first event
-    if _webhook is None:
-        _webhook = WebhookWiring(load_settings(WebhookSettings, os.environ))
-    return _webhook
+def build_fanin(settings: BatchSettings) -> BatchWiring:
+    """The collector's and job_events' collaborators."""
+    return BatchWiring(settings)
 
 
+def build_sweeper(settings: SweeperSettings) -> SweeperWiring:
+    return SweeperWiring(settings)
+
+
+# One of each per container, built on its first event from the function's environment.
+@functools.cache
+def webhook(own_url: str | None = None) -> WebhookWiring:
+    return build_webhook(load_settings(WebhookSettings, os.environ), own_url)
+
+
+@functools.cache
 def fanin() -> BatchWiring:
-    """The collector's and job_events'."""
-    global _fanin  # noqa: PLW0603
-    if _fanin is None:
-        _fanin = BatchWiring(load_settings(BatchSettings, os.environ))
-    return _fanin
+    return build_fanin(load_settings(BatchSettings, os.environ))
 
 
+@functools.cache
 def sweeper() -> SweeperWiring:
-    global _sweeper  # noqa: PLW0603
-    if _sweeper is None:
-        _sweeper = SweeperWiring(load_settings(SweeperSettings, os.environ))
-    return _sweeper
+    return build_sweeper(load_settings(SweeperSettings, os.environ))
 
 
 def reset() -> None:
-    """Forget every function's wiring (tests start each case with a fresh AWS)."""
-    global _webhook, _fanin, _sweeper  # noqa: PLW0603
-    _webhook = _fanin = _sweeper = None
+    """Forget every function's wiring, as a new container would (tests: a fresh AWS)."""
+    for built in (webhook, fanin, sweeper):
+        built.cache_clear()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
-from distkpi.domain.history import HistoryRow, series
-from distkpi.domain.judging import Judgement
-from distkpi.domain.kpis import RunKpis
+from distkpi.domain.judging.history import HistoryRow, series
+from distkpi.domain.judging.statistics import Judgement
+from distkpi.domain.kpis.engine import RunKpis
 
 
 def _png(figure: object) -> bytes:

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from distkpi.domain.history import HistoryRow
-from distkpi.domain.judging import Judgement, KpiVerdict
-from distkpi.domain.kpis import ConfigKpis, RunKpis
+from distkpi.domain.judging.history import HistoryRow
+from distkpi.domain.judging.statistics import Judgement, KpiVerdict
+from distkpi.domain.judging.table import ROWS
+from distkpi.domain.kpis.engine import ConfigKpis, RunKpis
 from distkpi.domain.records import RunRecord
-from distkpi.domain.table import ROWS
 from distkpi.reporting.charts import speedup_chart, throughput_history_chart
 
 STYLE = """

@@ -22,10 +22,21 @@ from html import escape
 from pathlib import Path
 from typing import Protocol
 
-from distkpi.adapters.dynamo import HistoryRepository
-from distkpi.domain.changepoints import last_change_point
-from distkpi.domain.judging import KPIS, KpiVerdict
+from distkpi.domain.judging.changepoints import last_change_point
+from distkpi.domain.judging.settings import KPIS
+from distkpi.domain.judging.statistics import KpiVerdict
 from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord
+
+
+class HistoryReader(Protocol):
+    """The history the site draws (services.ports.History has it, and more)."""
+
+    def history(
+        self, repo: str, branch: str, model: str, since: str | None = None, limit: int | None = None
+    ) -> Iterator[HistoryRecord]: ...
+    def resets(self, repo: str, branch: str, model: str) -> list[ResetRecord]: ...
+    def series(self, repo: str | None = None) -> list[SeriesRecord]: ...
+
 
 DEFAULT_PAGE_RUNS = 500
 TABLE_RUNS = 50
@@ -276,7 +287,7 @@ def _page(title: str, body: str) -> bytes:
 
 
 def build_series(
-    history: HistoryRepository,
+    history: HistoryReader,
     series: SeriesRecord,
     writer: SiteWriter,
     report_url: Callable[[str], str],
@@ -346,7 +357,7 @@ def write_index(writer: SiteWriter, listed: Sequence[SeriesRecord]) -> None:
 
 
 def build_site(
-    history: HistoryRepository,
+    history: HistoryReader,
     writer: SiteWriter,
     *,
     repo: str | None = None,

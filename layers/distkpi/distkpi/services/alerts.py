@@ -1,6 +1,6 @@
 """Default-branch alerts: a `failure` on a push to a configured branch publishes one
 message per run to the stack's topic, unless every config it regressed was alarmed of
-already and has not passed since (domain/alerts.py)."""
+already and has not passed since (domain/github/alerts.py)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,18 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
-from distkpi.adapters.dynamo.alarms import AlarmRepository
-from distkpi.adapters.sns import AlertTopic
-from distkpi.domain.alerts import Alerted, alert_message, next_state
+from distkpi.domain.github.alerts import Alerted, alert_message, next_state
 from distkpi.domain.records import RunRecord
 from distkpi.exceptions import StorageError
-from distkpi.services.ports import Counter, no_metrics
+from distkpi.services.ports import Alarms, Counter, Topic, no_metrics
 
 logger = Logger(child=True)
 
 
 @dataclass
 class RegressionAlerts:
-    alarms: AlarmRepository
-    topic: AlertTopic
+    alarms: Alarms
+    topic: Topic
     report_url: Callable[[str], str | None]
     web_url: str = "https://github.com"
     count: Counter = no_metrics

@@ -8,10 +8,8 @@ from datetime import timedelta
 
 from aws_lambda_powertools import Logger
 
-from distkpi.adapters.batch import BatchLauncher
-from distkpi.adapters.dynamo import RunRepository
 from distkpi.services.jobs import stop_jobs
-from distkpi.services.ports import Clock, Counter, no_metrics, utcnow
+from distkpi.services.ports import Clock, Counter, JobLauncher, Runs, no_metrics, utcnow
 from distkpi.services.settle import ConfigSettler
 
 logger = Logger(child=True)
@@ -27,9 +25,9 @@ def duration(seconds: int) -> str:
 
 @dataclass
 class RunDeadlines:
-    runs: RunRepository
+    runs: Runs
     settler: ConfigSettler
-    launcher: BatchLauncher | None
+    launcher: JobLauncher | None
     timeout_s: int
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)

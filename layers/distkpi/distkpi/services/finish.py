@@ -10,14 +10,13 @@ from dataclasses import dataclass, field, replace
 
 from aws_lambda_powertools import Logger
 
-from distkpi.adapters.dynamo import HistoryRepository, RunRepository
-from distkpi.domain.combining import combine
-from distkpi.domain.evaluation import Evaluation, evaluate
-from distkpi.domain.planning import confirmation_run_id
+from distkpi.domain.judging.evaluation import Evaluation, evaluate
+from distkpi.domain.kpis.combining import combine
+from distkpi.domain.planning.jobs import confirmation_run_id
 from distkpi.domain.records import RunRecord, RunStatus
 from distkpi.exceptions import NotFoundError
 from distkpi.services.baseline import Baseline, baseline_of
-from distkpi.services.ports import Clock, utcnow
+from distkpi.services.ports import Clock, History, Runs, utcnow
 from distkpi.services.publish import Publisher
 
 logger = Logger(child=True)
@@ -25,8 +24,8 @@ logger = Logger(child=True)
 
 @dataclass
 class RunFinisher:
-    runs: RunRepository
-    history: HistoryRepository
+    runs: Runs
+    history: History
     publisher: Publisher
     clock: Clock = field(default=utcnow)
     # starts the next run of a commit for the configs in doubt (RunStarter.confirm); None

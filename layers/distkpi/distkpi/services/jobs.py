@@ -6,15 +6,14 @@ from collections.abc import Iterable
 
 from aws_lambda_powertools import Logger
 
-from distkpi.adapters.batch import BatchLauncher
 from distkpi.exceptions import LaunchError
-from distkpi.services.ports import Counter
+from distkpi.services.ports import Counter, JobLauncher
 
 logger = Logger(child=True)
 
 
 def stop_jobs(
-    launcher: BatchLauncher | None,
+    launcher: JobLauncher | None,
     job_ids: Iterable[str],
     run_id: str,
     reason: str,

@@ -10,19 +10,12 @@ from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
-from distkpi.adapters.batch import BatchLauncher, without_key
-from distkpi.adapters.dynamo import (
-    DeliveryRepository,
-    JobRepository,
-    PullRequestRepository,
-    RunRepository,
-)
-from distkpi.adapters.s3_runs import S3RunStore
-from distkpi.adapters.suite_catalog import SuiteCatalog
 from distkpi.domain.commit_status import State, confirming_description, pending_description
 from distkpi.domain.contracts import RunSpec
+from distkpi.domain.github.trust import NeedsApproval, approval_description
+from distkpi.domain.github.webhook import Rerun, Trigger
 from distkpi.domain.layout import run_spec_key
-from distkpi.domain.planning import (
+from distkpi.domain.planning.jobs import (
     JobPlan,
     confirmation_run_id,
     confirmation_spec,
@@ -30,15 +23,25 @@ from distkpi.domain.planning import (
     run_id_for,
     run_spec_for,
 )
+from distkpi.domain.planning.sizing import Fleet
+from distkpi.domain.planning.suites import BrokenSuite, Suite
 from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord, RunStatus
 from distkpi.domain.signing import ManifestKeys
-from distkpi.domain.sizing import Fleet
-from distkpi.domain.suites import BrokenSuite, Suite
-from distkpi.domain.trust import NeedsApproval, approval_description
-from distkpi.domain.webhook import Rerun, Trigger
 from distkpi.exceptions import LaunchError
 from distkpi.services.jobs import stop_jobs
-from distkpi.services.ports import Clock, Counter, no_metrics, utcnow
+from distkpi.services.ports import (
+    Clock,
+    Counter,
+    Deliveries,
+    JobLauncher,
+    Jobs,
+    PullRequests,
+    RunFolders,
+    Runs,
+    SuiteSource,
+    no_metrics,
+    utcnow,
+)
 from distkpi.services.statuses import StatusPublisher
 
 if TYPE_CHECKING:
@@ -65,14 +68,14 @@ class Delivery:
 
 @dataclass
 class RunStarter:
-    runs: RunRepository
-    deliveries: DeliveryRepository
-    jobs: JobRepository
-    pull_requests: PullRequestRepository
-    store: S3RunStore
-    catalog: SuiteCatalog
+    runs: Runs
+    deliveries: Deliveries
+    jobs: Jobs
+    pull_requests: PullRequests
+    store: RunFolders
+    catalog: SuiteSource
     statuses: StatusPublisher
-    launcher: BatchLauncher | None
+    launcher: JobLauncher | None
     keys: ManifestKeys  # each config's, given to its job only
     cancel_superseded: bool = True
     # the fan-in, made only when Batch refuses a job: the KPI engine stays off the cold start
@@ -321,8 +324,7 @@ class RunStarter:
                 logger.exception("job not submitted", run_id=run.run_id, config=plan.config)
                 self._fail(run.run_id, plan.config, str(exc))
                 continue
-            # stored without the key: the record outlives the job
-            self.jobs.record(JobRecord(job_id, run.run_id, plan.config, without_key(request)))
+            self.jobs.record(JobRecord(job_id, run.run_id, plan.config, request))
             self.runs.set_job(run.run_id, plan.config, job_id)
             logger.info("job submitted", run_id=run.run_id, config=plan.config, job_id=job_id)
 

@@ -9,16 +9,14 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from distkpi.adapters.dynamo import HistoryRepository, RunRepository
-from distkpi.adapters.s3_runs import S3RunStore
-from distkpi.domain.evaluation import Evaluation
-from distkpi.domain.history import HistoryRow
+from distkpi.domain.judging.evaluation import Evaluation
+from distkpi.domain.judging.history import HistoryRow
 from distkpi.domain.layout import kpis_key, report_key
 from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord
 from distkpi.exceptions import StorageError
 from distkpi.services.alerts import RegressionAlerts
 from distkpi.services.baseline import baseline_of
-from distkpi.services.ports import Clock, Counter, no_metrics, utcnow
+from distkpi.services.ports import Clock, Counter, History, RunFolders, Runs, no_metrics, utcnow
 from distkpi.services.statuses import StatusPublisher
 
 logger = Logger(child=True)
@@ -26,9 +24,9 @@ logger = Logger(child=True)
 
 @dataclass
 class Publisher:
-    runs: RunRepository
-    history: HistoryRepository
-    store: S3RunStore
+    runs: Runs
+    history: History
+    store: RunFolders
     statuses: StatusPublisher
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)

@@ -8,16 +8,14 @@ from dataclasses import dataclass, replace
 
 from aws_lambda_powertools import Logger
 
-from distkpi.adapters.dynamo import JobRepository, RunRepository
-from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.kpis import ConfigEvidence, ConfigKpis, ConfigStatus, config_kpis
+from distkpi.domain.kpis.engine import ConfigEvidence, ConfigKpis, ConfigStatus, config_kpis
+from distkpi.domain.kpis.runfolder import gather_config, read_manifest
 from distkpi.domain.records import ConfigState
-from distkpi.domain.runfolder import gather_config, read_manifest
 from distkpi.domain.signing import ManifestKeys
 from distkpi.exceptions import ContractError, NotFoundError, StorageError
 from distkpi.services.finish import RunFinisher
-from distkpi.services.ports import Counter, no_metrics, utcnow
+from distkpi.services.ports import Counter, Jobs, RunFolders, Runs, no_metrics, utcnow
 from distkpi.services.statuses import StatusPublisher
 
 logger = Logger(child=True)
@@ -31,9 +29,9 @@ SETTLED_METRIC = {
 
 @dataclass
 class ConfigSettler:
-    runs: RunRepository
-    jobs: JobRepository
-    store: S3RunStore
+    runs: Runs
+    jobs: Jobs
+    store: RunFolders
     finisher: RunFinisher
     keys: ManifestKeys
     count: Counter = no_metrics

@@ -8,11 +8,9 @@ from dataclasses import dataclass, field
 
 from aws_lambda_powertools import Logger
 
-from distkpi.adapters.dynamo import HistoryRepository
-from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.records import PULL_REQUEST_HISTORY
 from distkpi.reporting.site import REPORT_URL, build_series, write_index
-from distkpi.services.ports import Clock, Counter, no_metrics, utcnow
+from distkpi.services.ports import Clock, Counter, History, RunFolders, no_metrics, utcnow
 
 logger = Logger(child=True)
 SITE = "site/"
@@ -20,7 +18,7 @@ SITE = "site/"
 
 @dataclass(frozen=True)
 class BucketSite:
-    store: S3RunStore
+    store: RunFolders
     prefix: str = SITE
 
     def write(self, name: str, data: bytes, content_type: str) -> None:
@@ -29,8 +27,8 @@ class BucketSite:
 
 @dataclass
 class SiteRefresher:
-    history: HistoryRepository
-    store: S3RunStore
+    history: History
+    store: RunFolders
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
 

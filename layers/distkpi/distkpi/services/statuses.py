@@ -10,24 +10,23 @@ from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
-from distkpi.adapters.github import CommitStatus, GitHubStatusClient
-from distkpi.domain.checks import CheckRun, conclusion_of
-from distkpi.domain.commit_status import State
+from distkpi.domain.commit_status import CommitStatus, State
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.suites import BrokenSuite
-from distkpi.domain.webhook import Trigger
+from distkpi.domain.github.checks import CheckRun, conclusion_of
+from distkpi.domain.github.webhook import Trigger
+from distkpi.domain.planning.suites import BrokenSuite
 from distkpi.exceptions import GitHubAuthError, GitHubError
-from distkpi.services.ports import Counter, no_metrics
+from distkpi.services.ports import Counter, GitHub, no_metrics
 
 if TYPE_CHECKING:
-    from distkpi.domain.evaluation import Evaluation
+    from distkpi.domain.judging.evaluation import Evaluation
 
 logger = Logger(child=True)
 
 
 @dataclass
 class StatusPublisher:
-    github: GitHubStatusClient
+    github: GitHub
     report_url: Callable[[str], str | None]
     count: Counter = no_metrics
     # App auth: check runs instead of commit statuses
@@ -52,7 +51,7 @@ class StatusPublisher:
             summary = title
             text = None
             if evaluation is not None:
-                from distkpi.domain.check_summary import problems_text, summary_markdown
+                from distkpi.domain.github.check_summary import problems_text, summary_markdown
 
                 summary = summary_markdown(evaluation, target, run.target_accuracy)
                 text = problems_text(evaluation.kpis.configs)

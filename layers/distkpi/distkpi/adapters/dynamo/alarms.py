@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from distkpi.adapters.dynamo import keys
 from distkpi.adapters.dynamo.table import DynamoTable
-from distkpi.domain.alerts import AlarmState
+from distkpi.domain.github.alerts import AlarmState
 
 
 class AlarmRepository:

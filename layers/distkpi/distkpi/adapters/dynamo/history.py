@@ -30,7 +30,9 @@ def history_item(record: HistoryRecord) -> dict[str, Any]:
 
 
 def history_record(item: Mapping[str, Any]) -> HistoryRecord:
-    from distkpi.domain.kpis import ConfigKpis  # the KPI engine stays off the webhook's imports
+    from distkpi.domain.kpis.engine import (
+        ConfigKpis,  # the KPI engine stays off the webhook's imports
+    )
 
     return HistoryRecord(
         repo=str(item["repo"]),

@@ -12,14 +12,14 @@ from boto3.dynamodb.conditions import Key
 from distkpi.adapters.dynamo import keys
 from distkpi.adapters.dynamo.table import DynamoTable, to_dynamo
 from distkpi.domain.contracts import RunSpec
-from distkpi.domain.judging import VerdictSettings
+from distkpi.domain.github.webhook import Trigger
+from distkpi.domain.judging.settings import VerdictSettings
 from distkpi.domain.records import ConfigRecord, ConfigState, RunRecord, RunStatus
-from distkpi.domain.webhook import Trigger
 from distkpi.exceptions import NotFoundError
 
 if TYPE_CHECKING:
-    from distkpi.domain.evaluation import Evaluation
-    from distkpi.domain.kpis import ConfigKpis
+    from distkpi.domain.judging.evaluation import Evaluation
+    from distkpi.domain.kpis.engine import ConfigKpis
 
 TRIGGER_FIELDS = tuple(f.name for f in fields(Trigger))
 
@@ -50,7 +50,7 @@ def run_record(item: Mapping[str, Any]) -> RunRecord:
     evaluation = None
     if result:
         # only a finished run has one: the KPI engine stays off the webhook's imports
-        from distkpi.domain.evaluation import Evaluation
+        from distkpi.domain.judging.evaluation import Evaluation
 
         evaluation = Evaluation.from_json(result)
     return RunRecord(
@@ -77,7 +77,7 @@ def run_record(item: Mapping[str, Any]) -> RunRecord:
 def config_record(item: Mapping[str, Any]) -> ConfigRecord:
     kpis = None
     if item.get("kpis"):
-        from distkpi.domain.kpis import ConfigKpis  # only settled configs have KPIs
+        from distkpi.domain.kpis.engine import ConfigKpis  # only settled configs have KPIs
 
         kpis = ConfigKpis.from_record(item["kpis"])
     return ConfigRecord(

@@ -1,0 +1,261 @@
+"""AWS on 127.0.0.1: moto's server, with the table, bucket, secrets and Batch resources made
+from the same definitions as template.yaml, and S3 notifications going to an SQS queue."""
+
+from __future__ import annotations
+
+import functools
+import os
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import requests
+
+from distkpi_cli.local.template import (
+    bucket_settings,
+    load_template,
+    resources_of_type,
+    table_definition,
+    ttl_attribute,
+)
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"  # moto's default account
+STACK_NAME = "distkpi"
+TABLE = "distkpi-local"
+# named as template.yaml names it, so that the S3 ARNs of its IAM policies match this bucket
+BUCKET = f"{STACK_NAME}-runs-{ACCOUNT}-{REGION}"
+QUEUE = "distkpi-local-node-manifests"
+WEBHOOK_SECRET_ID = "distkpi-local-webhook"
+GITHUB_TOKEN_SECRET_ID = "distkpi-local-github-token"
+GITHUB_APP_SECRET_ID = "distkpi-local-github-app"
+REPORT_LINK_SECRET_ID = "distkpi-local-report-links"
+MANIFEST_SECRET_ID = "distkpi-local-manifest-master"
+REGRESSION_TOPIC = "distkpi-local-regressions"
+
+
+@dataclass(frozen=True)
+class LocalAws:
+    endpoint: str
+    queue_url: str
+    webhook_secret: str
+    github_token: str
+    job_queue: str
+    single_node_definition: str
+    multi_node_definition: str
+    regression_topic: str
+    github_app: bool = False
+
+    def client(self, service: str) -> Any:
+        return local_client(self.endpoint, service)
+
+
+def local_client(endpoint: str, service: str) -> Any:
+    return boto3.client(service, endpoint_url=endpoint, region_name=REGION)  # type: ignore[call-overload]
+
+
+def aws_environment(endpoint: str) -> dict[str, str]:
+    """What every process of the local stack needs to talk to it (and to nothing else)."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_SESSION_TOKEN": "local",
+    }
+
+
+def _notification_filter(template: dict[str, Any]) -> dict[str, Any]:
+    """The collector's S3 event filter, as written in the template."""
+    collector = resources_of_type(template, "AWS::Serverless::Function")["CollectorFunction"]
+    return dict(collector["Events"]["NodeManifest"]["Properties"]["Filter"])
+
+
+def _job_command(template: dict[str, Any], logical_id: str) -> list[str]:
+    props = resources_of_type(template, "AWS::Batch::JobDefinition")[logical_id]
+    if props["Type"] == "container":
+        return list(props["ContainerProperties"]["Command"])
+    return list(props["NodeProperties"]["NodeRangeProperties"][0]["Container"]["Command"])
+
+
+def _batch(aws: Any, iam: Any, template: dict[str, Any]) -> tuple[str, str, str]:
+    role = iam.create_role(RoleName="distkpi-local-batch", AssumeRolePolicyDocument="{}")
+    env = aws.create_compute_environment(
+        computeEnvironmentName="distkpi-local",
+        type="UNMANAGED",
+        state="ENABLED",
+        serviceRole=role["Role"]["Arn"],
+    )["computeEnvironmentArn"]
+    queue = aws.create_job_queue(
+        jobQueueName="distkpi-local",
+        state="ENABLED",
+        priority=1,
+        computeEnvironmentOrder=[{"order": 1, "computeEnvironment": env}],
+    )["jobQueueArn"]
+    resources = [{"type": "VCPU", "value": "1"}, {"type": "MEMORY", "value": "1024"}]
+    single = aws.register_job_definition(
+        jobDefinitionName="distkpi-local-single",
+        type="container",
+        containerProperties={
+            "image": "distkpi-job:local",
+            "resourceRequirements": resources,
+            "command": _job_command(template, "SingleNodeJobDefinition"),
+        },
+    )["jobDefinitionArn"]
+    container = {
+        "image": "distkpi-job:local",
+        "resourceRequirements": resources,
+        "command": _job_command(template, "MultiNodeJobDefinition"),
+    }
+    multi = aws.register_job_definition(
+        jobDefinitionName="distkpi-local-multinode",
+        type="multinode",
+        nodeProperties={
+            "numNodes": 2,
+            "mainNode": 0,
+            "nodeRangeProperties": [{"targetNodes": "0:", "container": container}],
+        },
+    )["jobDefinitionArn"]
+    return queue, single, multi
+
+
+@dataclass(frozen=True)
+class Provisioned:
+    job_queue: str
+    single_node_definition: str
+    multi_node_definition: str
+    regression_topic: str
+    github_app: bool = False
+
+
+def provision(
+    client: Callable[[str], Any],
+    template: dict[str, Any],
+    suites: list[Path],
+    *,
+    webhook_secret: str,
+    github_token: str,
+    github_app: str | None = None,
+) -> Provisioned:
+    """The table, bucket, secrets and Batch resources of template.yaml, in whatever AWS
+    ``client`` reaches (moto in-process for tests, moto's server for the local stack)."""
+    dynamodb = client("dynamodb")
+    dynamodb.create_table(**table_definition(template, "RunsTable", TABLE))
+    dynamodb.update_time_to_live(
+        TableName=TABLE,
+        TimeToLiveSpecification={
+            "Enabled": True,
+            "AttributeName": ttl_attribute(template, "RunsTable"),
+        },
+    )
+    s3 = client("s3")
+    s3.create_bucket(Bucket=BUCKET)
+    settings = bucket_settings(template, "RunsBucket")
+    s3.put_bucket_encryption(
+        Bucket=BUCKET, ServerSideEncryptionConfiguration=settings["encryption"]
+    )
+    s3.put_public_access_block(
+        Bucket=BUCKET, PublicAccessBlockConfiguration=settings["public_access_block"]
+    )
+    for suite in suites:
+        s3.put_object(Bucket=BUCKET, Key=f"suites/{suite.name}", Body=suite.read_bytes())
+    sm = client("secretsmanager")
+    sm.create_secret(Name=WEBHOOK_SECRET_ID, SecretString=webhook_secret)
+    sm.create_secret(Name=GITHUB_TOKEN_SECRET_ID, SecretString=github_token)
+    sm.create_secret(Name=GITHUB_APP_SECRET_ID, SecretString=github_app or "replace-me")
+    sm.create_secret(Name=REPORT_LINK_SECRET_ID, SecretString=secrets.token_hex(20))
+    sm.create_secret(Name=MANIFEST_SECRET_ID, SecretString=secrets.token_hex(32))
+    topic = client("sns").create_topic(Name=REGRESSION_TOPIC)["TopicArn"]
+    return Provisioned(
+        *_batch(client("batch"), client("iam"), template), topic, github_app is not None
+    )
+
+
+def _notify_queue(client: Callable[[str], Any], template: dict[str, Any]) -> str:
+    """S3 notifications with the collector's filter go to an SQS queue (moto runs no Lambda)."""
+    sqs = client("sqs")
+    queue_url: str = sqs.create_queue(QueueName=QUEUE)["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    rules = _notification_filter(template)["S3Key"]["Rules"]
+    client("s3").put_bucket_notification_configuration(
+        Bucket=BUCKET,
+        NotificationConfiguration={
+            "QueueConfigurations": [
+                {
+                    "QueueArn": queue_arn,
+                    "Events": ["s3:ObjectCreated:*"],
+                    "Filter": {"Key": {"FilterRules": rules}},
+                }
+            ]
+        },
+    )
+    return queue_url
+
+
+def create_local_aws(
+    endpoint: str,
+    template_path: Path,
+    suite: Path,
+    github_app: str | None = None,
+    restore: Callable[[Callable[[str], Any]], None] | None = None,
+) -> LocalAws:
+    """AWS as the template makes it, on moto's server at ``endpoint``; ``restore`` puts back
+    a saved state before S3 notifications are on (so old run folders start nothing)."""
+    os.environ.update(aws_environment(endpoint))
+    # moto keeps its state per process: start from nothing, as a fresh account would.
+    requests.post(f"{endpoint}/moto-api/reset", timeout=10)
+    # moto's Batch would start Docker containers; the local executor runs the jobs instead.
+    requests.post(f"{endpoint}/moto-api/config", json={"batch": {"use_docker": False}}, timeout=10)
+    template = load_template(template_path.read_text())
+    client = functools.partial(local_client, endpoint)
+    webhook_secret, github_token = secrets.token_hex(20), "ghs_" + secrets.token_hex(18)
+    made = provision(
+        client,
+        template,
+        [suite],
+        webhook_secret=webhook_secret,
+        github_token=github_token,
+        github_app=github_app,
+    )
+    if restore is not None:
+        restore(client)
+    queue_url = _notify_queue(client, template)
+    return LocalAws(
+        endpoint,
+        queue_url,
+        webhook_secret,
+        github_token,
+        made.job_queue,
+        made.single_node_definition,
+        made.multi_node_definition,
+        made.regression_topic,
+        made.github_app,
+    )
+
+
+def function_environment(aws: LocalAws | Provisioned, github_url: str) -> dict[str, str]:
+    """The handlers' settings, as template.yaml gives them in AWS."""
+    return {
+        "TABLE_NAME": TABLE,
+        "BUCKET_NAME": BUCKET,
+        "WEBHOOK_SECRET_ID": WEBHOOK_SECRET_ID,
+        "GITHUB_TOKEN_SECRET_ID": GITHUB_TOKEN_SECRET_ID,
+        "GITHUB_API_URL": github_url,
+        "GITHUB_BACKOFF_S": "0.1",
+        "JOB_QUEUE": aws.job_queue,
+        "SINGLE_NODE_JOB_DEFINITION": aws.single_node_definition,
+        "MULTI_NODE_JOB_DEFINITION": aws.multi_node_definition,
+        "BRANCHES": "develop",
+        "REPORT_LINK_SECRET_ID": REPORT_LINK_SECRET_ID,
+        "MANIFEST_SECRET_ID": MANIFEST_SECRET_ID,
+        "ALERT_TOPIC_ARN": aws.regression_topic,
+        "GITHUB_APP_SECRET_ID": GITHUB_APP_SECRET_ID if aws.github_app else "",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "POWERTOOLS_METRICS_DISABLED": "true",
+    }

@@ -1,0 +1,230 @@
+"""Runs the jobs the webhook submitted as local processes, as Batch would run them: each node
+runs the job's command (`distkpi node`), which checks out the commit under test from the
+local repository, runs the suite's setup and command, and uploads to the local stack.
+
+moto's Batch accepts jobs but runs nothing and keeps no node overrides, so the job list
+comes from Batch and each job's exact request (nodes, roles, environment, command) from
+the job record the launcher wrote next to it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from distkpi.adapters.batch import KEY_VARIABLE, WITHHELD_KEY
+from distkpi_cli.node.hardware import LOCAL
+
+NODE_TIMEOUT_S = 900
+
+
+def reachable_by_others(path: str) -> bool:
+    """Whether another user can run ``path``: every folder above it searchable by others."""
+    real = Path(os.path.realpath(path))
+    return all(p.stat().st_mode & stat.S_IXOTH for p in [real, *real.parents])
+
+
+@functools.cache
+def python_for_the_code() -> str:
+    """A folder to put first on the code's PATH whose `python` is this Python as the code's
+    user can run it: this one's own folder, or (when it lives where other users cannot
+    reach, such as under root's home) a folder of wrappers that run the system's Python of
+    the same version with this one's packages."""
+    own = os.path.dirname(sys.executable)
+    if reachable_by_others(sys.executable):
+        return own
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    system = shutil.which(version, path="/usr/local/bin:/usr/bin:/bin")
+    if system is None or not reachable_by_others(system):
+        return own  # the code's user cannot run it: its command fails, saying so
+    packages = [sysconfig.get_paths()["purelib"], *map(str, _package_roots())]
+    folder = Path(tempfile.mkdtemp(prefix="distkpi-python-"))
+    folder.chmod(0o755)
+    for name in ("python", "python3", version):
+        wrapper = folder / name
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f'PYTHONPATH="{os.pathsep.join(packages)}${{PYTHONPATH:+:$PYTHONPATH}}" '
+            f'exec {system} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+    return str(folder)
+
+
+def _package_roots() -> list[Path]:
+    """Where this checkout's packages are (an editable install is on no path of its own)."""
+    import distkpi
+    import distkpi_cli
+
+    return [Path(str(p.__file__)).resolve().parents[1] for p in (distkpi, distkpi_cli)]
+
+
+@dataclass(frozen=True)
+class LocalJob:
+    job_id: str
+    name: str
+    config: str
+    nodes: int
+    node_env: tuple[dict[str, str], ...]
+    command: tuple[str, ...]
+
+
+@dataclass
+class JobOutcome:
+    job: LocalJob
+    exit_codes: list[int | None] = field(default_factory=list)
+    seconds: float = 0.0
+    reason: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.reason is not None
+
+
+def _env_list(items: list[dict[str, str]]) -> dict[str, str]:
+    return {e["name"]: e["value"] for e in items}
+
+
+def job_from_request(
+    job_id: str, config: str, request: Mapping[str, Any], default_command: list[str]
+) -> LocalJob:
+    overrides = request.get("nodeOverrides")
+    if not overrides:
+        container = request.get("containerOverrides", {})
+        env = _env_list(container.get("environment", []))
+        return LocalJob(
+            job_id,
+            request["jobName"],
+            config,
+            1,
+            (env,),
+            tuple(container.get("command") or default_command),
+        )
+    nodes = int(overrides["numNodes"])
+    per_node: list[dict[str, str]] = [{} for _ in range(nodes)]
+    command: list[str] = default_command
+    for group in overrides["nodePropertyOverrides"]:
+        first, _, last = group["targetNodes"].partition(":")
+        stop = int(last) if last else nodes - 1
+        container = group.get("containerOverrides", {})
+        command = container.get("command") or command
+        for node in range(int(first or 0), stop + 1):
+            per_node[node] = _env_list(container.get("environment", []))
+    return LocalJob(job_id, request["jobName"], config, nodes, tuple(per_node), tuple(command))
+
+
+@dataclass
+class Executor:
+    source: Path | None  # the repository the nodes clone, standing in for the suite's URL
+    workdir: Path
+    base_env: dict[str, str]
+    faults: dict[tuple[str, int], int] = field(default_factory=dict)
+    # (run, config) -> the config's manifest key, which the stored request withholds and
+    # Batch would put in the container's environment
+    keys: Callable[[str, str], str] | None = None
+
+    def _command(self, job: LocalJob) -> list[str]:
+        """The job's command with this interpreter: `distkpi` as the installed package,
+        `python` as this Python (the image's, on Batch)."""
+        command = list(job.command)
+        if command and command[0] == "distkpi":
+            command[:1] = [sys.executable, "-m", "distkpi_cli.main"]
+        elif command and command[0] in ("python", "python3"):
+            command[0] = sys.executable
+        return command
+
+    def _node_dir(self, job: LocalJob, node: int) -> Path:
+        run_id = job.node_env[node].get("DISTKPI_RUN_ID", "run")
+        return self.workdir.resolve() / run_id / job.config / f"node-{node}"
+
+    def _node_env(self, job: LocalJob, node: int) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DISTKPI_")}
+        env.update(self.base_env)
+        env.update(job.node_env[node])
+        env.update(
+            {
+                "AWS_BATCH_JOB_ID": job.job_id,
+                "AWS_BATCH_JOB_NODE_INDEX": str(node),
+                "AWS_BATCH_JOB_NUM_NODES": str(job.nodes),
+                "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0",
+                "DISTKPI_WORKDIR": str(self._node_dir(job, node)),
+                "DISTKPI_NODE_ADDRESS": "127.0.0.1",
+                "DISTKPI_INSTANCE_TYPE": LOCAL,  # this machine: no metadata service asked
+                "PATH": os.pathsep.join([python_for_the_code(), env.get("PATH", "")]),
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        if env.get(KEY_VARIABLE) == WITHHELD_KEY and self.keys is not None:
+            env[KEY_VARIABLE] = self.keys(env.get("DISTKPI_RUN_ID", ""), job.config)
+        if self.source is not None and env.get("DISTKPI_SOURCE_URL") != "none":
+            env["DISTKPI_SOURCE_URL"] = str(self.source)
+        if node:
+            env["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"] = "127.0.0.1"
+        if (job.config, node) in self.faults:
+            env["DISTKPI_FAIL_AT_EPOCH"] = str(self.faults[(job.config, node)])
+        return env
+
+    def run(self, job: LocalJob, tick: Callable[[], object]) -> JobOutcome:
+        """All nodes of the job at once. As on Batch, the job ends when its main node (0)
+        exits, stopping the others, and its status is the main node's. A node that fails
+        stops the others at once (on Batch they would fail through the collectives they
+        share with it, or at the job's timeout)."""
+        started = time.monotonic()
+        procs = []
+        for node in range(job.nodes):
+            log = self.workdir / job.config / f"node-{node}.stdout"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            cwd = self._node_dir(job, node)
+            cwd.mkdir(parents=True, exist_ok=True)
+            with log.open("wb") as out:
+                procs.append(
+                    subprocess.Popen(
+                        self._command(job),
+                        env=self._node_env(job, node),
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        cwd=cwd,
+                    )
+                )
+        outcome = JobOutcome(job)
+        while any(p.poll() is None for p in procs):
+            tick()
+            codes = [p.poll() for p in procs]
+            failed = [i for i, c in enumerate(codes) if c not in (None, 0)]
+            if failed and outcome.reason is None:
+                outcome.reason = f"node {failed[0]} exited with code {codes[failed[0]]}"
+                self._stop(procs)
+            elif codes[0] == 0 and None in codes:
+                self._stop(procs)
+                break
+            elif time.monotonic() - started > NODE_TIMEOUT_S:
+                outcome.reason = f"timed out after {NODE_TIMEOUT_S}s"
+                self._stop(procs)
+            time.sleep(0.2)
+        outcome.exit_codes = [p.returncode for p in procs]
+        if outcome.reason is None and outcome.exit_codes[0] != 0:
+            outcome.reason = f"node 0 exited with code {outcome.exit_codes[0]}"
+        outcome.seconds = time.monotonic() - started
+        return outcome
+
+    @staticmethod
+    def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()

@@ -1,0 +1,441 @@
+"""A GitHub stand-in on 127.0.0.1: accepts and records commit statuses, check runs and label
+removals from pull requests, and answers compare requests with the files it is given, like
+the REST API. As a GitHub App's host it generates the App's key pair, checks each JWT's
+RS256 signature, issues installation tokens that expire, and takes only those."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlparse
+
+STATUS_PATH = re.compile(
+    r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/statuses/(?P<sha>[0-9a-f]{40})$"
+)
+LABEL_PATH = re.compile(
+    r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/issues/(?P<number>[0-9]+)/labels/(?P<label>[^/]+)$"
+)
+COMPARE_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/compare/(?P<range>[^/?]+)")
+TOKEN_PATH = re.compile(r"^/app/installations/(?P<installation>[0-9]+)/access_tokens$")
+INSTALLATION_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/installation$")
+CHECK_RUNS_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/check-runs$")
+CHECK_RUN_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/check-runs/(?P<id>[0-9]+)$")
+COMMIT_CHECKS_PATH = re.compile(
+    r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/commits/(?P<sha>[0-9a-f]{40})/check-runs$"
+)
+STATES = {"pending", "success", "failure", "error"}
+CHECK_STATUSES = {"queued", "in_progress", "completed"}
+CONCLUSIONS = {
+    "action_required",
+    "cancelled",
+    "failure",
+    "neutral",
+    "success",
+    "skipped",
+    "stale",
+    "timed_out",
+}
+MAX_OUTPUT = 65_535  # GitHub's limit on a check run's output.summary and output.text
+MAX_COMPARE_FILES = 300  # GitHub lists at most this many files in a compare
+MAX_JWT_LIFETIME_S = 600
+
+
+class GitHubApp:
+    """The App's side of the stand-in: its key pair, installations and issued tokens."""
+
+    def __init__(self, app_id: str = "904512", token_ttl_s: float = 3600.0) -> None:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.app_id = app_id
+        self.private_key = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ).decode()
+        self.public_key = key.public_key()
+        self.token_ttl_s = token_ttl_s
+        self.clock: Callable[[], float] = time.time
+        self.installation = 58120731  # every repository's, unless it lost access
+        self.lost_access: set[str] = set()
+        self.tokens: dict[str, float] = {}  # issued token -> when it expires
+        self.issued = 0
+
+    def secret(self) -> str:
+        """What the stack keeps in its App secret."""
+        return json.dumps({"app_id": self.app_id, "private_key": self.private_key})
+
+    def jwt_problem(self, auth: str | None) -> str | None:
+        import jwt
+
+        if not auth or not auth.startswith("Bearer "):
+            return "A JSON web token could not be decoded"
+        try:
+            claims = jwt.decode(
+                auth.removeprefix("Bearer "),
+                self.public_key,
+                algorithms=["RS256"],
+                options={"require": ["iat", "exp", "iss"]},
+                leeway=60,
+            )
+        except jwt.PyJWTError as exc:
+            return f"A JSON web token could not be decoded: {type(exc).__name__}"
+        if str(claims["iss"]) != self.app_id:
+            return "Integration not found"
+        if claims["exp"] - claims["iat"] > MAX_JWT_LIFETIME_S:
+            return "'Expiration time' claim ('exp') is too far in the future"
+        return None
+
+    def issue(self) -> dict[str, Any]:
+        token = "ghs_" + secrets.token_hex(18)
+        expires = self.clock() + self.token_ttl_s
+        self.tokens[token] = expires
+        self.issued += 1
+        at = datetime.fromtimestamp(expires, UTC).isoformat(timespec="seconds")
+        return {"token": token, "expires_at": at.replace("+00:00", "Z")}
+
+    def takes(self, auth: str | None) -> bool:
+        token = (auth or "").removeprefix("Bearer ")
+        return self.tokens.get(token, 0.0) > self.clock()
+
+
+class GitHubStandIn:
+    """Records POST /repos/{owner}/{repo}/statuses/{sha}; 422 like GitHub on bad input.
+
+    ``fail_next(500, 503)`` makes the next requests answer those codes first.
+    """
+
+    def __init__(
+        self, token: str | None = None, app: GitHubApp | None = None, port: int = 0
+    ) -> None:
+        self.token = token
+        self.app = app
+        self.port = port  # 0: any free one
+        self.statuses: list[dict[str, Any]] = []
+        self.check_runs: list[dict[str, Any]] = []
+        self.removed_labels: list[dict[str, Any]] = []
+        # what GET /repos/{o}/{r}/compare/{base}...{head} lists (every range alike); None: 404
+        self.changed_files: list[str] | None = None
+        self.requests = 0
+        self._scripted: deque[int] = deque()
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    def reset(self, token: str | None = None, app: GitHubApp | None = None) -> None:
+        """Forget every request and script, as a new stand-in would, keeping the server (and
+        its port); then answer for ``token`` or ``app``."""
+        server = self._server
+        self.__dict__.update(GitHubStandIn(token, app, self.port).__dict__)
+        self._server = server
+
+    @property
+    def stopped(self) -> bool:
+        return self._server is None
+
+    def fail_next(self, *codes: int) -> None:
+        with self._lock:
+            self._scripted.extend(codes)
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> str:
+        standin = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                del format, args
+
+            def do_POST(self) -> None:
+                self._answer(*standin._route("POST", self.path, self._auth(), self._body()))
+
+            def do_PATCH(self) -> None:
+                self._answer(*standin._route("PATCH", self.path, self._auth(), self._body()))
+
+            def do_GET(self) -> None:
+                self._answer(*standin._route("GET", self.path, self._auth(), b""))
+
+            def do_DELETE(self) -> None:
+                self._answer(*standin._remove_label(self.path, self._auth()))
+
+            def _auth(self) -> str | None:
+                return self.headers.get("Authorization")
+
+            def _answer(self, code: int, body: Any) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _body(self) -> bytes:
+                return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        # a short poll: stop() waits up to one interval for the loop to notice
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+        return self.url
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def _route(self, method: str, path: str, auth: str | None, raw: bytes) -> tuple[int, Any]:
+        bare = urlparse(path).path
+        routes: list[tuple[str, re.Pattern[str], Callable[[], tuple[int, Any]]]] = [
+            ("POST", TOKEN_PATH, lambda: self._access_token(auth)),
+            ("POST", CHECK_RUNS_PATH, lambda: self._create_check(bare, auth, raw)),
+            ("POST", STATUS_PATH, lambda: self._handle(path, auth, raw)),
+            ("PATCH", CHECK_RUN_PATH, lambda: self._update_check(bare, auth, raw)),
+            ("GET", INSTALLATION_PATH, lambda: self._installation(bare, auth)),
+            ("GET", COMMIT_CHECKS_PATH, lambda: self._list_checks(path, auth)),
+        ]
+        if method == "GET" and bare in ("/_standin/statuses", "/_standin/checks"):
+            # what a `distkpi local` attached to `distkpi local up` reads back
+            with self._lock:
+                return 200, list(self.statuses if bare.endswith("statuses") else self.check_runs)
+        for verb, pattern, handle in routes:
+            if verb == method and pattern.match(bare):
+                return handle()
+        if method == "GET":
+            return self._compare(path, auth)
+        return self._handle(path, auth, raw)  # counts it, answers 404 (or a scripted code)
+
+    def _authorized(self, auth: str | None) -> bool:
+        """An installation token the App issued and that has not expired; else the
+        personal token, when one is set."""
+        if self.app is not None:
+            with self._lock:
+                return self.app.takes(auth)
+        return self.token is None or auth == f"Bearer {self.token}"
+
+    @property
+    def checks(self) -> list[dict[str, Any]]:
+        """Each check run as it stands now."""
+        with self._lock:
+            return [dict(c) for c in self.check_runs]
+
+    def _access_token(self, auth: str | None) -> tuple[int, Any]:
+        with self._lock:
+            self.requests += 1
+            if self.app is None:
+                return 404, {"message": "Not Found"}
+            problem = self.app.jwt_problem(auth)
+            if problem is not None:
+                return 401, {"message": problem}
+            return 201, self.app.issue()
+
+    def _installation(self, path: str, auth: str | None) -> tuple[int, Any]:
+        match = INSTALLATION_PATH.match(path)
+        assert match is not None
+        with self._lock:
+            self.requests += 1
+            if self.app is None:
+                return 404, {"message": "Not Found"}
+            problem = self.app.jwt_problem(auth)
+            if problem is not None:
+                return 401, {"message": problem}
+            if f"{match['owner']}/{match['repo']}" in self.app.lost_access:
+                return 404, {"message": "Not Found"}
+            return 200, {"id": self.app.installation, "app_id": int(self.app.app_id)}
+
+    def _create_check(self, path: str, auth: str | None, raw: bytes) -> tuple[int, Any]:
+        match = CHECK_RUNS_PATH.match(path)
+        assert match is not None
+        repo = f"{match['owner']}/{match['repo']}"
+        with self._lock:
+            self.requests += 1
+            if self._scripted:
+                return self._scripted.popleft(), {"message": "scripted failure"}
+        if repo in (self.app.lost_access if self.app else set()):
+            return 403, {"message": "Resource not accessible by integration"}
+        body = self._check_body(auth, raw, creating=True)
+        if isinstance(body, tuple):
+            return body
+        with self._lock:
+            check = {"id": len(self.check_runs) + 1, "repo": repo, **body}
+            self.check_runs.append(check)
+        return 201, check
+
+    def _check_body(
+        self, auth: str | None, raw: bytes, *, creating: bool
+    ) -> dict[str, Any] | tuple[int, Any]:
+        """A check run's body, or the answer GitHub gives when it is refused."""
+        if not self._authorized(auth):
+            return 401, {"message": "Bad credentials"}
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return 400, {"message": "Problems parsing JSON"}
+        problem = _invalid_check(body, creating=creating)
+        if problem:
+            return 422, {"message": "Validation Failed", "errors": [problem]}
+        return dict(body)
+
+    def _update_check(self, path: str, auth: str | None, raw: bytes) -> tuple[int, Any]:
+        match = CHECK_RUN_PATH.match(path)
+        with self._lock:
+            self.requests += 1
+        if match is None:
+            return 404, {"message": "Not Found"}
+        body = self._check_body(auth, raw, creating=False)
+        if isinstance(body, tuple):
+            return body
+        with self._lock:
+            index = int(match["id"]) - 1
+            if not 0 <= index < len(self.check_runs):
+                return 404, {"message": "Not Found"}
+            self.check_runs[index].update(body)
+            return 200, dict(self.check_runs[index])
+
+    def _list_checks(self, path: str, auth: str | None) -> tuple[int, Any]:
+        url = urlparse(path)
+        match = COMMIT_CHECKS_PATH.match(url.path)
+        assert match is not None
+        with self._lock:
+            self.requests += 1
+        if not self._authorized(auth):
+            return 401, {"message": "Bad credentials"}
+        name = parse_qs(url.query).get("check_name", [None])[0]
+        repo = f"{match['owner']}/{match['repo']}"
+        found = [
+            c
+            for c in self.checks
+            if c["repo"] == repo
+            and c["head_sha"] == match["sha"]
+            and (name is None or c["name"] == name)
+        ]
+        return 200, {"total_count": len(found), "check_runs": found[::-1]}
+
+    def _compare(self, path: str, auth: str | None) -> tuple[int, Any]:
+        with self._lock:
+            self.requests += 1
+        if not COMPARE_PATH.match(path) or self.changed_files is None:
+            return 404, {"message": "Not Found"}
+        if not self._authorized(auth):
+            return 401, {"message": "Bad credentials"}
+        files = [{"filename": name, "status": "modified"} for name in self.changed_files]
+        return 200, {"status": "ahead", "files": files[:MAX_COMPARE_FILES]}
+
+    def _remove_label(self, path: str, auth: str | None) -> tuple[int, Any]:
+        """DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name}, recorded."""
+        with self._lock:
+            self.requests += 1
+        match = LABEL_PATH.match(path)
+        if not match:
+            return 404, {"message": "Not Found"}
+        if not self._authorized(auth):
+            return 401, {"message": "Bad credentials"}
+        removed = {
+            "repo": f"{match['owner']}/{match['repo']}",
+            "number": int(match["number"]),
+            "label": unquote(match["label"]),
+        }
+        with self._lock:
+            self.removed_labels.append(removed)
+        return 200, []
+
+    def _handle(self, path: str, auth: str | None, raw: bytes) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            self.requests += 1
+            if self._scripted:
+                return self._scripted.popleft(), {"message": "scripted failure"}
+        match = STATUS_PATH.match(path)
+        if not match:
+            return 404, {"message": "Not Found"}
+        if not self._authorized(auth):
+            return 401, {"message": "Bad credentials"}
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return 400, {"message": "Problems parsing JSON"}
+        problem = _invalid(body)
+        if problem:
+            return 422, {"message": "Validation Failed", "errors": [problem]}
+        status = {
+            "repo": f"{match['owner']}/{match['repo']}",
+            "sha": match["sha"],
+            "context": body.get("context", "default"),
+            "state": body["state"],
+            "description": body.get("description"),
+            "target_url": body.get("target_url"),
+        }
+        with self._lock:
+            self.statuses.append(status)
+            status_id = len(self.statuses)
+        return 201, {"id": status_id, **status}
+
+
+def _invalid(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return "body must be an object"
+    if body.get("state") not in STATES:
+        return "state is not included in the list"
+    description = body.get("description")
+    if description is not None and len(description) > 140:
+        return "description is too long (maximum is 140 characters)"
+    return None
+
+
+def _invalid_check(body: Any, *, creating: bool) -> str | None:
+    """What GitHub refuses in a check run's POST or PATCH body."""
+    if not isinstance(body, dict):
+        return "body must be an object"
+    status, conclusion = body.get("status", "queued"), body.get("conclusion")
+    output = body.get("output") or {}
+    rules = [
+        (creating and not (isinstance(body.get("name"), str) and body["name"]), "name"),
+        (creating and not re.fullmatch(r"[0-9a-f]{40}", str(body.get("head_sha"))), "head_sha"),
+        (status not in CHECK_STATUSES, "status is not included in the list"),
+        (conclusion is not None and conclusion not in CONCLUSIONS, "conclusion not in the list"),
+        (status == "completed" and conclusion is None, "conclusion wasn't supplied"),
+        (conclusion == "action_required" and not body.get("details_url"), "details_url"),
+        (not isinstance(output, dict) or not {"title", "summary"} <= set(output), "output"),
+    ]
+    for broken, problem in rules:
+        if broken:
+            return f"invalid {problem}" if " " not in problem else problem
+    for field in ("summary", "text"):
+        if len(output.get(field) or "") > MAX_OUTPUT:
+            return f"output.{field} is too long (maximum is {MAX_OUTPUT} characters)"
+    return None
+
+
+class RemoteStandIn:
+    """The stand-in of a running `distkpi local up`, read over HTTP."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def _get(self, path: str) -> list[dict[str, Any]]:
+        import requests
+
+        answer = requests.get(f"{self.url}{path}", timeout=10)
+        answer.raise_for_status()
+        found: list[dict[str, Any]] = answer.json()
+        return found
+
+    @property
+    def statuses(self) -> list[dict[str, Any]]:
+        return self._get("/_standin/statuses")
+
+    @property
+    def checks(self) -> list[dict[str, Any]]:
+        return self._get("/_standin/checks")

@@ -1,0 +1,229 @@
+"""The local stack: moto's server on 127.0.0.1 for AWS, an HTTP server on 127.0.0.1 for
+GitHub, and the real handlers, given real event shapes as AWS would give them."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TextIO
+from unittest import mock
+
+from distkpi.adapters.dynamo import DynamoTable, JobRepository, RunRepository
+from distkpi.domain.layout import SUITES
+from distkpi.domain.signing import ManifestKeys
+from distkpi_cli.local.attach import RunningStack, running
+from distkpi_cli.local.aws_stack import (
+    BUCKET,
+    MANIFEST_SECRET_ID,
+    TABLE,
+    LocalAws,
+    aws_environment,
+    create_local_aws,
+    function_environment,
+)
+from distkpi_cli.local.github_standin import GitHubApp, GitHubStandIn, RemoteStandIn
+from distkpi_cli.local.handlers import (
+    LambdaContext,
+    batch_job_event,
+    load_handlers,
+    project_root,
+    pull_request_delivery,
+    push_delivery,
+    signed_function_url_event,
+)
+from distkpi_cli.local.state import StateError, StateFolder
+
+
+@dataclass
+class LocalStack:
+    """A running local stack; use `local_stack()` to get one that cleans up after itself."""
+
+    root: Path
+    aws: LocalAws
+    github: GitHubStandIn | RemoteStandIn
+    handlers: dict[str, ModuleType]
+    progress: TextIO
+    events_delivered: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def say(self, message: str) -> None:
+        print(
+            f"[{time.monotonic() - self.started:6.1f}s] {message}", file=self.progress, flush=True
+        )
+
+    @cached_property
+    def runs(self) -> RunRepository:
+        return RunRepository(DynamoTable(TABLE))
+
+    @cached_property
+    def jobs(self) -> JobRepository:
+        return JobRepository(DynamoTable(TABLE))
+
+    def deliver(self, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
+        """A delivery signed with the local webhook secret, to the real webhook handler: its
+        status code and JSON answer."""
+        event = signed_function_url_event(self.aws.webhook_secret, headers, body)
+        response = self.handlers["webhook"].lambda_handler(event, LambdaContext())
+        return int(response["statusCode"]), json.loads(response.get("body") or "{}")
+
+    def send_webhook(self, repo: str, sha: str, base_sha: str, *, push: bool = False) -> list[str]:
+        """A signed delivery to the real webhook handler: a pull request onto develop at
+        ``base_sha``, or a push of ``sha`` to develop on top of it."""
+        delivery = str(uuid.uuid4())
+        build = push_delivery if push else pull_request_delivery
+        code, answer = self.deliver(*build(repo, sha, base_sha, delivery))
+        if code != 201:
+            raise RuntimeError(f"webhook answered {code}: {answer}")
+        kind = "push to develop" if push else "pull_request"
+        self.say(f"webhook: {kind} {sha[:10]} -> runs {', '.join(answer['runs'])}")
+        return list(answer["runs"])
+
+    def drain_s3_events(self) -> int:
+        """Deliver every queued S3 notification to the collector; how many were delivered."""
+        sqs = self.aws.client("sqs")
+        delivered = 0
+        while True:
+            messages = sqs.receive_message(QueueUrl=self.aws.queue_url, MaxNumberOfMessages=10).get(
+                "Messages", []
+            )
+            if not messages:
+                self.events_delivered += delivered
+                return delivered
+            for message in messages:
+                body = json.loads(message["Body"])
+                if body.get("Event") != "s3:TestEvent" and body.get("Records"):
+                    self.handlers["collector"].lambda_handler(body, LambdaContext())
+                    delivered += 1
+                sqs.delete_message(
+                    QueueUrl=self.aws.queue_url, ReceiptHandle=message["ReceiptHandle"]
+                )
+
+    def job_ended(self, job_id: str, name: str, failed: bool, reason: str | None) -> None:
+        """A Batch Job State Change event, as EventBridge sends it, to job_events."""
+        status = "FAILED" if failed else "SUCCEEDED"
+        reason = reason or "Essential container in task exited"
+        event = batch_job_event(job_id, name, self.aws.job_queue, status, reason)
+        result = self.handlers["job_events"].lambda_handler(event, LambdaContext())
+        if failed or result["settled_config"]:
+            self.say(f"job_events: {name} {status} ({reason})")
+
+    @cached_property
+    def manifest_keys(self) -> ManifestKeys:
+        """Each config's key, derived from the stack's master secret as the launcher does."""
+        sm = self.aws.client("secretsmanager")
+        return ManifestKeys(
+            lambda: str(sm.get_secret_value(SecretId=MANIFEST_SECRET_ID)["SecretString"])
+        )
+
+    def worker_environment(self) -> dict[str, str]:
+        """What a job's processes need to reach this stack's AWS."""
+        return aws_environment(self.aws.endpoint)
+
+
+@contextmanager
+def local_stack(
+    suite: Path,
+    progress: TextIO = sys.stderr,
+    *,
+    github_app: bool = False,
+    state: StateFolder | None = None,
+    fresh: bool = False,
+    port: int = 0,
+    save: bool = True,
+) -> Iterator[LocalStack]:
+    """Up on free ports (or moto on ``port`` and GitHub on the next), with ``suite``
+    deployed; down (and the environment as it was) afterwards. ``github_app``: GitHub is an
+    App's host. ``state``: start from that folder's state (``fresh``: from none) and leave
+    it updated (unless not ``save``), holding it for as long as the stack is up."""
+    up = running(state) if state is not None else None
+    if up is not None:  # `distkpi local up` holds the state: run on its stack
+        if fresh:
+            raise StateError(f"--fresh: {state} is held by `distkpi local up` (pid {up.pid})")
+        with _attached(up, suite, progress) as stack:
+            stack.say(f"on the stack `distkpi local up` keeps (pid {up.pid})")
+            yield stack
+        return
+    with ExitStack() as held:
+        if state is not None:
+            held.enter_context(state.locked())
+            if fresh:
+                state.fresh()
+            state.check()
+        stack = held.enter_context(_local_stack(suite, progress, github_app, state, port))
+        yield stack
+        if state is not None and save:
+            items, objects = state.save(stack.aws.client, TABLE, BUCKET)
+            stack.say(f"state saved to {state.path}: {items} item(s), {objects} object(s)")
+
+
+@contextmanager
+def _attached(up: RunningStack, suite: Path, progress: TextIO) -> Iterator[LocalStack]:
+    root = project_root()
+    aws = LocalAws(**up.aws)
+    with mock.patch.dict(os.environ):
+        os.environ.update(aws_environment(aws.endpoint))
+        aws.client("s3").put_object(
+            Bucket=BUCKET, Key=f"{SUITES}{suite.name}", Body=suite.read_bytes()
+        )
+        os.environ.update(function_environment(aws, up.github))
+        from distkpi.entry import wiring
+
+        wiring.reset()
+        yield LocalStack(root, aws, RemoteStandIn(up.github), load_handlers(root), progress)
+        wiring.reset()
+
+
+@contextmanager
+def _local_stack(
+    suite: Path, progress: TextIO, github_app: bool, state: StateFolder | None, port: int
+) -> Iterator[LocalStack]:
+    from moto.server import ThreadedMotoServer
+
+    root = project_root()
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    app = GitHubApp() if github_app else None
+    github = GitHubStandIn(app=app, port=port + 1 if port else 0)
+    loaded: list[tuple[int, int]] = []
+
+    def restore(client: Callable[[str], Any]) -> None:
+        if state is not None:
+            loaded.append(state.load(client, TABLE, BUCKET))
+
+    try:
+        # everything set in the environment from here on is undone on the way out
+        with mock.patch.dict(os.environ):
+            host, port = server.get_host_and_port()
+            aws = create_local_aws(
+                f"http://{host}:{port}",
+                root / "template.yaml",
+                suite,
+                github_app=app.secret() if app else None,
+                restore=restore,
+            )
+            github.token = aws.github_token
+            os.environ.update(function_environment(aws, github.start()))
+            # the handlers' logger takes its level from this environment when first imported
+            from distkpi.entry import wiring
+
+            wiring.reset()
+            stack = LocalStack(root, aws, github, load_handlers(root), progress)
+            if state is not None and loaded:
+                items, objects = loaded[0]
+                stack.say(f"state from {state.path}: {items} item(s), {objects} object(s)")
+            yield stack
+            wiring.reset()
+    finally:
+        github.stop()
+        server.stop()

@@ -1,0 +1,101 @@
+"""Every node of a job learns every other's address and port. Batch tells each node only
+the main node's address, but parameter servers and trainers need each other's: each node
+publishes its own under the config's rendezvous/ folder and waits, up to a deadline, for
+the others'."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Callable, Mapping
+
+from distkpi.adapters.s3_runs import S3RunStore
+from distkpi.domain.kpis.runfolder import node_index
+from distkpi.domain.signing import sign, signed_by
+from distkpi.exceptions import NotFoundError
+from distkpi_cli.node.placement import Endpoint, Place
+from distkpi_cli.node.source import NodeProblem
+
+FOLDER = "rendezvous/"
+
+
+def own_address(env: Mapping[str, str]) -> str:
+    """This node's address as the others reach it (DISTKPI_NODE_ADDRESS overrides)."""
+    return env.get("DISTKPI_NODE_ADDRESS") or socket.gethostbyname(socket.gethostname())
+
+
+def free_ports(address: str, count: int) -> list[int]:
+    """``count`` different ports free on ``address`` now (held together while chosen)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind((address if address != "0.0.0.0" else "", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def rendezvous(
+    store: S3RunStore,
+    config_key: str,
+    place: Place,
+    own: Endpoint,
+    deadline_s: float,
+    *,
+    key: str | None = None,
+    poll_s: float = 1.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[int, Endpoint]:
+    """Every node's endpoint, this one's included; NodeProblem naming the nodes that never
+    showed up by the deadline, or whose record is not signed with the config's ``key``.
+    ``config_key`` is runs/<run>/<config>/."""
+    if place.num_nodes == 1:
+        return {place.index: own}
+    folder = config_key + FOLDER
+    record = {
+        "run_id": place.run_id,  # where it belongs, inside what is signed
+        "config": place.config,
+        "node": place.index,
+        "address": own.address,
+        "port": own.port,
+        "spare_port": own.spare_port,
+    }
+    signed = sign(key, record) if key else record
+    store.put_bytes(f"{folder}node-{place.index}.json", json.dumps(signed).encode())
+    until = clock() + deadline_s
+    while True:
+        present = {i for i in map(node_index, store.list_names(folder)) if i is not None}
+        missing = [n for n in range(place.num_nodes) if n not in present]
+        if not missing:
+            return {n: _endpoint(store, folder, place, n, key) for n in range(place.num_nodes)}
+        if clock() >= until:
+            names = ", ".join(map(str, missing))
+            raise NodeProblem(f"rendezvous: node(s) {names} never showed up in {deadline_s:g}s")
+        sleep(poll_s)
+
+
+def _endpoint(store: S3RunStore, folder: str, place: Place, node: int, key: str | None) -> Endpoint:
+    name = f"{FOLDER}node-{node}.json"
+    try:
+        record = json.loads(store.read_bytes(f"{folder}node-{node}.json"))
+        if not isinstance(record, dict):
+            raise TypeError("not a JSON object")
+        if key and not signed_by(key, record):
+            raise NodeProblem(
+                f"rendezvous: node {node}'s record is not signed with this config's key"
+            )
+        found = (record.get("run_id"), record.get("config"), record.get("node"))
+        if key and found != (place.run_id, place.config, node):
+            raise NodeProblem(
+                f"rendezvous: {name} is signed for node {found[2]} of config {found[1]} of "
+                f"run {found[0]}, not node {node} of {place.config} of {place.run_id}: copied"
+            )
+        spare = record.get("spare_port")
+        return Endpoint(
+            node, str(record["address"]), int(record["port"]), int(spare) if spare else None
+        )
+    except (NotFoundError, ValueError, KeyError, TypeError) as exc:
+        raise NodeProblem(f"rendezvous: node {node}'s record is unreadable") from exc

@@ -1,0 +1,1 @@
+"""What GitHub sends and is told: deliveries, trust, commit statuses, check runs, alerts."""

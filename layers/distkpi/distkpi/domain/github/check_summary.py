@@ -1,0 +1,124 @@
+"""A check run's markdown, as a person reads it in the pull request: the seed's KPI table,
+each enforced KPI with its baseline range and delta, then the verdict and why, the
+hardware, the GPU-hours and the report's link, then the problems."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from distkpi.domain.judging.evaluation import Evaluation
+from distkpi.domain.judging.statistics import Judgement, KpiVerdict
+from distkpi.domain.judging.table import ROWS
+from distkpi.domain.kpis.engine import ConfigKpis
+
+# GitHub refuses an output.summary or output.text longer than this
+MAX_OUTPUT = 65_535
+TRUNCATED = "\n\n… (truncated: the report has everything)"
+
+# the table's row of each judged KPI
+JUDGED_ROWS = {
+    "speedup": "speedup",
+    "efficiency": "efficiency",
+    "throughput (samples/s)": "throughput",
+    "trainer GPU memory (MiB)": "trainer_gpu_memory_mib",
+    "pserver GPU memory (MiB)": "pserver_gpu_memory_mib",
+    "test accuracy": "test_accuracy",
+}
+TIME_TO_ACCURACY_ROW = 5  # its label names the target; its KPI is time_to_accuracy_s
+MARKS = {KpiVerdict.REGRESSED: "🔻 **regressed**", KpiVerdict.IMPROVED: "🔺 improved"}
+
+
+def _cell(value: float | None, fmt: str) -> str:
+    return "–" if value is None else f"{value:{fmt}}"
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def _judged_cell(plain: str, judged: Judgement | None) -> str:
+    """The value, then for an enforced KPI its baseline range and delta, marked when it
+    moved beyond the range."""
+    if judged is None or judged.verdict in (KpiVerdict.NOT_ENFORCED, KpiVerdict.NO_BASELINE):
+        return plain
+    parts = [plain]
+    if judged.low is not None and judged.high is not None:
+        parts.append(f"range {_number(judged.low)}–{_number(judged.high)}")
+    if judged.delta is not None:
+        parts.append(f"Δ {judged.delta:+.1%}")
+    mark = MARKS.get(judged.verdict)
+    if mark:
+        parts.append(mark)
+    return "<br>".join(parts)
+
+
+def kpi_table(evaluation: Evaluation, target_accuracy: float | None = None) -> str:
+    """The seed's table in markdown: a row per KPI, a column per config."""
+    configs = evaluation.kpis.configs
+    judged = {(j.config, j.kpi): j for j in evaluation.judgements}
+    lines = [
+        "| KPI | " + " | ".join(c.name for c in configs) + " |",
+        "|---|" + "---:|" * len(configs),
+    ]
+    for index, (row, cell) in enumerate(ROWS):
+        kpi, label = JUDGED_ROWS.get(row), row
+        if index == TIME_TO_ACCURACY_ROW:
+            kpi = "time_to_accuracy_s"
+            if target_accuracy is not None:
+                label = f"time to acc ≥ {target_accuracy:g} (s)"
+        cells = [
+            _judged_cell(_escape(cell(c)), judged.get((c.name, kpi)) if kpi else None)
+            for c in configs
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _problems(configs: Sequence[ConfigKpis]) -> list[str]:
+    return [f"- **{c.name}**: {_escape(p)}" for c in configs for p in c.problems]
+
+
+def summary_markdown(
+    evaluation: Evaluation,
+    report_url: str | None,
+    target_accuracy: float | None = None,
+    limit: int = MAX_OUTPUT,
+) -> str:
+    """The check's summary: the table, the verdict and why, hardware, GPU-hours, the
+    report's link, then the problems; at most ``limit`` characters, the problems cut first."""
+    run = evaluation.kpis
+    state = evaluation.verdict.state.value
+    verdict = f"**Verdict: {state}**: {_escape(evaluation.description)}"
+    head = [kpi_table(evaluation, target_accuracy), "", verdict]
+    hardware = sorted({c.hardware for c in run.configs if c.hardware})
+    facts = []
+    if hardware:
+        facts.append(f"Hardware: {', '.join(hardware)}")
+    if run.gpu_hours is not None:
+        facts.append(f"GPU-hours: {run.gpu_hours:.3g}")
+    if facts:
+        head += ["", " · ".join(facts)]
+    if report_url:
+        head += ["", f"[Full report]({report_url})"]
+    text = "\n".join(head)
+    problems = _problems(run.configs)
+    if not problems:
+        return _clip(text, limit)
+    section = "\n\n#### Problems\n" + "\n".join(problems)
+    if len(text) + len(section) <= limit:
+        return text + section
+    room = limit - len(text) - len(TRUNCATED)
+    return text + section[: max(0, room)] + TRUNCATED if room > 0 else _clip(text, limit)
+
+
+def problems_text(configs: Sequence[ConfigKpis], limit: int = MAX_OUTPUT) -> str | None:
+    problems = _problems(configs)
+    return _clip("\n".join(problems), limit) if problems else None
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - len(TRUNCATED)] + TRUNCATED

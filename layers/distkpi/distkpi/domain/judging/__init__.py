@@ -1,0 +1,1 @@
+"""Judging KPIs against their history: the suite's verdict settings apart from the statistics."""

@@ -1,0 +1,115 @@
+"""KPI history as rows, the baseline a run is judged against, and the judging of a run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from distkpi.domain.judging.changepoints import split_at_change
+from distkpi.domain.judging.settings import KPIS, VerdictSettings
+from distkpi.domain.judging.statistics import KpiEvidence
+from distkpi.domain.kpis.engine import MIXED, ConfigStatus, RunKpis
+
+HISTORY_COLUMNS = (
+    "finished_at",
+    "repo",
+    "branch",
+    "model",
+    "config",
+    "sha",
+    "run_id",
+    "kpi",
+    "value",
+    "status",
+    "hardware",
+    "gpu_hours",
+)
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One KPI of one config of one finished run: a row of `distkpi history --format csv`."""
+
+    finished_at: str
+    repo: str
+    branch: str
+    model: str
+    config: str
+    sha: str
+    run_id: str
+    kpi: str
+    value: float | None
+    status: str = "ok"
+    hardware: str | None = None  # None: recorded before runs knew their hardware
+    gpu_hours: float | None = None  # the config's, on each of its KPIs' rows
+
+    def to_json(self) -> dict[str, Any]:
+        return {c: getattr(self, c) for c in HISTORY_COLUMNS}
+
+
+def until_commit(rows: Sequence[HistoryRow], sha: str | None) -> list[HistoryRow]:
+    """Rows up to and including the runs of ``sha`` (a merge base); all rows when it has none."""
+    if sha is None:
+        return list(rows)
+    last = max((i for i, row in enumerate(rows) if row.sha == sha), default=None)
+    return list(rows) if last is None else list(rows[: last + 1])
+
+
+def series(
+    rows: Iterable[HistoryRow],
+    config: str,
+    kpi: str,
+    reset_after: str | None = None,
+    hardware: str | None = None,
+) -> list[float]:
+    """Values of one KPI of one config in time order: only ok runs on the same hardware,
+    only after a reset, and a commit once, by its latest run (a re-run's earlier runs stay
+    in the history, but are not counted twice). Mixed hardware is compared with nothing."""
+    if hardware == MIXED:
+        return []
+    by_commit: dict[str, float] = {}
+    for row in rows:
+        if (
+            row.config == config
+            and row.kpi == kpi
+            and row.value is not None
+            and row.status == ConfigStatus.OK.value
+            and row.hardware == hardware
+            and (reset_after is None or row.finished_at > reset_after)
+        ):
+            by_commit[row.sha] = row.value
+    return list(by_commit.values())
+
+
+def evidence_of(
+    run: RunKpis,
+    history: Sequence[HistoryRow],
+    settings: VerdictSettings,
+    resets: Mapping[str, str] | None = None,
+) -> list[KpiEvidence]:
+    """Every KPI of every ok config with its baseline (resets: config -> time, '*' all)."""
+    resets = resets or {}
+    out = []
+    for config in run.configs:
+        if config.status is not ConfigStatus.OK:
+            continue
+        reset = max((resets[k] for k in (config.name, "*") if k in resets), default=None)
+        values = config.to_json()
+        for kpi in KPIS:
+            values_before = series(history, config.name, kpi, reset, config.hardware)
+            earlier, baseline = split_at_change(values_before, settings)
+            value = values[kpi]
+            per_run = config.run_values.get(kpi) or (() if value is None else (value,))
+            out.append(
+                KpiEvidence(
+                    config.name,
+                    kpi,
+                    tuple(per_run) if value is not None else (),
+                    tuple(baseline),
+                    config.throughput_samples if kpi == "throughput" else (),
+                    kpi == "time_to_accuracy_s" and config.converged is False,
+                    tuple(earlier[-settings.window :]),
+                )
+            )
+    return out

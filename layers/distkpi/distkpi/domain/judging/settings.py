@@ -1,0 +1,113 @@
+"""A suite's verdict settings: which KPIs are enforced, their tolerances, the false
+failure rate and confirmation; read by the webhook, so nothing statistical here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+HIGHER_IS_BETTER = {
+    "throughput": True,
+    "speedup": True,
+    "efficiency": True,
+    "test_accuracy": True,
+    "time_to_accuracy_s": False,
+    "trainer_gpu_memory_mib": False,
+    "pserver_gpu_memory_mib": False,
+}
+
+
+KPIS = tuple(HIGHER_IS_BETTER)
+
+
+# KPIs that are one test: efficiency is speedup divided by the config's constant GPU ratio
+FAMILY = {"efficiency": "speedup"}
+
+
+# rates and times vary by a factor, not by an amount (a time to accuracy is the reciprocal
+# of a throughput, skewed upwards): judged on the log scale; accuracy stays as it is
+LOG_SCALE = frozenset(KPIS) - {"test_accuracy"}
+
+
+class ConfirmSettings(BaseModel):
+    """Re-run the configs in doubt (suite `verdict: confirm:`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # the per-run confidence of the looser range that puts a first run in doubt
+    screen: Annotated[float, Field(gt=0.5, lt=1)] = 0.8
+    max_runs: Annotated[int, Field(ge=2, le=10)] = 4
+    # the share of the run-to-run variance that belongs to the machine, not the run: the
+    # same on a re-run on the same hardware, so averaging k runs does not remove it
+    machine_share: Annotated[float, Field(ge=0, lt=1)] = 0.0
+
+
+class VerdictSettings(BaseModel):
+    """Which KPIs fail a merge request and how sure a regression must be (suite `verdict:`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enforced: tuple[str, ...] = KPIS
+    tolerance: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+    default_tolerance: Annotated[float, Field(ge=0)] = 0.05
+    # the chance that an unchanged commit's run fails, all its enforced KPIs together
+    false_failure_rate: Annotated[float, Field(gt=0, lt=0.5)] = 0.01
+    # older suites' name for 1 - false_failure_rate; per run since the rate is
+    confidence: Annotated[float, Field(gt=0.5, lt=1)] | None = None
+    window: Annotated[int, Field(ge=2)] = 30
+    min_history: Annotated[int, Field(ge=2)] = 5
+    change_point_p: Annotated[float, Field(gt=0, lt=1)] = 0.01
+    confirm: ConfirmSettings | None = None
+
+    @field_validator("enforced")
+    @classmethod
+    def _known(cls, kpis: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(kpis) - set(KPIS))
+        if unknown:
+            raise ValueError(f"unknown KPI(s) {', '.join(unknown)}; known: {', '.join(KPIS)}")
+        return kpis
+
+    @field_validator("tolerance")
+    @classmethod
+    def _known_tolerances(cls, tolerance: dict[str, float]) -> dict[str, float]:
+        cls._known(tuple(tolerance))
+        return tolerance
+
+    @model_validator(mode="before")
+    @classmethod
+    def _confidence_is_the_rate(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping) or data.get("confidence") is None:
+            return data
+        rate = 1 - float(data["confidence"])
+        given = data.get("false_failure_rate")
+        if given is not None and not math.isclose(float(given), rate):
+            raise ValueError(
+                f"confidence {data['confidence']} and false_failure_rate {given} disagree; "
+                "give false_failure_rate only"
+            )
+        return {**data, "false_failure_rate": rate, "confidence": None}
+
+    @model_validator(mode="after")
+    def _screen_below_the_verdict(self) -> VerdictSettings:
+        if self.confirm is not None and self.confirm.screen >= 1 - self.false_failure_rate:
+            raise ValueError(
+                f"confirm.screen {self.confirm.screen} must lie in (0.5, "
+                f"{1 - self.false_failure_rate:g}): below the verdict's own confidence"
+            )
+        return self
+
+    def tolerance_of(self, kpi: str) -> float:
+        return self.tolerance.get(kpi, self.default_tolerance)
+
+    def look_rate(self, look: int) -> float:
+        """The false-failure rate spent on the look'th judgement of one commit. Confirming
+        looks up to max_runs times, so the rate is split over the looks (half on the first,
+        the rest evenly): by the union bound the whole sequence keeps false_failure_rate."""
+        if self.confirm is None:
+            return self.false_failure_rate
+        if look <= 1:
+            return self.false_failure_rate / 2
+        return self.false_failure_rate / 2 / (self.confirm.max_runs - 1)

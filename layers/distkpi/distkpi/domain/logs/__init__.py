@@ -1,0 +1,1 @@
+"""Reading one log as it streams by: the formats, their lines, what a log says."""

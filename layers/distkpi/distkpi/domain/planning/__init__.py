@@ -1,0 +1,1 @@
+"""Suites, and the runs and jobs a delivery plans from them."""

@@ -1,0 +1,163 @@
+"""From a trigger and a suite to a run: its id, its run.json and one Batch job per config."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from distkpi.domain.contracts import ConfigSpec, RunSpec
+from distkpi.domain.github.webhook import Trigger
+from distkpi.domain.layout import config_prefix
+from distkpi.domain.planning.sizing import Fleet, NodeRequest, Refusal, place
+from distkpi.domain.planning.suites import Suite
+
+# every node of every job runs the node runner, which runs the suite's command
+NODE_ENTRYPOINT = ("distkpi", "node")
+
+
+def run_id_for(suite: str, sha: str, delivery: str) -> str:
+    """Stable for one delivery and suite, so a retried delivery names the same run."""
+    digest = hashlib.sha256(f"{delivery}\0{suite}".encode()).hexdigest()[:8]
+    return f"{suite}-{sha[:10]}-{digest}"
+
+
+def confirmation_run_id(first_run_id: str, attempt: int) -> str:
+    """The attempt'th run of a commit, confirming its first: one name, whoever starts it."""
+    return f"{first_run_id}-r{attempt}"
+
+
+def confirmation_spec(first: RunSpec, run_id: str, configs: Iterable[str]) -> RunSpec:
+    """The first run's spec for another run of only the given configs."""
+    wanted = set(configs)
+    kept = tuple(c for c in first.configs if c.name in wanted)
+    return first.model_copy(update={"run_id": run_id, "configs": kept})
+
+
+def run_spec_for(run_id: str, trigger: Trigger, suite: Suite) -> RunSpec:
+    return RunSpec.model_validate(
+        {
+            "schema": 1,
+            "run_id": run_id,
+            "repo": trigger.repo,
+            "sha": trigger.sha,
+            "ref": trigger.ref,
+            "model": suite.name,
+            "target_accuracy": suite.target_accuracy,
+            "accuracy_pass": suite.accuracy_pass,
+            "accuracy_tolerance": suite.accuracy_tolerance,
+            "configs": [c.model_dump() for c in suite.specs()],
+        }
+    )
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """Nodes first..last (inclusive) of a multi-node job, all of one role."""
+
+    first: int
+    last: int
+    role: str
+    request: NodeRequest | None = None  # None: the job definition's resources
+
+    @property
+    def target(self) -> str:
+        return f"{self.first}:{self.last}"
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    name: str
+    run_id: str
+    config: str
+    nodes: int
+    environment: dict[str, str]
+    command: tuple[str, ...] = ()
+    groups: tuple[NodeGroup, ...] = field(default=())
+    image: str | None = None  # None: the job definition's
+    # why the config can never be placed; such a plan is never submitted
+    refusal: str | None = None
+
+    @property
+    def multinode(self) -> bool:
+        return self.nodes > 1
+
+    @property
+    def gpus(self) -> int:
+        """The GPUs its nodes ask for, all together."""
+        return sum(
+            (g.last - g.first + 1) * g.request.gpus for g in self.groups if g.request is not None
+        )
+
+
+def job_name(run_id: str, config: str) -> str:
+    """Batch job names allow letters, digits, hyphens and underscores, 128 at most."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", f"distkpi-{run_id}-{config}")[:128]
+
+
+def node_groups(
+    spec: ConfigSpec, trainer: NodeRequest | None = None, pserver: NodeRequest | None = None
+) -> tuple[NodeGroup, ...]:
+    groups = [NodeGroup(0, spec.trainers - 1, "trainer", trainer)]
+    if spec.pservers:
+        groups.append(NodeGroup(spec.trainers, spec.nodes - 1, "pserver", pserver))
+    return tuple(groups)
+
+
+def plan_jobs(
+    run: RunSpec,
+    suite: Suite,
+    bucket: str,
+    manifest_keys: Mapping[str, str] | None = None,
+    fleet: Fleet | None = None,
+) -> list[JobPlan]:
+    """One job per config; each gets its own config's manifest key, and no other's. With a
+    fleet, each node asks for its role's resources, and a config that can never be placed
+    in it carries the refusal instead."""
+    plans = []
+    for spec in run.configs:
+        groups, refusal = node_groups(spec), None
+        if fleet is not None:
+            placed = place(spec, fleet, suite.resources, suite.pserver)
+            if isinstance(placed, Refusal):
+                refusal = f"{placed.reason} (suite {suite.where or suite.name})"
+            else:
+                groups = node_groups(spec, placed.trainer, placed.pserver)
+        environment = {
+            "DISTKPI_RUN_ID": run.run_id,
+            "DISTKPI_CONFIG": spec.name,
+            "DISTKPI_S3_PREFIX": f"s3://{bucket}/{config_prefix(run.run_id, spec.name)}",
+            "DISTKPI_REPO": run.repo,
+            "DISTKPI_SHA": run.sha,
+            "DISTKPI_MODEL": run.model,
+            "DISTKPI_TRAINERS": str(spec.trainers),
+            "DISTKPI_GPUS_PER_TRAINER": str(spec.gpus_per_trainer),
+            "DISTKPI_PSERVERS": str(spec.pservers),
+            "DISTKPI_BATCH_SIZE": str(spec.batch_size),
+            "DISTKPI_TARGET_ACCURACY": str(run.target_accuracy),
+            "DISTKPI_EPOCHS": str(run.accuracy_pass + 1),
+            "DISTKPI_SOURCE_URL": suite.source_url(run.repo),
+            "DISTKPI_SETUP": json.dumps(
+                [list(c) if isinstance(c, tuple) else c for c in suite.setup]
+            ),
+            "DISTKPI_COMMAND": json.dumps(list(suite.command)),
+            "DISTKPI_COMMAND_TIMEOUT_S": str(suite.command_timeout_s),
+        }
+        if manifest_keys and spec.name in manifest_keys:
+            environment["DISTKPI_MANIFEST_KEY"] = manifest_keys[spec.name]
+        plans.append(
+            JobPlan(
+                name=job_name(run.run_id, spec.name),
+                run_id=run.run_id,
+                config=spec.name,
+                nodes=spec.nodes,
+                environment=environment,
+                command=NODE_ENTRYPOINT,
+                groups=groups,
+                image=suite.image_for(run.sha),
+                refusal=refusal,
+            )
+        )
+    return plans

@@ -1,0 +1,218 @@
+"""Benchmark suites (infra/suites/<model>.yaml): one model's matrix of configs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from distkpi.domain.contracts import (
+    CONFIG_NAME_PATTERN,
+    ConfigSpec,
+    describe_errors,
+    require_unique_names,
+)
+from distkpi.domain.judging.settings import VerdictSettings
+from distkpi.domain.planning.sizing import PserverResources, TrainerResources
+from distkpi.exceptions import ContractError
+
+
+class SuiteConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: Annotated[str, Field(pattern=CONFIG_NAME_PATTERN, max_length=40)]
+    trainers: Annotated[int, Field(ge=1)]
+    gpus_per_trainer: Annotated[int, Field(ge=1)]
+    pservers: Annotated[int, Field(ge=0)] = 0
+    batch_size: Annotated[int, Field(ge=1)]
+
+    def spec(self) -> ConfigSpec:
+        return ConfigSpec(
+            name=self.name,
+            trainers=self.trainers,
+            gpus_per_trainer=self.gpus_per_trainer,
+            pservers=self.pservers,
+            batch_size=self.batch_size,
+            nodes=self.trainers + self.pservers,
+        )
+
+
+DEFAULT_SOURCE = "https://github.com/{repo}.git"
+NO_SOURCE = "none"
+SetupCommand = (
+    Annotated[str, Field(min_length=1)]
+    | Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(min_length=1)]
+)
+
+
+class Suite(BaseModel):
+    """A model's benchmark matrix. Each trainer and each pserver is one node of the job."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=40)]
+    # what every node runs, in the checkout of the commit under test (`distkpi node`)
+    command: Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(min_length=1)]
+    # where the code under test comes from: a clone URL with {repo}, or none (in the image)
+    source: str = DEFAULT_SOURCE
+    # commands run in the checkout before the command: each a list of arguments, or a string
+    # run by `sh -c`
+    setup: tuple[SetupCommand, ...] = ()
+    # the job image; {sha} is replaced by the commit (unset: the stack's JobImage)
+    image: str | None = None
+    # how long the command may run on a node before it is stopped (a parameter server no
+    # trainer ever reaches would otherwise hold its job until the run's deadline)
+    command_timeout_s: Annotated[int, Field(ge=1)] = 7200
+    # glob patterns (`**` any folders): a change touching none of them skips the suite
+    paths: (
+        Annotated[tuple[Annotated[str, Field(min_length=1)], ...], Field(min_length=1)] | None
+    ) = None
+    # the repositories (owner/name) this suite runs for; unset: every one
+    repos: tuple[Annotated[str, Field(pattern=r"^[^/\s]+/[^/\s]+$")], ...] | None = None
+    target_accuracy: Annotated[float, Field(ge=0, le=1)]
+    accuracy_pass: Annotated[int, Field(ge=0)]
+    accuracy_tolerance: Annotated[float, Field(ge=0)]
+    configs: Annotated[tuple[SuiteConfig, ...], Field(min_length=1)]
+    verdict: VerdictSettings = Field(default_factory=VerdictSettings)
+    # what a trainer node asks for per GPU, and a parameter-server node (never a GPU);
+    # unset: the stack's defaults
+    resources: TrainerResources | None = None
+    pserver: PserverResources | None = None
+    # the file it was read from, named when the stack cannot place one of its configs
+    where: Annotated[str, Field(exclude=True)] = ""
+
+    @field_validator("configs")
+    @classmethod
+    def _unique_names(cls, configs: tuple[SuiteConfig, ...]) -> tuple[SuiteConfig, ...]:
+        require_unique_names(c.name for c in configs)
+        return configs
+
+    @field_validator("source")
+    @classmethod
+    def _url_template_or_none(cls, source: str) -> str:
+        if source == NO_SOURCE:
+            return source
+        if not re.match(r"^(https://|ssh://|git@|file://|/)\S+$", source):
+            raise ValueError(f"must be a clone URL template such as {DEFAULT_SOURCE} or 'none'")
+        unknown = set(re.findall(r"\{(\w*)\}", source)) - {"repo"}
+        if unknown:
+            raise ValueError(f"knows only {{repo}}, not {', '.join(sorted(unknown))}")
+        return source
+
+    @field_validator("image")
+    @classmethod
+    def _image_has_a_repository(cls, image: str | None) -> str | None:
+        if image is not None and not re.match(
+            r"^[^\s:@{}]+(:[^\s]+|@sha256:[0-9a-f]+)?$", image.replace("{sha}", "x")
+        ):
+            raise ValueError("must name an image repository, e.g. registry/name:{sha}")
+        return image
+
+    def runs_for(self, repo: str) -> bool:
+        return self.repos is None or repo in self.repos
+
+    def touched_by(self, changed: Sequence[str] | None) -> bool:
+        """Whether changes to these files concern the suite; an unknown list (None) does."""
+        if self.paths is None or changed is None:
+            return True
+        patterns = [_glob(p) for p in self.paths]
+        return any(p.fullmatch(path) for p in patterns for path in changed)
+
+    def source_url(self, repo: str) -> str:
+        """The clone URL of ``repo``, or 'none' when the image holds the code."""
+        return self.source if self.source == NO_SOURCE else self.source.replace("{repo}", repo)
+
+    def image_for(self, sha: str) -> str | None:
+        return self.image.replace("{sha}", sha) if self.image else None
+
+    def specs(self) -> tuple[ConfigSpec, ...]:
+        return tuple(c.spec() for c in self.configs)
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """A path glob: `**` any folders (or none), `*` and `?` within one name."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def parse_suite(text: str | bytes, where: str) -> Suite:
+    """A suite from YAML text; ContractError naming ``where`` and each bad field."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ContractError(f"{where}: not valid YAML: {exc}") from exc
+    if isinstance(data, dict):
+        data = {**data, "where": where}
+    try:
+        return Suite.model_validate(data)
+    except ValidationError as exc:
+        raise ContractError(f"{where}: invalid suite: {describe_errors(exc)}") from exc
+
+
+def load_suite(path: Path) -> Suite:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ContractError(f"{path}: cannot be read: {exc.strerror}") from exc
+    return parse_suite(text, str(path))
+
+
+def load_suites(folder: Path) -> list[Suite]:
+    suites = [load_suite(p) for p in sorted(folder.glob("*.yaml"))]
+    names = [s.name for s in suites]
+    if len(set(names)) != len(names):
+        raise ContractError(f"{folder}: two suites share a name")
+    return suites
+
+
+@dataclass(frozen=True)
+class BrokenSuite:
+    """A deployed suite file that is not a valid suite; `name` is the file's name, which
+    (having a dot) no suite's name can be, so its status never hides a real suite's."""
+
+    name: str
+    problem: str
+
+
+def parse_deployed_suites(
+    files: Iterable[tuple[str, str | bytes]], where: str
+) -> tuple[list[Suite], list[BrokenSuite]]:
+    """Every (file name, content) under ``where`` read as a suite. A bad file, or one whose
+    suite name an earlier file already uses, is set aside so that the others still run."""
+    suites: list[Suite] = []
+    broken: list[BrokenSuite] = []
+    owners: dict[str, str] = {}
+    for name, content in files:
+        try:
+            suite = parse_suite(content, f"{where}{name}")
+        except ContractError as exc:
+            broken.append(BrokenSuite(name, str(exc)))
+            continue
+        if suite.name in owners:
+            problem = f"{where}{name}: suite name {suite.name!r} is taken by {owners[suite.name]}"
+            broken.append(BrokenSuite(name, problem))
+            continue
+        owners[suite.name] = name
+        suites.append(suite)
+    return suites, broken

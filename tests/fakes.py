@@ -1,0 +1,437 @@
+"""In-memory ports (services/ports.py) for the service tests: the same contract as the
+adapters, each state change conditional as DynamoDB makes it, under one lock, so the
+services' logic runs without moto. What only AWS can show (conditions under real
+concurrency, IAM as deployed, real event shapes) stays in tests/integration."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from distkpi.domain.commit_status import CommitStatus
+from distkpi.domain.github.alerts import AlarmState
+from distkpi.domain.layout import run_prefix
+from distkpi.domain.planning.suites import BrokenSuite, Suite, parse_deployed_suites
+from distkpi.domain.records import (
+    ConfigRecord,
+    ConfigState,
+    HistoryRecord,
+    JobRecord,
+    PullRequestRun,
+    ResetRecord,
+    RunRecord,
+    RunStatus,
+    SeriesRecord,
+)
+from distkpi.exceptions import GitHubError, LaunchError, NotFoundError
+
+if TYPE_CHECKING:
+    from distkpi.domain.judging.evaluation import Evaluation
+    from distkpi.domain.kpis.engine import ConfigKpis
+    from distkpi.domain.planning.jobs import JobPlan
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class FakeRuns:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._runs: dict[str, RunRecord] = {}
+        self._configs: dict[str, dict[str, ConfigRecord]] = {}
+        self._started: set[str] = set()
+        self._leases: dict[str, int] = {}
+
+    def create(
+        self,
+        run: RunRecord,
+        configs: Mapping[str, int],
+        manifest_keys: Mapping[str, str] | None = None,
+    ) -> bool:
+        with self._lock:
+            if run.run_id in self._runs:
+                return False
+            self._runs[run.run_id] = run
+            self._configs[run.run_id] = {
+                name: ConfigRecord(
+                    run_id=run.run_id,
+                    name=name,
+                    nodes_expected=nodes,
+                    state=ConfigState.PENDING,
+                    manifest_key=(manifest_keys or {}).get(name),
+                )
+                for name, nodes in configs.items()
+            }
+            return True
+
+    def get(self, run_id: str) -> RunRecord | None:
+        return self._runs.get(run_id)
+
+    def configs(self, run_id: str) -> list[ConfigRecord]:
+        return sorted(self._configs.get(run_id, {}).values(), key=lambda c: c.name)
+
+    def config(self, run_id: str, name: str) -> ConfigRecord | None:
+        return self._configs.get(run_id, {}).get(name)
+
+    def _update_config(self, run_id: str, name: str, **changes: Any) -> ConfigRecord:
+        record = self.config(run_id, name)
+        if record is None:
+            raise NotFoundError(f"no config {run_id} {name}")
+        updated = replace(record, **changes)
+        self._configs[run_id][name] = updated
+        return updated
+
+    def set_job(self, run_id: str, config: str, job_id: str) -> None:
+        with self._lock:
+            self._update_config(run_id, config, job_id=job_id)
+
+    def add_node(self, run_id: str, config: str, node: int) -> ConfigRecord:
+        with self._lock:
+            record = self.config(run_id, config)
+            if record is None or not 0 <= node < record.nodes_expected:
+                raise NotFoundError(f"no node {node} of {run_id} {config}")
+            return self._update_config(
+                run_id, config, nodes_reported=record.nodes_reported | {node}
+            )
+
+    def settle_config(self, run_id: str, kpis: ConfigKpis) -> bool:
+        with self._lock:
+            record = self.config(run_id, kpis.name)
+            if record is None or record.state is not ConfigState.PENDING:
+                return False
+            self._update_config(
+                run_id, kpis.name, state=ConfigState.settled_as(kpis.status), kpis=kpis
+            )
+            return True
+
+    def add_config_done(self, run_id: str, config: str) -> tuple[int, int]:
+        with self._lock:
+            run = self._run(run_id)
+            done = run.configs_done | {config}
+            self._runs[run_id] = replace(run, configs_done=done)
+            return len(done), run.configs_total
+
+    def _run(self, run_id: str) -> RunRecord:
+        run = self._runs.get(run_id)
+        if run is None:
+            raise NotFoundError(f"no run {run_id}")
+        return run
+
+    def _change_run(self, run_id: str, allowed: Iterable[RunStatus], **changes: Any) -> bool:
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None or run.status not in set(allowed):
+                return False
+            self._runs[run_id] = replace(run, **changes)
+            return True
+
+    def finish(self, run_id: str, evaluation: Evaluation, finished_at: str) -> bool:
+        return self._change_run(
+            run_id,
+            [RunStatus.RUNNING],
+            status=RunStatus.DONE,
+            evaluation=evaluation,
+            finished_at=finished_at,
+        )
+
+    def hand_over(self, run_id: str, evaluation: Evaluation, confirmed_by: str) -> bool:
+        return self._change_run(
+            run_id,
+            [RunStatus.RUNNING],
+            status=RunStatus.CONFIRMING,
+            evaluation=evaluation,
+            confirmed_by=confirmed_by,
+        )
+
+    def cancel(self, run_id: str, reason: str, at: str) -> bool:
+        return self._change_run(
+            run_id,
+            [RunStatus.RUNNING, RunStatus.CONFIRMING],
+            status=RunStatus.CANCELLED,
+            cancelled_reason=reason,
+            finished_at=at,
+        )
+
+    def mark_started(self, run_id: str, at: str) -> bool:
+        del at
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None or run.status is not RunStatus.RUNNING or run_id in self._started:
+                return False
+            self._started.add(run_id)
+            return True
+
+    def claim_publication(self, run_id: str, now: int, lease_s: int = 300) -> bool:
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None or run.status is not RunStatus.DONE or run.published_at is not None:
+                return False
+            if self._leases.get(run_id, now - 1) >= now:
+                return False
+            self._leases[run_id] = now + lease_s
+            return True
+
+    def mark_published(self, run_id: str, now: int) -> None:
+        with self._lock:
+            self._runs[run_id] = replace(self._run(run_id), published_at=str(now))
+            self._leases.pop(run_id, None)
+
+    def release_publication(self, run_id: str) -> None:
+        with self._lock:
+            self._leases.pop(run_id, None)
+
+    def unpublished(self) -> list[str]:
+        done = [
+            r for r in self._runs.values() if r.status is RunStatus.DONE and r.published_at is None
+        ]
+        return [r.run_id for r in sorted(done, key=lambda r: (r.finished_at or "", r.run_id))]
+
+    def running_since_before(self, created_before: str) -> list[str]:
+        running = [
+            r
+            for r in self._runs.values()
+            if r.status is RunStatus.RUNNING and r.created_at < created_before
+        ]
+        return [r.run_id for r in sorted(running, key=lambda r: (r.created_at, r.run_id))]
+
+    def of_commit(self, repo: str, sha: str) -> list[RunRecord]:
+        return [r for r in self._runs.values() if (r.trigger.repo, r.trigger.sha) == (repo, sha)]
+
+
+class FakeHistory:
+    def __init__(self) -> None:
+        self.records: dict[tuple[str, str, str, str, str], HistoryRecord] = {}
+        self.reset_records: list[ResetRecord] = []
+        self.series_records: dict[tuple[str, str, str], SeriesRecord] = {}
+
+    def put(self, records: Iterable[HistoryRecord]) -> None:
+        for r in records:
+            self.records[(r.repo, r.branch, r.model, r.created_at, r.config)] = r
+
+    def history(
+        self, repo: str, branch: str, model: str, since: str | None = None, limit: int | None = None
+    ) -> Iterator[HistoryRecord]:
+        found = [
+            r
+            for key, r in sorted(self.records.items(), reverse=True)
+            if key[:3] == (repo, branch, model) and (since is None or r.created_at >= since)
+        ]
+        yield from found[:limit]
+
+    def record_reset(self, reset: ResetRecord) -> None:
+        self.reset_records.append(reset)
+
+    def resets(self, repo: str, branch: str, model: str) -> list[ResetRecord]:
+        return [
+            r for r in self.reset_records if (r.repo, r.branch, r.model) == (repo, branch, model)
+        ]
+
+    def record_series(self, series: SeriesRecord) -> None:
+        key = (series.repo, series.branch, series.model)
+        current = self.series_records.get(key)
+        if current is None or current.finished_at <= series.finished_at:
+            self.series_records[key] = series
+
+    def series(self, repo: str | None = None) -> list[SeriesRecord]:
+        return [s for k, s in sorted(self.series_records.items()) if repo in (None, s.repo)]
+
+    def mark_site_built(self, series: SeriesRecord, at: str) -> None:
+        key = (series.repo, series.branch, series.model)
+        self.series_records[key] = replace(self.series_records[key], site_built_at=at)
+
+
+class FakeJobs:
+    def __init__(self) -> None:
+        self.jobs: dict[str, JobRecord] = {}
+
+    def record(self, job: JobRecord) -> None:
+        self.jobs[job.job_id] = job
+
+    def get(self, job_id: str) -> JobRecord | None:
+        return self.jobs.get(job_id)
+
+
+class FakeDeliveries:
+    def __init__(self) -> None:
+        self.claimed: dict[str, int] = {}
+
+    def claim(self, delivery: str, now: int) -> bool:
+        if delivery in self.claimed:
+            return False
+        self.claimed[delivery] = now
+        return True
+
+    def release(self, delivery: str) -> None:
+        self.claimed.pop(delivery, None)
+
+
+class FakePullRequests:
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, int], dict[str, PullRequestRun]] = {}
+
+    def add(self, repo: str, number: int, run: PullRequestRun) -> None:
+        self.entries.setdefault((repo, number), {})[run.run_id] = run
+
+    def runs(self, repo: str, number: int) -> list[PullRequestRun]:
+        return list(self.entries.get((repo, number), {}).values())
+
+
+@dataclass
+class FakeRunFolders:
+    """The bucket as a dict of keys to bytes."""
+
+    bucket: str = "distkpi-runs"
+    objects: dict[str, bytes] = field(default_factory=dict)
+
+    def run(self, run_id: str) -> FakeRunSource:
+        return FakeRunSource(self, run_prefix(run_id))
+
+    def put_json(self, key: str, data: Any) -> None:
+        import json
+
+        self.objects[key] = json.dumps(data).encode()
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/json") -> None:
+        del content_type
+        self.objects[key] = data
+
+    def suites(self) -> tuple[list[Suite], list[BrokenSuite]]:
+        """The suites under suites/, read as the SuiteCatalog reads them."""
+        found = [(k.removeprefix("suites/"), v) for k, v in sorted(self.objects.items())]
+        return parse_deployed_suites(
+            ((name, data) for name, data in found if name.endswith(".yaml")), "suites/"
+        )
+
+
+@dataclass
+class FakeRunSource:
+    folders: FakeRunFolders
+    prefix: str
+
+    def read_bytes(self, path: str) -> bytes:
+        with self.open(path) as stream:
+            return stream.read()
+
+    def open(self, path: str) -> AbstractContextManager[BinaryIO]:
+        data = self.folders.objects.get(self.prefix + path)
+        if data is None:
+            raise NotFoundError(path)
+        return io.BytesIO(data)
+
+    def list_names(self, folder: str) -> list[str]:
+        inside = f"{self.prefix}{folder.strip('/')}/"
+        names = [k.removeprefix(inside) for k in self.folders.objects if k.startswith(inside)]
+        return sorted(n for n in names if "/" not in n)
+
+
+class FakeLauncher:
+    """Batch: every plan submitted gets a job id; ``refuse`` names configs it refuses."""
+
+    def __init__(self) -> None:
+        self.submitted: dict[str, JobPlan] = {}
+        self.terminated: dict[str, str] = {}
+        self.refuse: set[str] = set()
+        self._ids = itertools.count(1)
+
+    def submit(self, plan: JobPlan) -> tuple[str, dict[str, Any]]:
+        if plan.config in self.refuse:
+            raise LaunchError(f"Batch refused the job of {plan.config}")
+        job_id = f"job-{next(self._ids)}"
+        self.submitted[job_id] = plan
+        return job_id, {"jobName": job_id}
+
+    def terminate(self, job_id: str, reason: str) -> None:
+        self.terminated[job_id] = reason
+
+
+class FakeGitHub:
+    """Records what it is told; while ``down``, every call fails as GitHub's 503 would."""
+
+    def __init__(self) -> None:
+        self.statuses: list[CommitStatus] = []
+        self.checks: dict[int, dict[str, Any]] = {}
+        self.removed_labels: list[tuple[str, int, str]] = []
+        self.changed: list[str] | None = None
+        self.down = False
+
+    def _answer(self) -> None:
+        if self.down:
+            raise GitHubError("GitHub answered 503")
+
+    def post(self, status: CommitStatus) -> None:
+        self._answer()
+        self.statuses.append(status)
+
+    def changed_files(self, repo: str, base: str, head: str, limit: int = 300) -> list[str] | None:
+        del repo, base, head, limit
+        self._answer()
+        return self.changed
+
+    def remove_label(self, repo: str, number: int, label: str) -> None:
+        self._answer()
+        self.removed_labels.append((repo, number, label))
+
+    def check_runs(self, repo: str, sha: str, name: str) -> list[dict[str, Any]]:
+        del repo
+        self._answer()
+        return [c for c in self.checks.values() if (c["head_sha"], c["name"]) == (sha, name)]
+
+    def create_check_run(self, repo: str, body: dict[str, Any]) -> int:
+        del repo
+        self._answer()
+        check_id = len(self.checks) + 1
+        self.checks[check_id] = {"id": check_id, **body}
+        return check_id
+
+    def update_check_run(self, repo: str, check_run: int, body: dict[str, Any]) -> None:
+        del repo
+        self._answer()
+        self.checks[check_run].update(body)
+
+
+class FakeAlarms:
+    def __init__(self) -> None:
+        self.states: dict[tuple[str, str, str], AlarmState] = {}
+
+    def get(self, repo: str, branch: str, model: str) -> AlarmState:
+        return self.states.get((repo, branch, model), AlarmState())
+
+    def put(self, repo: str, branch: str, model: str, state: AlarmState) -> None:
+        self.states[(repo, branch, model)] = state
+
+
+class FakeTopic:
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, str]] = []
+
+    def publish(self, subject: str, message: str) -> None:
+        self.messages.append((subject, message))
+
+
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self, at: datetime = datetime(2026, 11, 30, 3, 0, tzinfo=UTC)) -> None:
+        self.now = at
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+class Counts:
+    """A metrics counter that remembers."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, int] = {}
+
+    def __call__(self, name: str, value: int = 1) -> None:
+        self.totals[name] = self.totals.get(name, 0) + value

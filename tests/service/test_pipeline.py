@@ -1,0 +1,126 @@
+"""The services' logic on in-memory ports (tests/fakes.py): a delivery starts a run with a
+job per config, nodes fan in to their config and configs to their run, the run is judged
+and published once, GitHub down and overdue runs. No moto: what only AWS can show is in
+tests/integration."""
+
+from __future__ import annotations
+
+import json
+
+from distkpi.domain.commit_status import State
+from distkpi.domain.layout import kpis_key, report_key
+from distkpi.domain.records import ConfigState, RunStatus
+from distkpi.services.launch import Outcome
+from tests.service.pipeline import THROUGHPUT, Pipeline, pushed, report_all, report_node, start
+
+
+def test_a_push_starts_one_run_with_a_job_per_config_and_says_pending() -> None:
+    pipeline = Pipeline()
+    run_id = start(pipeline)
+    plans = sorted(p.config for p in pipeline.launcher.submitted.values())
+    assert plans == ["1x1", "1x8", "2x8-4ps", "4x8-8ps"]
+    assert all(c.job_id is not None for c in pipeline.runs.configs(run_id))
+    assert pipeline.states() == [("pending", "running 4 config(s), up to 32 GPUs")]
+    assert f"runs/{run_id}/run.json" in pipeline.store.objects
+
+
+def test_the_same_delivery_twice_starts_nothing_more() -> None:
+    pipeline = Pipeline()
+    start(pipeline)
+    again = pipeline.starter.handle_delivery(pushed(), "d-1")
+    assert again.outcome is Outcome.DUPLICATE
+    assert len(pipeline.launcher.submitted) == 4
+    assert len(pipeline.github.statuses) == 1
+
+
+def test_nodes_fan_in_and_the_run_is_published_once() -> None:
+    pipeline = Pipeline()
+    run_id = start(pipeline)
+    report_all(pipeline, run_id)
+    # a redelivered manifest event settles and publishes nothing twice
+    pipeline.settler.on_node_manifest(run_id, "4x8-8ps", 0)
+    run = pipeline.runs.get(run_id)
+    assert run is not None and run.status is RunStatus.DONE and run.published_at is not None
+    assert [s for s, _ in pipeline.states()] == ["pending", "success"]
+    assert pipeline.counts.totals["ConfigsCompleted"] == 4
+    assert {
+        r.config for r in pipeline.history.history("PaddlePaddle/Paddle", "develop", "resnet50")
+    } == set(THROUGHPUT)
+    kpis = json.loads(pipeline.store.objects[kpis_key(run_id)])
+    assert {name: c["throughput"] for name, c in kpis["configs"].items()} == THROUGHPUT
+    assert report_key(run_id) in pipeline.store.objects
+
+
+def test_a_failed_job_fails_its_config_and_the_run_ends_in_error() -> None:
+    pipeline = Pipeline()
+    run_id = start(pipeline)
+    failed = next(j for j, p in pipeline.launcher.submitted.items() if p.config == "2x8-4ps")
+    assert pipeline.settler.on_job_failed(failed, "Essential container in task exited")
+    for config in ("1x1", "1x8", "4x8-8ps"):
+        run = pipeline.runs.get(run_id)
+        assert run is not None
+        for node in range(run.spec.config(config).nodes):
+            report_node(pipeline, run_id, config, node)
+    record = pipeline.runs.config(run_id, "2x8-4ps")
+    assert record is not None and record.state is ConfigState.FAILED
+    assert record.kpis is not None
+    assert record.kpis.problems[0] == "job failed: Essential container in task exited"
+    assert pipeline.states()[-1][0] == "error"
+
+
+def test_a_job_batch_refuses_fails_its_config_and_the_others_still_run() -> None:
+    pipeline = Pipeline()
+    pipeline.launcher.refuse = {"4x8-8ps"}
+    run_id = start(pipeline)
+    assert sorted(p.config for p in pipeline.launcher.submitted.values()) == [
+        "1x1",
+        "1x8",
+        "2x8-4ps",
+    ]
+    record = pipeline.runs.config(run_id, "4x8-8ps")
+    assert record is not None and record.state is ConfigState.FAILED
+    assert record.kpis is not None
+    assert "Batch refused the job of 4x8-8ps" in record.kpis.problems[0]
+
+
+def test_while_github_is_down_the_run_waits_and_the_sweep_publishes_it_once() -> None:
+    pipeline = Pipeline()
+    run_id = start(pipeline)
+    pipeline.github.down = True
+    report_all(pipeline, run_id)
+    assert pipeline.runs.unpublished() == [run_id]
+    pipeline.github.down = False
+    pipeline.clock.advance(600)  # the sweeper, ten minutes on
+    assert pipeline.publisher.republish_unpublished() == 1
+    assert pipeline.publisher.republish_unpublished() == 0
+    assert [s for s, _ in pipeline.states()] == ["pending", "success"]
+
+
+def test_an_overdue_run_is_settled_as_it_stands_and_its_jobs_stopped() -> None:
+    pipeline = Pipeline()
+    run_id = start(pipeline)
+    report_node(pipeline, run_id, "1x1", 0)
+    pipeline.clock.advance(3601)
+    assert pipeline.deadlines.expire_overdue() == 1
+    run = pipeline.runs.get(run_id)
+    assert run is not None and run.status is RunStatus.DONE
+    stopped = {pipeline.launcher.submitted[j].config for j in pipeline.launcher.terminated}
+    assert stopped == {"1x8", "2x8-4ps", "4x8-8ps"}
+    assert set(pipeline.launcher.terminated.values()) == {
+        "timed out: no result 1h after the run started"
+    }
+    assert pipeline.states()[-1][0] == State.ERROR.value
+
+
+def test_a_push_30_percent_slower_than_its_history_fails_naming_the_config() -> None:
+    pipeline = Pipeline()
+    for i in range(6):
+        sha = f"{i + 1:x}" * 40
+        report_all(pipeline, start(pipeline, f"d-{i}", sha))
+    report_all(pipeline, start(pipeline, "d-slow", "f" * 40), **{"4x8-8ps": 0.7})
+    state, description = pipeline.states()[-1]
+    assert state == "failure"
+    assert description == (
+        "32 GPUs 14.0x (-30%), eff 0.44, TTA 240s, acc Δ0.0000: "
+        "4x8-8ps tput -30%; 4x8-8ps speedup -30%; 4x8-8ps eff -30%"
+    )
