@@ -9,16 +9,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 SIGNATURE = "signature"
-
-
-def new_key() -> str:
-    return secrets.token_hex(32)
 
 
 def config_key(master: str, run_id: str, config: str) -> str:
