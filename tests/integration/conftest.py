@@ -209,8 +209,8 @@ class Identities:
     """Whose credentials the process's AWS calls carry, as in Lambda, where each function's
     come from its environment: a handler's own while it runs, the tests' between calls.
     Calls of one handler may overlap (events are delivered from several threads); another
-    identity waits for them to end. Each switch starts the handlers' wiring afresh, as a
-    new container would."""
+    identity waits for them to end. Each identity's calls are one container's, whose wiring
+    lasts the test (`wiring.reset()` starts them all afresh, as new containers would)."""
 
     def __init__(
         self,
@@ -219,6 +219,8 @@ class Identities:
         sessions: dict[str, boto3.Session],
     ) -> None:
         self.monkeypatch, self.made, self.sessions = monkeypatch, made, sessions
+        # one container per identity, whose wiring (and boto3 clients) lasts the test
+        self.containers = {name: wiring.Container() for name in made}
         self.changed = threading.Condition()
         self.current, self.running = "", 0
         self._switch("tests")
@@ -229,7 +231,7 @@ class Identities:
         self.monkeypatch.setenv("AWS_ACCESS_KEY_ID", identity.access_key_id)
         self.monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", identity.secret_access_key)
         boto3.DEFAULT_SESSION = self.sessions[name]
-        wiring.reset()
+        wiring.use(self.containers[name])
         self.current = name
 
     @contextmanager

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from distkpi.adapters.github_app import AppAuth, AppCredentials
+from distkpi.entry import wiring
 from distkpi.exceptions import GitHubAuthError
 from distkpi_cli.local.github_standin import GitHubApp, GitHubStandIn
 from tests.integration.conftest import Stack, event
@@ -200,6 +201,7 @@ def test_no_token_key_or_jwt_reaches_any_log(
     deliver_all(app_stack, run_all_nodes(app_stack, run_id), copies=1)
     issued = list(app.tokens)
     app.app_id = "1"  # the key is refused: the refusal is logged too
+    wiring.reset()  # a new container, which has no installation token yet
     app_stack.webhook("check_run", payload=rerequested(external_id=run_id))
     captured = capsys.readouterr()
     # each record whole, with its extra keys, as the JSON formatter would write them

@@ -4,12 +4,12 @@ lives in the services and adapters it builds."""
 
 from __future__ import annotations
 
-import functools
 import os
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from distkpi.adapters.batch import BatchLauncher
 from distkpi.adapters.dynamo import (
@@ -281,23 +281,62 @@ def build_sweeper(settings: SweeperSettings) -> SweeperWiring:
     return SweeperWiring(settings)
 
 
-# One of each per container, built on its first event from the function's environment.
-@functools.cache
+class Container:
+    """What one Lambda container keeps between events: each function's wiring, built on its
+    first event from the function's environment, and never changed after."""
+
+    _every: ClassVar[weakref.WeakSet[Container]] = weakref.WeakSet()
+
+    def __init__(self) -> None:
+        self.forget()
+        Container._every.add(self)
+
+    def forget(self) -> None:
+        self._webhook: dict[str | None, WebhookWiring] = {}
+        self._fanin: BatchWiring | None = None
+        self._sweeper: SweeperWiring | None = None
+
+    def webhook(self, own_url: str | None = None) -> WebhookWiring:
+        if own_url not in self._webhook:
+            settings = load_settings(WebhookSettings, os.environ)
+            self._webhook[own_url] = build_webhook(settings, own_url)
+        return self._webhook[own_url]
+
+    def fanin(self) -> BatchWiring:
+        if self._fanin is None:
+            self._fanin = build_fanin(load_settings(BatchSettings, os.environ))
+        return self._fanin
+
+    def sweeper(self) -> SweeperWiring:
+        if self._sweeper is None:
+            self._sweeper = build_sweeper(load_settings(SweeperSettings, os.environ))
+        return self._sweeper
+
+
+_current = Container()
+
+
 def webhook(own_url: str | None = None) -> WebhookWiring:
-    return build_webhook(load_settings(WebhookSettings, os.environ), own_url)
+    return _current.webhook(own_url)
 
 
-@functools.cache
 def fanin() -> BatchWiring:
-    return build_fanin(load_settings(BatchSettings, os.environ))
+    return _current.fanin()
 
 
-@functools.cache
 def sweeper() -> SweeperWiring:
-    return build_sweeper(load_settings(SweeperSettings, os.environ))
+    return _current.sweeper()
+
+
+def use(container: Container) -> None:
+    """Handle the next events as ``container`` (tests keep one per AWS identity, as each
+    function's container has its own credentials)."""
+    global _current  # noqa: PLW0603 - which container is handling, switched only by tests
+    _current = container
 
 
 def reset() -> None:
-    """Forget every function's wiring, as a new container would (tests: a fresh AWS)."""
-    for built in (webhook, fanin, sweeper):
-        built.cache_clear()
+    """Forget every container's wiring, as new containers would (tests: a fresh AWS, or
+    settings changed)."""
+    for container in list(Container._every):
+        container.forget()

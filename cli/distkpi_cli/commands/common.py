@@ -1,0 +1,65 @@
+"""What the commands share: exit codes, the table they read, its options."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
+
+from distkpi.exceptions import DistkpiError
+
+if TYPE_CHECKING:
+    from distkpi.adapters.dynamo import DynamoTable
+
+DEFAULT_STATE = Path("out/local/state")  # distkpi local's state folder (local/state.py)
+FAILURE = 1
+USAGE_ERROR = 2
+
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+class UsageError(DistkpiError):
+    """The command line names nothing usable (no table given or set, no such run)."""
+
+
+@contextmanager
+def open_table(args: argparse.Namespace, write: bool = False) -> Iterator[DynamoTable]:
+    """The deployed table (--table), or with --local the local stack's or state folder's."""
+    import os
+
+    import boto3
+
+    from distkpi.adapters.aws import CLIENT_CONFIG
+    from distkpi.adapters.dynamo import DynamoTable
+
+    if args.local:
+        from distkpi_cli.local.attach import local_table
+        from distkpi_cli.local.state import StateFolder
+
+        with local_table(StateFolder(Path(args.state)), write=write) as table:
+            yield table
+        return
+    name = args.table or os.environ.get("TABLE_NAME")
+    if not name:
+        raise UsageError(
+            "no table: give --table or set TABLE_NAME (the stack's RunsTableName), or --local"
+        )
+    resource = boto3.resource("dynamodb", endpoint_url=args.endpoint_url, config=CLIENT_CONFIG)
+    yield DynamoTable(name, resource.Table(name))
+
+
+def table_options(p: argparse.ArgumentParser, *, suite: bool = True) -> None:
+    if suite:
+        p.add_argument("--repo", required=True, help="owner/name")
+        p.add_argument("--model", required=True, help="suite name")
+        p.add_argument("--branch", default="develop")
+    p.add_argument("--table", help="DynamoDB table (default: $TABLE_NAME)")
+    p.add_argument("--endpoint-url", help="AWS endpoint, e.g. a local moto server")
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="the running `distkpi local up`, or else the local state folder",
+    )
+    p.add_argument("--state", default=str(DEFAULT_STATE), help="with --local: the state folder")

@@ -1,0 +1,35 @@
+"""`distkpi kpis RUN_DIR`: a run folder's KPIs, as a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from distkpi_cli.commands.common import Subcommands
+
+
+def run(args: argparse.Namespace) -> int:
+    from distkpi.domain.judging.table import render_table
+    from distkpi.domain.kpis.runfolder import compute_run_kpis, read_run_spec
+    from distkpi_cli.localfs import LocalRunSource
+
+    source = LocalRunSource(Path(args.run_dir))
+    run = compute_run_kpis(source, args.target_accuracy, args.accuracy_pass)
+    if args.json:
+        print(json.dumps(run.to_json(), indent=2))
+    else:
+        target = args.target_accuracy
+        if target is None:
+            target = read_run_spec(source).target_accuracy
+        print(render_table(run, target))
+    return 0
+
+
+def add(sub: Subcommands) -> None:
+    p = sub.add_parser("kpis", help="compute the KPIs of a run folder")
+    p.add_argument("run_dir", help="a run folder: run.json and <config>/node-<i>.json")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--target-accuracy", type=float, help="override run.json's target")
+    p.add_argument("--accuracy-pass", type=int, help="override run.json's accuracy pass")
+    p.set_defaults(func=run)

@@ -1,0 +1,159 @@
+"""`distkpi local`: the whole pipeline on this machine, with real training."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from distkpi_cli.commands.common import DEFAULT_STATE, FAILURE, Subcommands
+
+
+def _fault(text: str) -> tuple[str, int, int]:
+    config, node, epoch = text.rsplit(":", 2)
+    return config, int(node), int(epoch)
+
+
+def run(args: argparse.Namespace) -> int:
+    from distkpi_cli.local.demo import dry_run, print_result, run_local
+    from distkpi_cli.local.state import StateFolder
+
+    source = Path(args.repo) if args.repo else None
+    state = StateFolder(Path(args.state))
+    if args.action == "up":
+        from distkpi_cli.local.up import serve
+
+        return serve(Path(args.suite), state, args.port, fresh=args.fresh)
+    if args.event:
+        return _replay(args, source)
+    if args.dry_run:
+        planned = dry_run(Path(args.suite), args.sha, source=source, state=state)
+        print(json.dumps(planned, indent=2) if args.json else _describe_plan(planned))
+        return 0
+    faults = {(c, n): e for c, n, e in args.fail or []}
+    result = run_local(
+        Path(args.suite),
+        Path(args.out),
+        args.sha,
+        source=source,
+        commits=args.commits,
+        faults=faults,
+        github_app=args.github_app,
+        pull_request=args.pull_request,
+        state=state,
+        fresh=args.fresh,
+    )
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print_result(result)
+    return 0 if result.ok else FAILURE
+
+
+def _replay(args: argparse.Namespace, source: Path | None) -> int:
+    from distkpi_cli.local.replay import read_events, replay
+
+    events = read_events([Path(f) for f in args.event], args.event_name or [])
+    result = replay(Path(args.suite), Path(args.out), events, dry_run=args.dry_run, source=source)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for d in result["deliveries"]:
+            print(f"{d['event']}: {d['status_code']} {d['body'].get('message', '')}")
+        for run in result["runs"]:
+            print(
+                f"run {run['run_id']}: {run.get('state', 'planned')} {run.get('description', '')}"
+            )
+        for status in result["statuses"]:
+            print(f"status {status['context']} {status['state']}: {status['description']}")
+    return FAILURE if any(r.get("state") == "error" for r in result["runs"]) else 0
+
+
+def _describe_plan(planned: dict[str, Any]) -> str:
+    lines = []
+    for run in planned["runs"]:
+        lines.append(f"run {run['run_id']}  model {run['model']}  sha {run['sha']}")
+        for job in run["jobs"]:
+            nodes = job.get("nodeOverrides", {}).get("numNodes", 1)
+            gpus = run["gpus_by_job"][job["jobName"]]
+            lines.append(
+                f"  {job['jobName']}: {nodes} node(s), {gpus} GPU(s), {job['jobDefinition']}"
+            )
+        estimate = run["gpu_hours_estimate"]
+        cost = (
+            f"about {estimate:.3g} GPU-hours (median of the base branch's last "
+            f"{run['gpu_hours_estimate_runs']} run(s))"
+            if estimate is not None
+            else "no estimate of GPU-hours: the base branch has no runs that know theirs"
+        )
+        lines.append(f"  {run['gpus']} GPUs in all; {cost}")
+    for status in planned["statuses"]:
+        lines.append(f"status {status['context']} {status['state']}: {status['description']}")
+    return "\n".join(lines)
+
+
+def add(sub: Subcommands) -> None:
+    p = sub.add_parser("local", help="the whole pipeline on this machine, with real training")
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=["up"],
+        help="up: keep the local stack running (until Ctrl-C) for the other commands",
+    )
+    p.add_argument("--suite", default="infra/suites/local.yaml", help="suite file to run")
+    p.add_argument(
+        "--state",
+        default=str(DEFAULT_STATE),
+        help="folder the local AWS state (history, runs, reports) is kept in between runs",
+    )
+    p.add_argument(
+        "--fresh", action="store_true", help="start from empty state (deletes the --state folder)"
+    )
+    p.add_argument("--port", type=int, default=4566, help="with up: moto's port (GitHub: next)")
+    p.add_argument(
+        "--pull-request",
+        action="store_true",
+        help="the last commit comes as a pull request onto its parent (else it is pushed)",
+    )
+    p.add_argument("--repo", help="git repository whose code is measured (default: this one)")
+    p.add_argument("--sha", default="HEAD", help="commit (any git revision) to measure")
+    p.add_argument(
+        "--dry-run", action="store_true", help="stop after the webhook: what would be submitted"
+    )
+    p.add_argument("--json", action="store_true", help="print statuses and runs as JSON")
+    p.add_argument(
+        "--github-app",
+        action="store_true",
+        help="sign in to GitHub as an App: check runs with the KPI table (JSON adds `checks`)",
+    )
+    p.add_argument("--out", default="out/local", help="where run folders and job logs go")
+    p.add_argument(
+        "--commits",
+        type=int,
+        default=1,
+        help="N merges: --sha and the N-1 commits before it (first parent) are pushed to "
+        "develop, oldest first, each judged against the runs before it",
+    )
+    p.add_argument(
+        "--event",
+        action="append",
+        metavar="FILE",
+        help="replay this recorded delivery (headers and payload, or a bare payload), signed "
+        "with the local secret; repeat for a sequence",
+    )
+    p.add_argument(
+        "--event-name",
+        action="append",
+        metavar="NAME",
+        help="the event of every --event (once), or of the n-th (once per --event); default: "
+        "the file's X-GitHub-Event header",
+    )
+    p.add_argument(
+        "--fail",
+        type=_fault,
+        action="append",
+        metavar="CONFIG:NODE:EPOCH",
+        help="make that node's training crash after that epoch (to see an error verdict)",
+    )
+    p.set_defaults(func=run)

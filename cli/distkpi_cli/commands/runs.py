@@ -1,0 +1,52 @@
+"""`distkpi runs`: the runs of one commit, with their verdicts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from distkpi_cli.commands.common import Subcommands, open_table, table_options
+
+if TYPE_CHECKING:
+    from distkpi.domain.records import RunRecord
+
+
+def run(args: argparse.Namespace) -> int:
+    from distkpi.adapters.dynamo import RunRepository
+
+    with open_table(args) as table:
+        runs = RunRepository(table).of_commit(args.repo, args.sha)
+    if args.json:
+        print(json.dumps([_run_summary(r) for r in runs], indent=2))
+        return 0
+    if not runs:
+        print(f"no runs of {args.repo}@{args.sha[:10]}")
+    for summary in map(_run_summary, runs):
+        print(
+            f"{summary['created_at']}  {summary['run_id']:40s} {summary['status']:8s} "
+            f"{summary['state'] or '-':8s} {summary['description'] or ''}"
+        )
+    return 0
+
+
+def _run_summary(run: RunRecord) -> dict[str, object]:
+    evaluation = run.evaluation
+    return {
+        "run_id": run.run_id,
+        "model": run.model,
+        "event": run.trigger.event,
+        "created_at": run.created_at,
+        "status": run.status.value,
+        "state": evaluation.verdict.state.value if evaluation else None,
+        "description": evaluation.description if evaluation else run.cancelled_reason,
+    }
+
+
+def add(sub: Subcommands) -> None:
+    commit = sub.add_parser("runs", help="the runs of one commit, with their verdicts")
+    commit.add_argument("--repo", required=True, help="owner/name")
+    commit.add_argument("--sha", required=True)
+    commit.add_argument("--json", action="store_true")
+    table_options(commit, suite=False)
+    commit.set_defaults(func=run)

@@ -1,0 +1,46 @@
+"""`distkpi site`: the KPI history as static pages."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from distkpi_cli.commands.common import Subcommands, open_table, table_options
+
+
+def run(args: argparse.Namespace) -> int:
+    from distkpi.adapters.dynamo import HistoryRepository
+    from distkpi.reporting.site import FolderSite, build_site
+
+    out = Path(args.out)
+    with open_table(args) as table:
+        built = build_site(
+            HistoryRepository(table),
+            FolderSite(out),
+            repo=args.repo,
+            model=args.model,
+            branch=args.branch,
+            report_url=args.report_url,
+            page_runs=args.page_runs,
+        )
+    print(
+        f"{out / 'index.html'}: {built.histories} histories, {built.runs} runs, "
+        f"{built.pages} page(s)"
+    )
+    return 0
+
+
+def add(sub: Subcommands) -> None:
+    site = sub.add_parser("site", help="write the KPI history as static pages to browse")
+    site.add_argument("--out", required=True, help="folder to write index.html and pages to")
+    site.add_argument("--repo", help="only this repository's histories (owner/name)")
+    site.add_argument("--model", help="only this suite's")
+    site.add_argument("--branch", help="only this branch's")
+    site.add_argument(
+        "--report-url",
+        default="../reports/{run_id}/index.html",
+        help="where a point links, {run_id} filled in (default: the reports beside the site)",
+    )
+    site.add_argument("--page-runs", type=int, default=500, help="runs per page of a history")
+    table_options(site, suite=False)
+    site.set_defaults(func=run)
