@@ -9,6 +9,7 @@ the job record the launcher wrote next to it.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import shutil
@@ -51,6 +52,7 @@ def python_for_the_code() -> str:
     packages = [sysconfig.get_paths()["purelib"], *map(str, _package_roots())]
     folder = Path(tempfile.mkdtemp(prefix="distkpi-python-"))
     folder.chmod(0o755)
+    atexit.register(shutil.rmtree, folder, True)
     for name in ("python", "python3", version):
         wrapper = folder / name
         wrapper.write_text(
