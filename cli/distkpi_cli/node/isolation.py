@@ -129,8 +129,8 @@ def _own_name() -> str:
 
 def code_user(env: Mapping[str, str]) -> CodeUser:
     """The code's user. As root: DISTKPI_RUN_AS_UID (and _GID, default the same number), else
-    a uid of LEASED_UIDS that this machine's other nodes do not hold and no process runs as.
-    Root is refused as the code's user."""
+    a uid of LEASED_UIDS that this machine's other nodes do not hold, no account has and no
+    process runs as. Root is refused as the code's user."""
     if os.geteuid() != 0:
         return CodeUser(os.getuid(), os.getgid(), separate=False)
     given = env.get("DISTKPI_RUN_AS_UID")
@@ -147,6 +147,16 @@ def _number(name: str, value: str) -> int:
     if not value.isdigit():
         raise IsolationError(f"{name} is not a number: {value!r}")
     return int(value)
+
+
+def _has_account(uid: int) -> bool:
+    import pwd
+
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return True
 
 
 def _lease_dir() -> Path:
@@ -168,11 +178,9 @@ def _lease_uid() -> CodeUser:
         except BlockingIOError:
             lease.close()
             continue
-        if processes_of(uid):  # someone else's, or a node killed before it cleaned up
-            stop_processes_of(uid)
-            if processes_of(uid):
-                lease.close()
-                continue
+        if _has_account(uid) or processes_of(uid):  # someone's: never ours to kill
+            lease.close()
+            continue
         return CodeUser(uid, uid, separate=True, lease=lease)
     raise IsolationError(f"every uid of {LEASED_UIDS.start}-{LEASED_UIDS.stop - 1} is in use")
 
