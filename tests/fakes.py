@@ -48,12 +48,7 @@ class FakeRuns:
         self._started: set[str] = set()
         self._leases: dict[str, int] = {}
 
-    def create(
-        self,
-        run: RunRecord,
-        configs: Mapping[str, int],
-        manifest_keys: Mapping[str, str] | None = None,
-    ) -> bool:
+    def create(self, run: RunRecord, configs: Mapping[str, int]) -> bool:
         with self._lock:
             if run.run_id in self._runs:
                 return False
@@ -64,7 +59,6 @@ class FakeRuns:
                     name=name,
                     nodes_expected=nodes,
                     state=ConfigState.PENDING,
-                    manifest_key=(manifest_keys or {}).get(name),
                 )
                 for name, nodes in configs.items()
             }

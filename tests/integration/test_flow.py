@@ -9,11 +9,13 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import boto3
 import pytest
 
 from distkpi.domain.logs.filesummary import ENGINE_VERSION
-from distkpi.domain.signing import sign
+from distkpi.domain.signing import config_key, sign
 from distkpi.entry import wiring
+from distkpi_cli.local.aws_stack import MANIFEST_SECRET_ID
 from distkpi_cli.local.handlers import LambdaContext
 from distkpi_cli.node.summaries import describe
 from tests.conftest import trainer_log
@@ -55,6 +57,8 @@ def upload_node(
         files.append(entry)
     manifest = {
         "schema": 1,
+        "run_id": run_id,
+        "config": config,
         "node": node,
         "exit_code": exit_code,
         "started_at": "2026-11-30T03:00:00Z",
@@ -72,10 +76,11 @@ def upload_node(
 
 
 def config_key_of(stack: Stack, run_id: str, config: str) -> str:
-    """The manifest key the launcher gave the config's job (on its config item); any key
-    for a config that does not exist."""
-    found = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": f"CONFIG#{config}"})
-    return str(found["Item"]["manifest_key"]) if "Item" in found else "no such config"
+    """The manifest key the launcher gave the config's job: derived from the stack's master
+    secret over the run and config (a config that does not exist has one too)."""
+    secrets = boto3.client("secretsmanager")
+    master = secrets.get_secret_value(SecretId=MANIFEST_SECRET_ID)["SecretString"]
+    return config_key(master, run_id, config)
 
 
 def run_all_nodes(

@@ -4,11 +4,14 @@ the approval holds for one head only, members run at once, drafts wait to be rea
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 import yaml
+from boto3.dynamodb.conditions import Key
 
+from distkpi.adapters.batch import WITHHELD_KEY
 from distkpi.entry import wiring
 from tests.integration.conftest import BUCKET, ROOT, Stack, event
 from tests.integration.test_flow import (
@@ -16,6 +19,7 @@ from tests.integration.test_flow import (
     config_key_of,
     deliver_all,
     final_statuses,
+    jobs_by_config,
     run_all_nodes,
     trainer_log,
     upload_node,
@@ -131,11 +135,47 @@ def test_a_manifest_signed_with_another_configs_key_fails_that_config(stack: Sta
     log = trainer_log(THROUGHPUT["1x1"])
     keys.append(upload_node(stack, run_id, "1x1", 0, "trainer", 0, log, key=other_key))
     deliver_all(stack, keys, copies=1)
+    assert final_statuses(stack) == []  # the forged manifest does not count its node
+    stack.job_succeeded(jobs_by_config(stack, run_id)["1x1"])  # the job ends: settled
     (final,) = final_statuses(stack)
     assert final["state"] == "error" and final["description"].startswith("1x1 failed")
     problems = config_item(stack, run_id, "1x1")["kpis"]["problems"]
     assert "node 0: 1x1/node-0.json is not signed with this config's key (forged?)" in problems
     assert config_item(stack, run_id, "1x8")["state"] == "ok"
+
+
+def test_an_unsigned_node_file_does_not_count_and_the_nodes_own_manifest_does(
+    stack: Stack,
+) -> None:
+    # another job drops an unsigned node-0.json into this run's 1x1 before its node reports
+    (run_id,) = stack.webhook("pull_request", delivery="t3")["json"]["runs"]
+    stray = {"schema": 1, "node": 0, "exit_code": 0, "files": []}
+    stray |= {"started_at": "2026-11-30T03:00:00Z", "finished_at": "2026-11-30T03:00:01Z"}
+    stray_key = f"runs/{run_id}/1x1/node-0.json"
+    stack.job_s3.put_object(Bucket=BUCKET, Key=stray_key, Body=json.dumps(stray))
+    stack.collect(stray_key)
+    assert config_item(stack, run_id, "1x1").get("nodes_reported", set()) == set()
+    # the genuine manifest replaces it and counts, and the run is judged as usual
+    deliver_all(stack, run_all_nodes(stack, run_id), copies=1)
+    assert config_item(stack, run_id, "1x1")["state"] == "ok"
+    (final,) = final_statuses(stack)
+    assert final["state"] == "success"
+
+
+def test_a_manifest_of_another_node_copied_to_a_nodes_place_does_not_count(
+    stack: Stack,
+) -> None:
+    (run_id,) = stack.webhook("pull_request", delivery="t4")["json"]["runs"]
+    keys = [k for k in run_all_nodes(stack, run_id) if "/2x8-4ps/node-1.json" not in k]
+    node_0 = f"runs/{run_id}/2x8-4ps/node-0.json"
+    copied = stack.s3.get_object(Bucket=BUCKET, Key=node_0)["Body"].read()
+    node_1 = f"runs/{run_id}/2x8-4ps/node-1.json"
+    stack.job_s3.put_object(Bucket=BUCKET, Key=node_1, Body=copied)
+    deliver_all(stack, [*keys, node_1], copies=1)
+    assert config_item(stack, run_id, "2x8-4ps")["nodes_reported"] == {0, 2, 3, 4, 5}
+    stack.job_succeeded(jobs_by_config(stack, run_id)["2x8-4ps"])
+    problems = config_item(stack, run_id, "2x8-4ps")["kpis"]["problems"]
+    assert "node 1: 2x8-4ps/node-1.json says it is node 0" in problems
 
 
 def suite_with_paths(stack: Stack, *paths: str) -> None:
@@ -218,3 +258,19 @@ def test_an_allowed_installation_lets_its_repositories_run(
     assert stack.webhook("push", payload=ours, delivery="i1")["statusCode"] == 201
     assert stack.webhook("push", payload=theirs, delivery="i2")["statusCode"] == 202
     assert len(stack.jobs()) == 4
+
+
+def test_no_manifest_key_is_stored_and_each_job_is_given_its_configs_own(stack: Stack) -> None:
+    (run_id,) = stack.webhook("pull_request", delivery="t5")["json"]["runs"]
+    items = stack.table.query(KeyConditionExpression=Key("PK").eq(f"RUN#{run_id}"))["Items"]
+    assert len(items) == 5 and not any("manifest_key" in item for item in items)
+    submitted = {j["jobId"]: j for j in stack.jobs()}
+    for config, job_id in jobs_by_config(stack, run_id).items():
+        key = config_key_of(stack, run_id, config)
+        stored = stack.table.get_item(Key={"PK": f"JOB#{job_id}", "SK": "JOB"})["Item"]
+        assert key not in json.dumps(stored, default=str)
+        assert WITHHELD_KEY in json.dumps(stored["request"], default=str)
+        shown = json.dumps(submitted[job_id], default=str)  # what DescribeJobs shows
+        assert not any(
+            config_key_of(stack, run_id, c) in shown for c in ("1x1", "1x8") if c != config
+        )

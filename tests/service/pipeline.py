@@ -12,7 +12,7 @@ from typing import Any
 from distkpi.domain.github.webhook import Trigger, decide
 from distkpi.domain.layout import config_prefix
 from distkpi.domain.logs.filesummary import ENGINE_VERSION
-from distkpi.domain.signing import sign
+from distkpi.domain.signing import ManifestKeys, sign
 from distkpi.services.alerts import RegressionAlerts
 from distkpi.services.deadlines import RunDeadlines
 from distkpi.services.finish import RunFinisher
@@ -61,6 +61,8 @@ class Pipeline:
     checks: bool = False  # signed in as a GitHub App: check runs instead of statuses
     alarms: FakeAlarms = field(default_factory=FakeAlarms)
     topic: FakeTopic = field(default_factory=FakeTopic)
+    # each config's key, from a master secret as the stack's
+    keys: ManifestKeys = field(default_factory=lambda: ManifestKeys(lambda: "master secret"))
 
     def __post_init__(self) -> None:
         suite = ROOT / "infra" / "suites" / "resnet50.yaml"
@@ -73,7 +75,9 @@ class Pipeline:
             self.runs, self.history, self.store, self.statuses, self.counts, self.clock, alerts
         )
         finisher = RunFinisher(self.runs, self.history, self.publisher, self.clock)
-        self.settler = ConfigSettler(self.runs, self.jobs, self.store, finisher, self.counts)
+        self.settler = ConfigSettler(
+            self.runs, self.jobs, self.store, finisher, self.keys, count=self.counts
+        )
         self.starter = RunStarter(
             runs=self.runs,
             deliveries=FakeDeliveries(),
@@ -83,6 +87,7 @@ class Pipeline:
             catalog=self.store,
             statuses=self.statuses,
             launcher=self.launcher,
+            keys=self.keys,
             settler=lambda: self.settler,
             count=self.counts,
             clock=self.clock,
@@ -126,6 +131,8 @@ def report_node(
         files.append(entry | describe(io.BytesIO(body.encode()), kind))
     manifest: dict[str, Any] = {
         "schema": 1,
+        "run_id": run_id,
+        "config": config,
         "node": node,
         "exit_code": 0,
         "started_at": "2026-11-30T03:00:00Z",
@@ -133,9 +140,7 @@ def report_node(
         "files": files,
         "engine_version": ENGINE_VERSION,
     }
-    record = pipeline.runs.config(run_id, config)
-    assert record is not None and record.manifest_key is not None
-    signed = sign(record.manifest_key, manifest)
+    signed = sign(pipeline.keys.for_config(run_id, config), manifest)
     pipeline.store.put_bytes(f"{prefix}node-{node}.json", json.dumps(signed).encode())
     pipeline.settler.on_node_manifest(run_id, config, node)
 

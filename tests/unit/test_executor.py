@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from distkpi_cli.local.executor import Executor, JobOutcome, LocalJob
+from distkpi.adapters.batch import WITHHELD_KEY, BatchLauncher, without_key
+from distkpi.domain.planning.jobs import plan_jobs, run_spec_for
+from distkpi.domain.planning.suites import load_suite
+from distkpi.domain.signing import ManifestKeys, config_key
+from distkpi_cli.local.executor import Executor, JobOutcome, LocalJob, job_from_request
+from tests.unit.test_planning import ROOT, TRIGGER
+
+SUITE = load_suite(ROOT / "infra" / "suites" / "local.yaml")
 
 # node 0 and node 1 each run this, told apart by AWS_BATCH_JOB_NODE_INDEX
 SCRIPT = (
@@ -73,3 +81,20 @@ def test_they_are_kept_when_asked_or_when_a_node_failed(tmp_path: Path) -> None:
         f"work dirs of local-abc-1 kept, as a node failed: {work}"
     )
     assert (work / "1x1" / "node-0" / "checkout.txt").exists()
+
+
+def test_each_node_gets_its_configs_key_in_place_of_the_one_the_stored_request_withholds(
+    tmp_path: Path,
+) -> None:
+    # the request as the launcher stored it: the key withheld, as in the JOB# item
+    request = BatchLauncher("q", "single", "multi").request(
+        plan_jobs(run_spec_for("r1", TRIGGER, SUITE), SUITE, "b", {"1x1": "k" * 64})[0]
+    )
+    stored = without_key(request)
+    local = job_from_request("job-1", "1x1", stored, ["distkpi", "node"])
+    assert local.node_env[0]["DISTKPI_MANIFEST_KEY"] == WITHHELD_KEY
+    keys = ManifestKeys(lambda: "the stack's master secret")
+    executor = Executor(tmp_path, tmp_path / "work", {}, keys=keys.for_config)
+    env = executor._node_env(local, 0)
+    assert env["DISTKPI_MANIFEST_KEY"] == config_key("the stack's master secret", "r1", "1x1")
+    assert "k" * 64 not in json.dumps(stored)

@@ -107,9 +107,12 @@ def test_a_summary_that_is_not_one_is_a_contract_error(data: object) -> None:
 
 def nodes_write_manifests(folder: Path, **changes: Any) -> None:
     """Each node's manifest of the seed run as `distkpi node` writes it: every file's sha256
-    and summary from one read, the engine's version, signed with the config's key."""
+    and summary from one read, the engine's version, its run and config, signed with the
+    config's key."""
+    run_id = json.loads((folder / "run.json").read_text())["run_id"]
     for path in sorted(folder.glob("*/node-*.json")):
         manifest = json.loads(path.read_text())
+        manifest |= {"run_id": run_id, "config": path.parent.name}
         for entry in manifest["files"]:
             with (path.parent / entry["path"]).open("rb") as stream:
                 entry.update(describe(stream, entry["kind"]))

@@ -20,7 +20,7 @@ from moto import mock_aws
 
 from distkpi.domain.logs.filesummary import ENGINE_VERSION, summarize, summary_from_json
 from distkpi.domain.logs.logsummary import Level
-from distkpi.domain.signing import signed_by
+from distkpi.domain.signing import sign, signed_by
 from distkpi_cli.node.runner import NodeRunner
 from tests.conftest import offline_aws
 
@@ -46,7 +46,7 @@ DUMP = (
     "seen['built'] = pathlib.Path('built.txt').read_text().strip()\n"
     "pathlib.Path(os.environ['DISTKPI_LOG_DIR'], 'seen.json').write_text(json.dumps(seen))\n"
     "print('Pass = 0, Training performance = 10 imgs/s, Test accuracy = 0.5')\n"
-    "sys.exit(int(os.environ.get('EXIT_WITH', '0')))\n"
+    "sys.exit(int(os.environ.get('DISTKPI_EXIT_WITH', '0')))\n"
 )
 
 
@@ -250,7 +250,7 @@ def test_a_crashing_command_is_its_exit_code_with_its_output(
     s3: Any, repo: tuple[Path, str, str], tmp_path: Path
 ) -> None:
     path, _, tip = repo
-    assert run_job(path, tip, tmp_path / "work", 1, EXIT_WITH="7") == [7]
+    assert run_job(path, tip, tmp_path / "work", 1, DISTKPI_EXIT_WITH="7") == [7]
     assert manifest(s3, 0)["exit_code"] == 7 and "problem" not in manifest(s3, 0)
     assert manifest(s3, 0)["wall_s"] >= manifest(s3, 0)["setup_s"] >= 0
 
@@ -260,7 +260,7 @@ def test_no_value_of_the_environment_reaches_what_the_node_writes(
 ) -> None:
     path, _, tip = repo
     setup = json.dumps(["echo building"])
-    run_job(path, tip, tmp_path / "work", 2, 1, DISTKPI_SETUP=setup, EXIT_WITH="1")
+    run_job(path, tip, tmp_path / "work", 2, 1, DISTKPI_SETUP=setup, DISTKPI_EXIT_WITH="1")
     for node in range(3):
         for entry in manifest(s3, node)["files"]:
             if entry["kind"] != "file":  # seen.json is the command's own dump
@@ -288,8 +288,7 @@ def test_a_command_still_running_at_its_deadline_is_stopped_with_its_children(
     # a parameter server that no trainer ever reaches, with a helper process of its own
     path, _, tip = repo
     env = node_env(path, tip, tmp_path / "work", 0, 1, 0, DISTKPI_COMMAND_TIMEOUT_S="2")
-    pidfile = tmp_path / "helper.pid"
-    serve = f"sleep 600 & echo $! > {pidfile}; echo serving; sleep 600"
+    serve = 'sleep 600 & echo $! > "$DISTKPI_LOG_DIR/helper.pid"; echo serving; sleep 600'
     assert NodeRunner(env, ["sh", "-c", serve]).run() == 124
     got = manifest(s3, 0)
     assert (got["exit_code"], got["problem"]) == (
@@ -297,7 +296,7 @@ def test_a_command_still_running_at_its_deadline_is_stopped_with_its_children(
         "command still running at its deadline of 2s; stopped",
     )
     assert "serving" in uploaded(s3, "logs/trainer-0.log")
-    helper = int(pidfile.read_text())
+    helper = int(uploaded(s3, "files/trainer-0/helper.pid"))
     assert subprocess.run(
         ["ps", "-o", "stat=", "-p", str(helper)], capture_output=True, text=True, check=False
     ).stdout.strip() in ("", "Z")
@@ -317,7 +316,7 @@ def test_environment_dumps_left_by_paddles_launcher_are_not_uploaded(
     s3: Any, repo: tuple[Path, str, str], tmp_path: Path
 ) -> None:
     path, _, tip = repo
-    env = node_env(path, tip, tmp_path / "work", 0, 1, 0, SOME_SETTING="visible-to-the-job")
+    env = node_env(path, tip, tmp_path / "work", 0, 1, 0, DISTKPI_SOME_SETTING="visible-to-the-job")
     assert NodeRunner(env, ["python3", "-c", LAUNCHER]).run() == 0
     files = [f["path"] for f in manifest(s3, 0)["files"] if f["kind"] == "file"]
     assert files == ["files/trainer-0/workerlog.0"]
@@ -357,6 +356,64 @@ def test_a_rendezvous_record_not_signed_with_the_configs_key_fails_the_node(
     assert manifest(s3, 0)["problem"] == (
         "rendezvous: node 1's record is not signed with this config's key"
     )
+
+
+@pytest.mark.parametrize(
+    ("signed_for", "found"),
+    [
+        ({"run_id": "r1", "config": "c", "node": 0}, "node 0 of config c of run r1"),
+        ({"run_id": "r1", "config": "other", "node": 1}, "node 1 of config other of run r1"),
+        ({"run_id": "r0", "config": "c", "node": 1}, "node 1 of config c of run r0"),
+    ],
+)
+def test_a_signed_rendezvous_record_copied_from_another_node_config_or_run_fails_the_node(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path, signed_for: dict[str, Any], found: str
+) -> None:
+    # a genuine record (here signed with the same key, the worst case) stored as node 1's
+    path, _, tip = repo
+    key = "k" * 64
+    record = sign(key, {**signed_for, "address": "203.0.113.9", "port": 4242, "spare_port": 1})
+    s3.put_object(Bucket=BUCKET, Key="runs/r1/c/rendezvous/node-1.json", Body=json.dumps(record))
+    env = node_env(path, tip, tmp_path / "work", 0, 2, 0, DISTKPI_MANIFEST_KEY=key)
+    env["DISTKPI_NODE_WAIT_S"] = "0"
+    assert NodeRunner(env, ["python3", "bench.py"]).run() == 1
+    assert manifest(s3, 0)["problem"] == (
+        f"rendezvous: rendezvous/node-1.json is signed for {found}, not node 1 of c of r1: copied"
+    )
+
+
+def test_the_manifest_says_its_run_config_and_node_inside_what_is_signed(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    path, _, tip = repo
+    key = "k" * 64
+    assert run_job(path, tip, tmp_path / "work", 1, DISTKPI_MANIFEST_KEY=key) == [0]
+    got = manifest(s3, 0)
+    assert (got["run_id"], got["config"], got["node"]) == ("r1", "c", 0)
+    assert not signed_by(key, {**got, "run_id": "r2"})
+
+
+def test_links_fifos_and_other_users_files_the_command_leaves_are_not_uploaded(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    # the code points the runner (root) at what only root may read, or at what never ends
+    path, _, tip = repo
+    secret = tmp_path / "roots-own.txt"
+    secret.write_text(SECRET)
+    leave = (
+        'cd "$DISTKPI_LOG_DIR" && ln -s /proc/1/environ environ-of-init && '
+        f"ln -s {secret} roots-own && mkfifo never-ends && mkdir d && ln -s / d/everything && "
+        "echo kept > kept.txt"
+    )
+    env = node_env(path, tip, tmp_path / "work", 0, 1, 0)
+    assert NodeRunner(env, ["sh", "-c", leave]).run() == 0
+    files = [f["path"] for f in manifest(s3, 0)["files"] if f["kind"] == "file"]
+    assert files == ["files/trainer-0/kept.txt"]
+    log = uploaded(s3, "logs/trainer-0.log")
+    assert "not uploaded, not regular files of the code's: " in log
+    for name in ("environ-of-init", "roots-own", "never-ends", "d/everything"):
+        assert f"files/trainer-0/{name}" in log
+    assert SECRET not in log
 
 
 TRAINS = (  # a benchmark printing Paddle's per-pass lines and leaving a file for people

@@ -6,7 +6,12 @@ import pytest
 from distkpi.exceptions import ContractError
 from distkpi.settings import FunctionSettings, SweeperSettings, WebhookSettings, load_settings
 
-COMMON = {"TABLE_NAME": "t", "BUCKET_NAME": "b", "GITHUB_TOKEN_SECRET_ID": "s"}
+COMMON = {
+    "TABLE_NAME": "t",
+    "BUCKET_NAME": "b",
+    "GITHUB_TOKEN_SECRET_ID": "s",
+    "MANIFEST_SECRET_ID": "m",
+}
 BATCH = {"JOB_QUEUE": "q", "SINGLE_NODE_JOB_DEFINITION": "d1", "MULTI_NODE_JOB_DEFINITION": "d2"}
 
 

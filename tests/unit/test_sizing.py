@@ -124,6 +124,7 @@ def test_the_functions_default_to_what_the_template_defaults_to() -> None:
             "TABLE_NAME": "t",
             "BUCKET_NAME": "b",
             "GITHUB_TOKEN_SECRET_ID": "s",
+            "MANIFEST_SECRET_ID": "k",
             "JOB_QUEUE": "q",
             "SINGLE_NODE_JOB_DEFINITION": "s",
             "MULTI_NODE_JOB_DEFINITION": "m",

@@ -36,6 +36,7 @@ LOCAL_REPOSITORIES = "local/demo,PaddlePaddle/Paddle"
 GITHUB_TOKEN_SECRET_ID = "distkpi-local-github-token"
 GITHUB_APP_SECRET_ID = "distkpi-local-github-app"
 REPORT_LINK_SECRET_ID = "distkpi-local-report-links"
+MANIFEST_SECRET_ID = "distkpi-local-manifest-master"
 REGRESSION_TOPIC = "distkpi-local-regressions"
 
 
@@ -169,6 +170,7 @@ def provision(
     sm.create_secret(Name=GITHUB_TOKEN_SECRET_ID, SecretString=github_token)
     sm.create_secret(Name=GITHUB_APP_SECRET_ID, SecretString=github_app or "replace-me")
     sm.create_secret(Name=REPORT_LINK_SECRET_ID, SecretString=secrets.token_hex(20))
+    sm.create_secret(Name=MANIFEST_SECRET_ID, SecretString=secrets.token_hex(32))
     topic = client("sns").create_topic(Name=REGRESSION_TOPIC)["TopicArn"]
     return Provisioned(
         *_batch(client("batch"), client("iam"), template), topic, github_app is not None
@@ -254,6 +256,7 @@ def function_environment(aws: LocalAws | Provisioned, github_url: str) -> dict[s
         "BRANCHES": "develop",
         "ALLOWED_REPOSITORIES": LOCAL_REPOSITORIES,
         "REPORT_LINK_SECRET_ID": REPORT_LINK_SECRET_ID,
+        "MANIFEST_SECRET_ID": MANIFEST_SECRET_ID,
         "ALERT_TOPIC_ARN": aws.regression_topic,
         "GITHUB_APP_SECRET_ID": GITHUB_APP_SECRET_ID if aws.github_app else "",
         "POWERTOOLS_TRACE_DISABLED": "true",

@@ -53,7 +53,13 @@ class Dispatcher:
 
     def run_jobs(self, run_ids: list[str], faults: dict[tuple[str, int], int]) -> list[JobOutcome]:
         stack = self.stack
-        executor = Executor(self.source, self.out / "work", stack.worker_environment(), faults)
+        executor = Executor(
+            self.source,
+            self.out / "work",
+            stack.worker_environment(),
+            faults,
+            keys=stack.manifest_keys.for_config,
+        )
         outcomes = []
         jobs = self.submitted_jobs(run_ids)
         for number, job in enumerate(jobs, 1):

@@ -20,9 +20,11 @@ from unittest import mock
 
 from distkpi.adapters.dynamo import DynamoTable, JobRepository, RunRepository
 from distkpi.domain.layout import SUITES
+from distkpi.domain.signing import ManifestKeys
 from distkpi_cli.local.attach import RunningStack, running
 from distkpi_cli.local.aws_stack import (
     BUCKET,
+    MANIFEST_SECRET_ID,
     TABLE,
     LocalAws,
     aws_environment,
@@ -114,6 +116,14 @@ class LocalStack:
         result = self.handlers["job_events"].lambda_handler(event, LambdaContext())
         if failed or result["settled_config"]:
             self.say(f"job_events: {name} {status} ({reason})")
+
+    @cached_property
+    def manifest_keys(self) -> ManifestKeys:
+        """Each config's key, derived from the stack's master secret as the launcher does."""
+        sm = self.aws.client("secretsmanager")
+        return ManifestKeys(
+            lambda: str(sm.get_secret_value(SecretId=MANIFEST_SECRET_ID)["SecretString"])
+        )
 
     def worker_environment(self) -> dict[str, str]:
         """What a job's processes need to reach this stack's AWS."""

@@ -56,6 +56,8 @@ def rendezvous(
         return {place.index: own}
     folder = config_key + FOLDER
     record = {
+        "run_id": place.run_id,  # where it belongs, inside what is signed
+        "config": place.config,
         "node": place.index,
         "address": own.address,
         "port": own.port,
@@ -68,14 +70,15 @@ def rendezvous(
         present = {i for i in map(node_index, store.list_names(folder)) if i is not None}
         missing = [n for n in range(place.num_nodes) if n not in present]
         if not missing:
-            return {n: _endpoint(store, folder, n, key) for n in range(place.num_nodes)}
+            return {n: _endpoint(store, folder, place, n, key) for n in range(place.num_nodes)}
         if clock() >= until:
             names = ", ".join(map(str, missing))
             raise NodeProblem(f"rendezvous: node(s) {names} never showed up in {deadline_s:g}s")
         sleep(poll_s)
 
 
-def _endpoint(store: S3RunStore, folder: str, node: int, key: str | None) -> Endpoint:
+def _endpoint(store: S3RunStore, folder: str, place: Place, node: int, key: str | None) -> Endpoint:
+    name = f"{FOLDER}node-{node}.json"
     try:
         record = json.loads(store.read_bytes(f"{folder}node-{node}.json"))
         if not isinstance(record, dict):
@@ -83,6 +86,12 @@ def _endpoint(store: S3RunStore, folder: str, node: int, key: str | None) -> End
         if key and not signed_by(key, record):
             raise NodeProblem(
                 f"rendezvous: node {node}'s record is not signed with this config's key"
+            )
+        found = (record.get("run_id"), record.get("config"), record.get("node"))
+        if key and found != (place.run_id, place.config, node):
+            raise NodeProblem(
+                f"rendezvous: {name} is signed for node {found[2]} of config {found[1]} of "
+                f"run {found[0]}, not node {node} of {place.config} of {place.run_id}: copied"
             )
         spare = record.get("spare_port")
         return Endpoint(

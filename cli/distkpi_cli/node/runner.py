@@ -2,32 +2,36 @@
 
 1. its place in the job (Batch's variables and the launcher's DISTKPI_*);
 2. the code under test: a checkout of DISTKPI_REPO at exactly DISTKPI_SHA, then the
-   suite's setup commands in it;
+   suite's setup commands in it, run as the code's user (node/isolation.py);
 3. the rendezvous with the job's other nodes;
-4. the command, in the checkout, with the frameworks' variables (node/placement.py), its
-   stdout and stderr captured to <role>-<rank>.log and echoed, GPU memory sampled with
-   nvidia-smi when there is a GPU;
-5. those files (a log or GPU file cut at MAX_LOG_BYTES, node/logcap.py) and every file the
-   command left in DISTKPI_LOG_DIR uploaded, then, last,
+4. the command, in the checkout, as the code's user, with the documented variables only
+   and the frameworks' (node/placement.py), its stdout and stderr captured to
+   <role>-<rank>.log and echoed, GPU memory sampled with nvidia-smi when there is a GPU;
+5. once nothing of the code is left running, those files (a log or GPU file cut at
+   MAX_LOG_BYTES, node/logcap.py) and every regular file the command left in
+   DISTKPI_LOG_DIR uploaded, each hashed as it is read for the upload, then, last,
    node-<i>.json with the exit code, wall time, setup time, peak RSS, the hardware
-   (node/hardware.py), the problem if any, and each file's sha256 with, for its logs and
-   GPU samples, the KPI engine's summary (node/summaries.py), so the collector reads none;
+   (node/hardware.py), the problem if any, its run, config and node, and each file's sha256
+   with, for its logs and GPU samples, the KPI engine's summary of the bytes uploaded
+   (node/summaries.py), so the collector reads none; signed;
 6. the main node waits for the others' manifests, since Batch stops them when it exits.
 
-No environment variable's value is written to any log; neither the clone token nor AWS
-credentials reach the command's environment, and the environment dumps Paddle's launcher
-leaves in its log directory are never uploaded. A command still running at its deadline
-(DISTKPI_COMMAND_TIMEOUT_S), such as a parameter server no trainer ever reached, is stopped
-with its whole process group.
+No environment variable's value is written to any log; no secret (the clone token, the
+manifest key, AWS credentials) reaches the code's environment, and the environment dumps
+Paddle's launcher leaves in its log directory are never uploaded. A command still running
+at its deadline (DISTKPI_COMMAND_TIMEOUT_S), such as a parameter server no trainer ever
+reached, is stopped with its whole process group.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -37,42 +41,42 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 from urllib.parse import urlparse
 
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.contracts import MAX_LOG_BYTES, FileKind
-from distkpi.domain.logs.filesummary import ENGINE_VERSION
-from distkpi.domain.signing import sign
+from distkpi.domain.logs.filesummary import ENGINE_VERSION, PARSED_KINDS
+from distkpi.domain.signing import HashingReader, sign
 from distkpi.exceptions import ContractError, StorageError
 from distkpi_cli.node.hardware import Hardware, read_hardware
+from distkpi_cli.node.isolation import (
+    KEY_VARIABLE,
+    CodeUser,
+    IsolationError,
+    Sandbox,
+    code_environment,
+    code_user,
+    guard_runner,
+    stop_code,
+)
 from distkpi_cli.node.logcap import cap_file
 from distkpi_cli.node.placement import Endpoint, Place, expand, framework_environment
 from distkpi_cli.node.rendezvous import free_ports, own_address, rendezvous
-from distkpi_cli.node.source import TOKEN_VARIABLE, NodeProblem, get_source, run_setup
+from distkpi_cli.node.source import NodeProblem, get_source, run_setup
 from distkpi_cli.node.summaries import describe
 
 GPU_QUERY = ["--query-gpu=timestamp,index,memory.used", "--format=csv", "-lms", "500"]
-KEY_VARIABLE = "DISTKPI_MANIFEST_KEY"  # this config's signing key (domain/signing.py)
-# what the command never sees: the clone token, the signing key, the job's AWS credentials
-WITHHELD_VARIABLES = frozenset(
-    {
-        TOKEN_VARIABLE,
-        KEY_VARIABLE,
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-        "AWS_CONTAINER_AUTHORIZATION_TOKEN",
-        "AWS_WEB_IDENTITY_TOKEN_FILE",
-    }
-)
 # Paddle's launcher writes the whole environment into its --log_dir: envlog.<rank>,
 # backup_env.<rank>.json, and an environ({...}) line at the top of its own log
 ENVIRONMENT_DUMP_NAMES = ("envlog.", "backup_env.")
 ENVIRONMENT_DUMP_LINE = b"environ({"
 STOPPED = 124  # a command stopped at its deadline, as timeout(1) reports it
+
+
+class UnsafeFile(Exception):
+    """A file the code left that is not a regular file of its own (a link, a device, a
+    fifo, another user's file): never read, never uploaded."""
 
 
 def _now() -> str:
@@ -86,23 +90,47 @@ class Upload:
     role: str
     rank: int
     kind: FileKind
+    owner: int | None = None  # the uid a file the code left must belong to
 
-    def entry(self) -> dict[str, Any]:
-        """What the manifest says of it: its sha256 as it is uploaded and, for a log or GPU
-        samples, the KPI engine's summary of it (node/summaries.py), from one read."""
-        with self.local.open("rb") as stream:
-            described = describe(stream, self.kind)
+    def send(self, store: S3RunStore, key: str) -> dict[str, Any]:
+        """Upload it, and what the manifest says of it: the sha256 of exactly the bytes
+        that were read for the upload and, for a log or GPU samples (within MAX_LOG_BYTES),
+        the KPI engine's summary of those bytes (node/summaries.py)."""
         entry = {"path": self.path, "role": self.role, "rank": self.rank, "kind": self.kind}
-        return entry | described
+        with open_regular(self.local, self.owner) as f:
+            if self.kind in PARSED_KINDS:
+                data = f.read()
+                store.upload_stream(io.BytesIO(data), key)
+                return entry | describe(io.BytesIO(data), self.kind)
+            with HashingReader(f) as stream:
+                store.upload_stream(stream, key)
+                return entry | {"sha256": stream.finish()}
+
+
+def open_regular(path: Path, owner: int | None = None) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file (not a link, whatever it points
+    to), and ``owner``'s when given; UnsafeFile otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UnsafeFile(f"{exc.strerror}") from exc
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or (owner is not None and info.st_uid != owner):
+        os.close(fd)
+        raise UnsafeFile("not a regular file of the code's user")
+    return os.fdopen(fd, "rb")
 
 
 @dataclass(frozen=True)
 class NodeFiles:
-    """Where a node keeps what it uploads: its log and GPU samples, and DISTKPI_LOG_DIR."""
+    """Where a node keeps what it uploads: its log and GPU samples (the runner's own, in
+    its work dir) and DISTKPI_LOG_DIR (the code's, in its sandbox)."""
 
     work: Path
     role: str
     rank: int
+    log_dir: Path
+    owner: int | None = None  # the code's uid, when it is not the runner's
 
     @property
     def stem(self) -> str:
@@ -116,10 +144,6 @@ class NodeFiles:
     def gpu_csv(self) -> Path:
         return self.work / "logs" / f"{self.stem}.gpu.csv"
 
-    @property
-    def log_dir(self) -> Path:
-        return self.work / "command-logs"
-
     def make(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -131,33 +155,61 @@ class NodeFiles:
             Upload(self.log, f"logs/{self.log.name}", self.role, self.rank, "log"),
             Upload(self.gpu_csv, f"logs/{self.gpu_csv.name}", self.role, self.rank, "gpu_memory"),
         ]
-        for path in self.left_files():
-            if not is_environment_dump(path):
-                named.append(Upload(path, self.file_path(path), self.role, self.rank, "file"))
-        return [u for u in named if u.local.exists()]
+        named = [u for u in named if u.local.exists()]
+        for path in self.kept_files():
+            left = Upload(path, self.file_path(path), self.role, self.rank, "file", self.owner)
+            named.append(left)
+        return named
+
+    def kept_files(self) -> list[Path]:
+        """What the command left that is uploaded: neither an environment dump nor anything
+        but a regular file of the code's own."""
+        return [p for p in self.left_files() if not self.is_environment_dump(p) and self.safe(p)]
+
+    def safe(self, path: Path) -> bool:
+        try:
+            open_regular(path, self.owner).close()
+        except UnsafeFile:
+            return False
+        return True
 
     def left_files(self) -> list[Path]:
-        return [path for path in sorted(self.log_dir.rglob("*")) if path.is_file()]
+        """Every file under DISTKPI_LOG_DIR, and every link to a folder (never followed)."""
+        found = []
+        for folder, dirs, names in os.walk(self.log_dir, followlinks=False):
+            found += [Path(folder, name) for name in names]
+            found += [Path(folder, d) for d in dirs if Path(folder, d).is_symlink()]
+        return sorted(found)
 
     def file_path(self, path: Path) -> str:
         return f"files/{self.stem}/{path.relative_to(self.log_dir).as_posix()}"
 
+    def is_environment_dump(self, path: Path) -> bool:
+        if path.name.startswith(ENVIRONMENT_DUMP_NAMES):
+            return True
+        try:
+            with open_regular(path, self.owner) as f:
+                return f.readline(4096).lstrip().startswith(ENVIRONMENT_DUMP_LINE)
+        except (UnsafeFile, OSError):  # the upload says so, as for any such file
+            return False
+
     def note_withheld(self) -> None:
-        """Say in the node's log which files the command left were environment dumps."""
-        withheld = [self.file_path(p) for p in self.left_files() if is_environment_dump(p)]
-        if withheld:
-            with self.log.open("a") as out:
-                out.write(f"distkpi node: not uploaded, environment dumps: {', '.join(withheld)}\n")
-
-
-def is_environment_dump(path: Path) -> bool:
-    if path.name.startswith(ENVIRONMENT_DUMP_NAMES):
-        return True
-    try:
-        with path.open("rb") as f:
-            return f.readline(4096).lstrip().startswith(ENVIRONMENT_DUMP_LINE)
-    except OSError:  # unreadable: the upload says so, as for any file
-        return False
+        """Say in the node's log which files the command left are not uploaded: environment
+        dumps, and links or other files that are not regular files of the code's."""
+        dumps, unsafe = [], []
+        for path in self.left_files():
+            if self.is_environment_dump(path):
+                dumps.append(self.file_path(path))
+            elif not self.safe(path):
+                unsafe.append(self.file_path(path))
+        with self.log.open("a") as out:
+            if dumps:
+                out.write(f"distkpi node: not uploaded, environment dumps: {', '.join(dumps)}\n")
+            if unsafe:
+                out.write(
+                    "distkpi node: not uploaded, not regular files of the code's: "
+                    f"{', '.join(unsafe)}\n"
+                )
 
 
 @dataclass
@@ -183,10 +235,16 @@ def run_command(
     env: Mapping[str, str],
     files: NodeFiles,
     timeout_s: float | None = None,
+    *,
+    spawn: Mapping[str, Any] | None = None,
+    stop_the_rest: Callable[[], None] | None = None,
 ) -> int | None:
     """The command's exit code, or None when it was still running at ``timeout_s`` and
     was stopped (its process group: SIGTERM, then SIGKILL). Its output is appended to the
-    node's log and echoed; GPU memory sampled while it runs, when nvidia-smi is there."""
+    node's log and echoed; GPU memory sampled while it runs, when nvidia-smi is there.
+    ``spawn``: how it starts (as the code's user, in a session of its own);
+    ``stop_the_rest``: called once it has ended, to stop whatever it left running (which
+    may hold its output open) before the rest of its output is read."""
     log, gpu_csv = files.log, files.gpu_csv
     sampler = None
     if shutil.which("nvidia-smi"):
@@ -201,7 +259,7 @@ def run_command(
                 env=dict(env),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group, stopped as one
+                **(spawn or {"start_new_session": True}),  # its own group, stopped as one
             )
         except OSError as exc:
             raise NodeProblem(f"command cannot start: {args[0]}: {exc.strerror}") from exc
@@ -214,6 +272,8 @@ def run_command(
         except subprocess.TimeoutExpired:
             _stop_group(proc)
             code = None
+        if stop_the_rest is not None:
+            stop_the_rest()
         tee.join(timeout=30)
     if sampler is not None:
         sampler.terminate()
@@ -249,33 +309,67 @@ class NodeRunner:
         bucket, config_key = _bucket_and_key(place.s3_prefix)
         store = self.store_for(bucket)
         work = Path(self.env.get("DISTKPI_WORKDIR") or tempfile.mkdtemp(prefix="distkpi-node-"))
-        files = NodeFiles(work, place.role, place.role_rank)
-        files.make()
         started = self.clock()
         report = NodeReport()
         hardware = self.hardware_of(self.env, place.role)
         try:
-            self._run(place, store, config_key, files, report)
-        except NodeProblem as problem:
-            report.exit_code, report.problem = report.exit_code or 1, problem.problem
-            with files.log.open("a") as out:
-                out.write(f"distkpi node: {problem.problem}\n{problem.detail}\n")
+            user = code_user(self.env)
+            sandbox: Sandbox | None = Sandbox.make(user)
+        except IsolationError as exc:
+            user, sandbox = CodeUser(os.getuid(), os.getgid(), separate=False), None
+            report.exit_code, report.problem = 1, f"cannot isolate the code: {exc}"
+        files = NodeFiles(
+            work,
+            place.role,
+            place.role_rank,
+            sandbox.log_dir if sandbox else work / "no-sandbox",
+            user.uid if user.separate else None,
+        )
+        files.make()
+        if sandbox is not None:
+            try:
+                self._run(place, store, config_key, files=files, sandbox=sandbox, report=report)
+            except NodeProblem as problem:
+                report.exit_code, report.problem = report.exit_code or 1, problem.problem
+                with files.log.open("a") as out:
+                    out.write(f"distkpi node: {problem.problem}\n{problem.detail}\n")
+            finally:  # nothing of the code left running before its files are read
+                self._stop_code(sandbox.user, report)
         files.note_withheld()
         manifest = self._manifest(place, report, self.clock() - started, hardware)
         self._upload(store, config_key, place, files.uploads(), manifest)
+        if sandbox is not None:
+            sandbox.remove()
+        user.release()
         # a failed main node fails the job when it exits: nothing to wait for
         if place.is_main and place.num_nodes > 1 and report.exit_code == 0:
             self._wait_for_others(store, config_key, place)
         return report.exit_code
 
+    @staticmethod
+    def _stop_code(user: CodeUser, report: NodeReport) -> None:
+        try:
+            stop_code(user)
+        except IsolationError as exc:
+            report.exit_code, report.problem = report.exit_code or 1, str(exc)
+
     def _run(
-        self, place: Place, store: S3RunStore, config_key: str, files: NodeFiles, report: NodeReport
+        self,
+        place: Place,
+        store: S3RunStore,
+        config_key: str,
+        *,
+        files: NodeFiles,
+        sandbox: Sandbox,
+        report: NodeReport,
     ) -> None:
-        base = {k: v for k, v in self.env.items() if k not in WITHHELD_VARIABLES}
         setup_started = self.clock()
         url = self.env.get("DISTKPI_SOURCE_URL") or f"https://github.com/{place.repo}.git"
-        source = get_source(url, place.sha, place.repo, files.work, self.env)
-        run_setup(_json_list(self.env, "DISTKPI_SETUP"), source, base, files.log)
+        source = get_source(url, place.sha, place.repo, sandbox.src, self.env)
+        sandbox.hand_over()  # checked out by the runner (the token is its), then the code's
+        base = code_environment(self.env, sandbox)
+        spawn = sandbox.user.popen_kwargs()
+        run_setup(_json_list(self.env, "DISTKPI_SETUP"), source, base, files.log, spawn)
         report.setup_s = self.clock() - setup_started
         address = own_address(self.env)
         own = Endpoint(place.index, address, *free_ports(address, 2))
@@ -299,7 +393,15 @@ class NodeRunner:
         except ContractError as exc:
             raise NodeProblem(str(exc)) from exc
         timeout_s = float(self.env.get("DISTKPI_COMMAND_TIMEOUT_S", "7200"))
-        code = run_command(args, source, env, files, timeout_s)
+        code = run_command(
+            args,
+            source,
+            env,
+            files,
+            timeout_s,
+            spawn=spawn,
+            stop_the_rest=lambda: stop_code(sandbox.user),
+        )
         if code is None:
             report.exit_code = STOPPED
             raise NodeProblem(f"command still running at its deadline of {timeout_s:g}s; stopped")
@@ -312,6 +414,8 @@ class NodeRunner:
         kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         manifest: dict[str, Any] = {
             "schema": 1,
+            "run_id": place.run_id,  # what it is for, inside what is signed
+            "config": place.config,
             "node": place.index,
             "exit_code": report.exit_code,
             "started_at": report.started_at,
@@ -341,8 +445,11 @@ class NodeRunner:
         entries = []
         for upload in uploads:
             cut = cap_file(upload.local, MAX_LOG_BYTES) if upload.kind != "file" else None
-            entries.append(upload.entry() | ({"truncated_bytes": cut} if cut else {}))
-            store.upload_file(str(upload.local), config_key + upload.path)
+            try:
+                entry = upload.send(store, config_key + upload.path)
+            except UnsafeFile:  # checked before (kept_files); nothing of the code runs now
+                continue
+            entries.append(entry | ({"truncated_bytes": cut} if cut else {}))
         manifest["files"] = entries
         if signing_key := self.env.get(KEY_VARIABLE):
             manifest = sign(signing_key, manifest)
@@ -383,4 +490,5 @@ def _json_list(env: Mapping[str, str], name: str) -> list[Any]:
 
 def main(command: Sequence[str]) -> int:
     """`distkpi node [-- COMMAND...]`: the command, else the suite's (DISTKPI_COMMAND)."""
+    guard_runner(command)
     return NodeRunner(os.environ, list(command)).run()

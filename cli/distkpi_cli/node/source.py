@@ -10,6 +10,7 @@ import shlex
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 NO_SOURCE = "none"
 OUTPUT_TAIL_LINES = 20
@@ -70,16 +71,30 @@ def check_out(url: str, sha: str, repo: str, into: Path, env: Mapping[str, str])
 
 
 def run_setup(
-    commands: Sequence[str | Sequence[str]], cwd: Path, env: Mapping[str, str], log: Path
+    commands: Sequence[str | Sequence[str]],
+    cwd: Path,
+    env: Mapping[str, str],
+    log: Path,
+    spawn: Mapping[str, Any] | None = None,
 ) -> None:
     """Each setup command in the checkout, its output appended to ``log``; the first that
-    fails stops the node."""
+    fails stops the node. ``spawn``: how its processes start (as the code's user,
+    node/isolation.py)."""
     for command in commands:
         args = ["sh", "-c", command] if isinstance(command, str) else list(command)
         shown = command if isinstance(command, str) else shlex.join(command)
-        done = subprocess.run(
-            args, cwd=cwd, env=dict(env), capture_output=True, text=True, check=False
-        )
+        try:
+            done = subprocess.run(
+                args,
+                cwd=cwd,
+                env=dict(env),
+                capture_output=True,
+                text=True,
+                check=False,
+                **(spawn or {}),
+            )
+        except OSError as exc:
+            raise NodeProblem(f"setup failed: {shown} cannot start: {exc.strerror}") from exc
         with log.open("a") as out:
             out.write(f"$ {shown}\n{done.stdout}{done.stderr}")
         if done.returncode != 0:

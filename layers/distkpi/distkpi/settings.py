@@ -32,6 +32,8 @@ class FunctionSettings(BaseModel):
     table_name: Annotated[Text, Field(alias="TABLE_NAME")]
     bucket_name: Annotated[Text, Field(alias="BUCKET_NAME")]
     github_token_secret_id: Annotated[Text, Field(alias="GITHUB_TOKEN_SECRET_ID")]
+    # the master secret each config's manifest key is derived from (domain/signing.py)
+    manifest_secret_id: Annotated[Text, Field(alias="MANIFEST_SECRET_ID")]
     github_api_url: Annotated[str, Field(alias="GITHUB_API_URL")] = "https://api.github.com"
     report_base_url: Annotated[str | None, Field(alias="REPORT_BASE_URL")] = None
     github_retries: Annotated[int, Field(alias="GITHUB_RETRIES", ge=0)] = 4

@@ -20,6 +20,25 @@ def _env(values: dict[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} for k, v in sorted(values.items())]
 
 
+KEY_VARIABLE = "DISTKPI_MANIFEST_KEY"
+# what a stored request holds in its place: the job's key is derived again where needed
+WITHHELD_KEY = "(withheld: derived from the stack's manifest secret)"
+
+
+def without_key(request: Mapping[str, Any]) -> dict[str, Any]:
+    """A SubmitJob request as it is kept (the JOB# item): the manifest key withheld."""
+    kept = json.loads(json.dumps(request))
+    containers = [kept.get("containerOverrides", {})] + [
+        o.get("containerOverrides", {})
+        for o in kept.get("nodeOverrides", {}).get("nodePropertyOverrides", [])
+    ]
+    for container in containers:
+        for variable in container.get("environment", []):
+            if variable["name"] == KEY_VARIABLE:
+                variable["value"] = WITHHELD_KEY
+    return kept
+
+
 # Batch refuses a SubmitJob request larger than this (its service quotas)
 MAX_REQUEST_BYTES = 30 * 1024
 
@@ -168,7 +187,8 @@ class BatchLauncher:
         }
 
     def submit(self, plan: JobPlan) -> tuple[str, dict[str, Any]]:
-        """Submit the plan's job: its id and the request that was sent."""
+        """Submit the plan's job: its id and the request that was sent, as it is kept (the
+        `JOB#` item outlives the job): with its manifest key withheld."""
         request = self.request(plan)
         size = len(json.dumps(request).encode())
         if size > MAX_REQUEST_BYTES:
@@ -180,7 +200,7 @@ class BatchLauncher:
             response = self.batch.submit_job(**request)
         except ClientError as exc:
             raise LaunchError(f"Batch refused job {plan.name}: {exc}") from exc
-        return response["jobId"], request
+        return response["jobId"], without_key(request)
 
     def terminate(self, job_id: str, reason: str) -> None:
         """Stop a job wherever it is (queued or running); a finished job is left as it is."""

@@ -36,10 +36,11 @@ class S3RunStore:
         except ClientError as exc:
             raise StorageError(f"cannot write s3://{self.bucket}/{key}: {exc}") from exc
 
-    def upload_file(self, path: str, key: str) -> None:
-        """A file of any size (multipart beyond a few MB)."""
+    def upload_stream(self, stream: Any, key: str) -> None:
+        """What ``stream`` reads, of any size, each byte read once and in order (it need only
+        have ``read``: one that cannot seek is read sequentially, never twice)."""
         try:
-            self.s3.upload_file(path, self.bucket, key)
+            self.s3.upload_fileobj(stream, self.bucket, key)
         except (ClientError, S3UploadFailedError) as exc:
             raise StorageError(f"cannot write s3://{self.bucket}/{key}: {exc}") from exc
 

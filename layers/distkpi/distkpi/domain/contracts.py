@@ -180,6 +180,9 @@ class NodeHardware(_Frozen):
 
 class NodeManifest(_Frozen):
     schema_: Annotated[Literal[1], Field(alias="schema")]
+    # where it belongs, inside what is signed (absent from manifests of unsigned nodes)
+    run_id: str | None = None
+    config: str | None = None
     node: Annotated[int, Field(ge=0)]
     exit_code: int
     started_at: datetime

@@ -105,8 +105,6 @@ class ConfigRecord:
     nodes_reported: frozenset[int] = frozenset()
     kpis: ConfigKpis | None = None
     job_id: str | None = None
-    # the key its nodes sign their manifests and rendezvous records with (domain/signing.py)
-    manifest_key: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """Signed records and file digests: a job can read and write any object under `runs/`, so
-what a node writes carries an HMAC-SHA256 under its config's own key (made by the launcher,
-given to that config's job only), and its manifest the sha256 of every file it names. A
-manifest forged by another job, or a file changed after its node wrote its manifest, is
-then found out, and its numbers are never used."""
+what a node writes carries an HMAC-SHA256 under its config's own key (derived from the
+stack's master secret, given to that config's job only), and its manifest the sha256 of
+every file it names. A manifest forged by another job, or a file changed after its node
+wrote its manifest, is then found out, and its numbers are never used."""
 
 from __future__ import annotations
 
@@ -10,16 +10,29 @@ import hashlib
 import hmac
 import json
 import queue
-import secrets
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 SIGNATURE = "signature"
 
 
-def new_key() -> str:
-    return secrets.token_hex(32)
+def config_key(master: str, run_id: str, config: str) -> str:
+    """A config's key: HMAC-SHA256 of the master secret over the run id and config name
+    (NUL apart, which neither can hold), so it is stored nowhere and made again when needed."""
+    message = f"{run_id}\0{config}".encode()
+    return hmac.new(master.encode(), message, hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
+class ManifestKeys:
+    """Each config's key, from the master secret (read when first needed)."""
+
+    master: Callable[[], str]
+
+    def for_config(self, run_id: str, config: str) -> str:
+        return config_key(self.master(), run_id, config)
 
 
 def _canonical(record: Mapping[str, Any]) -> bytes:

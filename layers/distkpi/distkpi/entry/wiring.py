@@ -29,6 +29,7 @@ from distkpi.adapters.suite_catalog import SuiteCatalog
 from distkpi.domain.github.report_links import report_link
 from distkpi.domain.layout import report_key
 from distkpi.domain.planning.sizing import Fleet
+from distkpi.domain.signing import ManifestKeys
 from distkpi.entry.observability import count
 from distkpi.services.launch import RunStarter
 from distkpi.services.statuses import StatusPublisher
@@ -110,6 +111,10 @@ class Wiring:
             return report_link(base, self.report_link_key(), run_id, time.time())
         return self.store.presigned_url(key)
 
+    @cached_property
+    def manifest_keys(self) -> ManifestKeys:
+        return ManifestKeys(lambda: self.secrets.get(self.settings.manifest_secret_id))
+
     def report_link_key(self) -> bytes:
         assert self.settings.report_link_secret_id is not None
         return self.secrets.get(self.settings.report_link_secret_id).encode()
@@ -158,7 +163,15 @@ class Wiring:
         from distkpi.services.settle import ConfigSettler
 
         finisher = RunFinisher(self.runs, self.history, self.publisher, confirm=self.confirm)
-        return ConfigSettler(self.runs, self.jobs, self.store, finisher, count, self.statuses)
+        return ConfigSettler(
+            self.runs,
+            self.jobs,
+            self.store,
+            finisher,
+            self.manifest_keys,
+            count=count,
+            statuses=self.statuses,
+        )
 
     @property
     def confirm(self) -> Callable[[RunRecord, Sequence[str]], str | None] | None:
@@ -188,6 +201,7 @@ class BatchWiring(Wiring):
             catalog=SuiteCatalog(self.store, self.settings.suites_prefix),
             statuses=self.statuses,
             launcher=self.launcher,
+            keys=self.manifest_keys,
             cancel_superseded=self.cancel_superseded,
             settler=lambda: self.settler,
             fleet=self.fleet,

@@ -3,7 +3,7 @@ job per config, `pending`, and the superseding of a pull request's older runs.""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -26,7 +26,7 @@ from distkpi.domain.planning.jobs import (
 from distkpi.domain.planning.sizing import Fleet
 from distkpi.domain.planning.suites import BrokenSuite, Suite
 from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord, RunStatus
-from distkpi.domain.signing import new_key
+from distkpi.domain.signing import ManifestKeys
 from distkpi.exceptions import LaunchError
 from distkpi.services.jobs import stop_jobs
 from distkpi.services.ports import (
@@ -78,6 +78,7 @@ class RunStarter:
     catalog: SuiteSource
     statuses: StatusPublisher
     launcher: JobLauncher | None
+    keys: ManifestKeys  # each config's, given to its job only
     cancel_superseded: bool = True
     # the fan-in, made only when Batch refuses a job: the KPI engine stays off the cold start
     settler: Callable[[], ConfigSettler] | None = None
@@ -210,8 +211,7 @@ class RunStarter:
         """Record the run, submit its jobs and post `pending`; False when it exists already
         (a retried delivery, or a confirmation that another finisher started)."""
         spec, trigger = record.spec, record.trigger
-        manifest_keys = {c.name: new_key() for c in spec.configs}
-        if not self.runs.create(record, {c.name: c.nodes for c in spec.configs}, manifest_keys):
+        if not self.runs.create(record, {c.name: c.nodes for c in spec.configs}):
             logger.info("run exists already", run_id=record.run_id)
             return False
         if trigger.pull_request is not None:
@@ -220,7 +220,7 @@ class RunStarter:
             )
             self.pull_requests.add(trigger.repo, trigger.pull_request, entry)
         self.store.put_json(run_spec_key(record.run_id), spec.to_json())
-        self._submit(spec, suite, manifest_keys)
+        self._submit(spec, suite)
         self.count("RunsStarted")
         self.statuses.post(spec, State.PENDING, description)
         logger.info(
@@ -318,7 +318,7 @@ class RunStarter:
             self.count("SuitesInvalid")
             self.statuses.post_broken_suite(trigger, suite)
 
-    def _submit(self, run: RunSpec, suite: Suite, manifest_keys: Mapping[str, str]) -> None:
+    def _submit(self, run: RunSpec, suite: Suite) -> None:
         if self.launcher is None:
             raise LaunchError("no Batch launcher configured")
         try:
@@ -328,6 +328,7 @@ class RunStarter:
             for spec in run.configs:
                 self._fail(run.run_id, spec.name, f"not submitted: {exc}")
             return
+        manifest_keys = {c.name: self.keys.for_config(run.run_id, c.name) for c in run.configs}
         plans = plan_jobs(run, suite, self.store.bucket, manifest_keys, fleet)
         refused = [p.refusal for p in plans if p.refusal is not None]
         if refused:

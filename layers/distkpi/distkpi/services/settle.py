@@ -19,11 +19,12 @@ from distkpi.domain.kpis.runfolder import (
     Reading,
     config_kpis_of,
     gather_config,
-    node_indices,
     parse_settings,
+    read_manifest,
 )
 from distkpi.domain.records import ConfigState
-from distkpi.exceptions import NotFoundError, StorageError
+from distkpi.domain.signing import ManifestKeys
+from distkpi.exceptions import ContractError, NotFoundError, StorageError
 from distkpi.services.finish import RunFinisher
 from distkpi.services.ports import Counter, Jobs, RunFolders, Runs, no_metrics, utcnow
 from distkpi.services.statuses import StatusPublisher
@@ -43,11 +44,20 @@ class ConfigSettler:
     jobs: Jobs
     store: RunFolders
     finisher: RunFinisher
+    keys: ManifestKeys
     count: Counter = no_metrics
     statuses: StatusPublisher | None = None  # says `in_progress` with check runs
 
     def on_node_manifest(self, run_id: str, config: str, node: int) -> None:
-        """A node's manifest landed; NotFoundError when it is no node of a known config."""
+        """A node's manifest landed; NotFoundError when it is no node of a known config. It
+        counts only once its signature has verified and it is bound to this run, config and
+        node: a stray or copied manifest is logged and not counted, and the node's own,
+        which replaces it, counts when it lands."""
+        refusal = self._refusal(run_id, config, node)
+        if refusal is not None:
+            logger.warning("manifest refused; node not counted", run_id=run_id, problem=refusal)
+            self.count("ManifestsRefused")
+            return
         record = self.runs.add_node(run_id, config, node)
         logger.info(
             "node reported",
@@ -65,6 +75,21 @@ class ConfigSettler:
             kpis = self._kpis_from_folder(self._spec(run_id), config, parse_logs=True)
             self._settle(run_id, kpis)
         self.finisher.config_done(run_id, config)
+
+    def _refusal(self, run_id: str, config: str, node: int) -> str | None:
+        """Why the manifest now at that node's place is not its node's; None when it is."""
+        try:
+            self._spec(run_id).config(config)
+        except ContractError as exc:
+            raise NotFoundError(str(exc)) from exc
+        try:
+            key = self.keys.for_config(run_id, config)
+            read_manifest(self.store.run(run_id), config, node, key, run_id)
+        except NotFoundError:
+            return f"{config}/node-{node}.json is gone"
+        except (ContractError, StorageError) as exc:
+            return str(exc)
+        return None
 
     def _first_node(self, run_id: str) -> None:
         """The run's check run goes `in_progress` with its first node, once."""
@@ -94,7 +119,8 @@ class ConfigSettler:
             return False
         spec = self._spec(job.run_id)
         expected = spec.config(job.config).nodes
-        reported = set(node_indices(self.store.run(job.run_id), job.config))
+        record = self.runs.config(job.run_id, job.config)
+        reported = record.nodes_reported if record is not None else frozenset()
         missing = [str(n) for n in range(expected) if n not in reported]
         if not missing:
             record = self.runs.config(job.run_id, job.config)
@@ -159,12 +185,10 @@ class ConfigSettler:
         a file whose node left none of this engine; a folder that cannot even be listed
         leaves the config without nodes, and says why."""
         spec = run.config(config)
-        record = self.runs.config(run.run_id, config)
-        key = record.manifest_key if record is not None else None
+        key = self.keys.for_config(run.run_id, config)
         try:
-            evidence = gather_config(
-                self.store.run(run.run_id), spec, Reading(key, parse_logs, parse_settings(run))
-            )
+            reading = Reading(key, parse_logs, run.run_id, parse_settings(run))
+            evidence = gather_config(self.store.run(run.run_id), spec, reading)
         except StorageError as exc:
             logger.exception("run folder not readable", run_id=run.run_id, config=config)
             evidence = ConfigEvidence(spec, {}, problems=[f"run folder cannot be read: {exc}"])

@@ -88,7 +88,6 @@ def config_record(item: Mapping[str, Any]) -> ConfigRecord:
         nodes_reported=frozenset(int(n) for n in item.get("nodes_reported", ())),
         kpis=kpis,
         job_id=item.get("job_id"),
-        manifest_key=item.get("manifest_key"),
     )
 
 
@@ -96,14 +95,9 @@ class RunRepository:
     def __init__(self, table: DynamoTable) -> None:
         self.table = table
 
-    def create(
-        self,
-        run: RunRecord,
-        configs: Mapping[str, int],
-        manifest_keys: Mapping[str, str] | None = None,
-    ) -> bool:
-        """The run and one pending config per (name -> nodes), each with its manifest key
-        when given; False if the run exists."""
+    def create(self, run: RunRecord, configs: Mapping[str, int]) -> bool:
+        """The run and one pending config per (name -> nodes); False if the run exists.
+        No key is stored: each config's is derived (domain/signing.config_key)."""
         created = self.table.conditional(
             Item=to_dynamo(run_item(run)), ConditionExpression="attribute_not_exists(PK)"
         )
@@ -116,8 +110,6 @@ class RunRepository:
                 "nodes_expected": nodes,
                 "state": ConfigState.PENDING.value,
             }
-            if manifest_keys and name in manifest_keys:
-                config["manifest_key"] = manifest_keys[name]
             self.table.conditional(Item=config, ConditionExpression="attribute_not_exists(PK)")
         return True
 

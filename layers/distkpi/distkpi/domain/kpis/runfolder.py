@@ -106,10 +106,16 @@ def _stray_manifests(names: list[str]) -> list[str]:
 
 
 def read_manifest(
-    source: RunSource, config: str, node: int, key: str | None = None
+    source: RunSource,
+    config: str,
+    node: int,
+    key: str | None = None,
+    run_id: str | None = None,
 ) -> NodeManifest:
-    """A node's manifest; ContractError (with the reason) when it is unreadable, invalid, or
-    (given the config's key) not signed with it."""
+    """A node's manifest; ContractError (with the reason) when it is unreadable, invalid,
+    (given the config's key) not signed with it, or signed for another run, config or node
+    than where it was found (a signed manifest must say which; given ``run_id``, that
+    one)."""
     where = f"{config}/node-{node}.json"
     try:
         data = json.loads(source.read_bytes(where))
@@ -122,7 +128,22 @@ def read_manifest(
     manifest = parse_node_manifest(data, where)
     if manifest.node != node:
         raise ContractError(f"{where} says it is node {manifest.node}")
+    _check_bound(manifest, where, key is not None, run_id, config)
     return manifest
+
+
+def _check_bound(
+    manifest: NodeManifest, where: str, signed: bool, run_id: str | None, config: str
+) -> None:
+    if signed and None in (manifest.run_id, manifest.config):
+        raise ContractError(f"{where} does not say which run and config it is for")
+    wrong_config = manifest.config is not None and manifest.config != config
+    wrong_run = None not in (manifest.run_id, run_id) and manifest.run_id != run_id
+    if wrong_config or wrong_run:
+        raise ContractError(
+            f"{where} is signed for node {manifest.node} of config {manifest.config} of run "
+            f"{manifest.run_id}: copied from there"
+        )
 
 
 class ChangedAfterUpload(Exception):
@@ -205,6 +226,8 @@ class Reading:
 
     key: str | None = None
     parse_logs: bool = True
+    # the run the manifests must be signed for (with the config and node where they lie)
+    run_id: str | None = None
     # what parsing each log needs from its run (parse_settings); a node summarizes with the
     # defaults, so a run with settings of its own has its logs parsed here
     settings: ParseSettings = DEFAULT_SETTINGS
@@ -351,8 +374,9 @@ def gather_config(
 ) -> ConfigEvidence:
     """Read every manifest of ``spec`` that arrived and the files each one names (from its
     summaries, as ``reading`` allows, else parsed); with the config's key, a manifest not
-    signed with it is an invalid node. A file parsed whose digest differs from its
-    manifest's makes its node invalid, whatever the key."""
+    signed with it, or signed for another run (``reading.run_id``), config or node, is an
+    invalid node. A file parsed whose digest differs from its manifest's makes its node
+    invalid, whatever the key."""
     manifests: dict[int, NodeManifest] = {}
     invalid: dict[int, str] = {}
     evidence = ConfigEvidence(spec=spec, manifests=manifests, invalid_nodes=invalid)
@@ -367,7 +391,7 @@ def gather_config(
             )
             continue
         try:
-            manifests[node] = read_manifest(source, spec.name, node, reading.key)
+            manifests[node] = read_manifest(source, spec.name, node, reading.key, reading.run_id)
         except NotFoundError:  # listed, then gone: it has not reported
             continue
         except (ContractError, StorageError) as exc:
@@ -385,7 +409,8 @@ def config_kpis_of(evidence: ConfigEvidence, run: RunSpec) -> ConfigKpis:
 
 
 def config_kpis_from(source: RunSource, run: RunSpec, spec: ConfigSpec) -> ConfigKpis:
-    return config_kpis_of(gather_config(source, spec, Reading(settings=parse_settings(run))), run)
+    reading = Reading(run_id=run.run_id, settings=parse_settings(run))
+    return config_kpis_of(gather_config(source, spec, reading), run)
 
 
 def iter_config_kpis(source: RunSource, run: RunSpec) -> Iterator[ConfigKpis]:
