@@ -33,6 +33,8 @@ def manifest_naming_absent_files(stack: Stack, run_id: str, node: int) -> str:
     ]
     manifest = {
         "schema": 1,
+        "run_id": run_id,
+        "config": "4x8-8ps",
         "node": node,
         "exit_code": 0,
         "started_at": "2026-11-30T03:00:00Z",

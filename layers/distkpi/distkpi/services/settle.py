@@ -109,28 +109,30 @@ class ConfigSettler:
     def on_job_succeeded(self, job_id: str) -> bool:
         """A Batch job SUCCEEDED: its nodes have all exited (on Batch the main node waits for
         the others' manifests), so the run folder holds all the config will ever have.
-        True when the config is settled from it now: a manifest is missing (it will never
-        come), or every node reported but the config is still pending (an S3 event lost or
-        late: nothing else would settle it before the run's deadline). False when the
-        collector settled it already or the job is not ours."""
+        True when the config is settled from it (now or before): a verified manifest is
+        missing (it will never come), or every node's is there but the config is still
+        pending (an S3 event lost or late: nothing else would settle it before the run's
+        deadline). False when every node reported and the collector settled it, or the job
+        is not ours."""
         job = self.jobs.get(job_id)
         if job is None:
             logger.info("succeeded job is not ours", job_id=job_id)
             return False
         spec = self._spec(job.run_id)
-        expected = spec.config(job.config).nodes
         record = self.runs.config(job.run_id, job.config)
         reported = record.nodes_reported if record is not None else frozenset()
-        missing = [str(n) for n in range(expected) if n not in reported]
-        if not missing:
-            record = self.runs.config(job.run_id, job.config)
-            if record is None or record.state is not ConfigState.PENDING:
-                return False
+        missing = [
+            str(n)
+            for n in range(spec.config(job.config).nodes)
+            if n not in reported and self._refusal(job.run_id, job.config, n) is not None
+        ]
+        if missing:
+            reason = f"job succeeded but node(s) {', '.join(missing)} never reported"
+            self._settle_from_evidence(spec, job.config, reason)
+        elif record is not None and record.state is ConfigState.PENDING:
             self._settle(job.run_id, self._kpis_from_folder(spec, job.config))
-            self.finisher.config_done(job.run_id, job.config)
-            return True
-        reason = f"job succeeded but node(s) {', '.join(missing)} never reported"
-        self._settle_from_evidence(spec, job.config, reason)
+        else:
+            return False
         self.finisher.config_done(job.run_id, job.config)
         return True
 
