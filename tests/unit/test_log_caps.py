@@ -3,6 +3,7 @@ read (the collector), so a config always settles inside a function's time."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from distkpi.domain.kpis.engine import ConfigStatus
 from distkpi.domain.kpis.runfolder import compute_run_kpis
 from distkpi_cli.localfs import LocalRunSource
+from distkpi_cli.main import main
 from distkpi_cli.node.logcap import cap_file
 from tests.conftest import RunBuilder, mllog
 
@@ -89,3 +91,14 @@ def test_a_log_its_node_cut_is_parsed_and_says_so(run_builder: RunBuilder) -> No
     assert "trainer-0.log: cut by node 0 at 64 MiB (5000 bytes off its end not uploaded)" in (
         kpis.problems
     )
+
+
+def test_distkpi_kpis_on_a_persons_own_folder_parses_a_log_of_any_size(
+    run_builder: RunBuilder, small_caps: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The caps bound the collector's work on what a pull request's code wrote; a person
+    running `distkpi kpis` on a folder of their own wants every log read."""
+    run_builder.config("1x1").trainer("1x1", 0, training_log(10_000))
+    assert main(["kpis", str(run_builder.root), "--json"]) == 0
+    config = json.loads(capsys.readouterr().out)["configs"]["1x1"]
+    assert config["status"] == "ok" and config["throughput"] == 100.0

@@ -189,7 +189,7 @@ class ConfigSettler:
         spec = run.config(config)
         key = self.keys.for_config(run.run_id, config)
         try:
-            reading = Reading(key, parse_logs, run.run_id, parse_settings(run))
+            reading = Reading(key, parse_logs, run.run_id, settings=parse_settings(run))
             evidence = gather_config(self.store.run(run.run_id), spec, reading)
         except StorageError as exc:
             logger.exception("run folder not readable", run_id=run.run_id, config=config)

@@ -172,11 +172,13 @@ class CappedReader:
 
 @dataclass
 class _Budget:
-    """What is left of the bytes a config's files may take to parse."""
+    """What is left of the bytes a config's files may take to parse (None: no bound)."""
 
-    left: int
+    left: int | None
 
-    def reader(self, stream: BinaryIO, path: str) -> CappedReader:
+    def reader(self, stream: BinaryIO, path: str) -> BinaryIO | CappedReader:
+        if self.left is None:
+            return stream
         if self.left < MAX_LOG_BYTES:
             total = _mib(MAX_CONFIG_LOG_BYTES)
             why = f"{path}: not parsed: the config's files are over {total} in all"
@@ -213,7 +215,8 @@ def _parse_file(
                 if entry.sha256 is not None and stream.finish() != entry.sha256:
                     raise ChangedAfterUpload(entry.path)
         finally:
-            budget.left -= capped.count
+            if isinstance(capped, CappedReader) and budget.left is not None:
+                budget.left -= capped.count
         return parsed
 
 
@@ -228,6 +231,9 @@ class Reading:
     parse_logs: bool = True
     # the run the manifests must be signed for (with the config and node where they lie)
     run_id: str | None = None
+    # the collector's bounds on what it parses (MAX_LOG_BYTES a file, MAX_CONFIG_LOG_BYTES a
+    # config); `distkpi kpis` on a person's own folder parses files of any size
+    capped: bool = True
     # what parsing each log needs from its run (parse_settings); a node summarizes with the
     # defaults, so a run with settings of its own has its logs parsed here
     settings: ParseSettings = DEFAULT_SETTINGS
@@ -381,7 +387,7 @@ def gather_config(
     invalid: dict[int, str] = {}
     evidence = ConfigEvidence(spec=spec, manifests=manifests, invalid_nodes=invalid)
     fell_back: dict[str, list[int]] = {}
-    budget = _Budget(MAX_CONFIG_LOG_BYTES)
+    budget = _Budget(MAX_CONFIG_LOG_BYTES if reading.capped else None)
     names = source.list_names(spec.name)
     evidence.problems.extend(_stray_manifests(names))
     for node in _indices(names):
@@ -408,14 +414,18 @@ def config_kpis_of(evidence: ConfigEvidence, run: RunSpec) -> ConfigKpis:
     return config_kpis(evidence, run.target_accuracy, run.accuracy_pass, run.accuracy_direction)
 
 
-def config_kpis_from(source: RunSource, run: RunSpec, spec: ConfigSpec) -> ConfigKpis:
-    reading = Reading(run_id=run.run_id, settings=parse_settings(run))
+def config_kpis_from(
+    source: RunSource, run: RunSpec, spec: ConfigSpec, *, capped: bool = True
+) -> ConfigKpis:
+    reading = Reading(run_id=run.run_id, settings=parse_settings(run), capped=capped)
     return config_kpis_of(gather_config(source, spec, reading), run)
 
 
-def iter_config_kpis(source: RunSource, run: RunSpec) -> Iterator[ConfigKpis]:
+def iter_config_kpis(
+    source: RunSource, run: RunSpec, *, capped: bool = True
+) -> Iterator[ConfigKpis]:
     for spec in run.configs:
-        yield config_kpis_from(source, run, spec)
+        yield config_kpis_from(source, run, spec, capped=capped)
 
 
 def with_overrides(
@@ -447,9 +457,11 @@ def compute_run_kpis(
     target_accuracy: Target | None = None,
     accuracy_pass: int | None = None,
     accuracy_direction: Direction | None = None,
+    *,
+    capped: bool = True,
 ) -> RunKpis:
     """The KPIs of a whole run folder, optionally with another target, accuracy pass or
-    direction."""
+    direction; ``capped``: with the collector's bounds on what it parses."""
     run = with_overrides(read_run_spec(source), target_accuracy, accuracy_pass, accuracy_direction)
-    configs = {kpis.name: kpis for kpis in iter_config_kpis(source, run)}
+    configs = {kpis.name: kpis for kpis in iter_config_kpis(source, run, capped=capped)}
     return run_kpis(run, configs)
