@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import sysconfig
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,14 @@ class LambdaContext:
     memory_limit_in_mb: int = 1024
     invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:distkpi"
     aws_request_id: str = "00000000-0000-0000-0000-000000000000"
+    timeout_s: float = 300.0  # the longest of the functions' timeouts (the sweeper's)
+
+    def __post_init__(self) -> None:
+        self._deadline = time.monotonic() + self.timeout_s
+
+    def get_remaining_time_in_millis(self) -> int:
+        """What Lambda says is left of the invocation, as the sweeper asks it."""
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
 def foreign_modules(allowed: list[Path]) -> dict[str, str]:

@@ -238,18 +238,19 @@ def webhook_event(secret: str) -> tuple[dict[str, Any], str]:
 
 def node_reports(aws: Any, run_id: str, config: str) -> dict[str, Any]:
     """The seed run's 1x1 node as `distkpi node` reports it (its files, then its manifest
-    with their digests and summaries, signed with the config's key), and the S3 event of
+    with their digests and summaries and its run and config, signed with the config's key
+    derived from the stack's master secret), and the S3 event of
     its manifest, tests/events/s3_object_created.json pointed at it."""
     from distkpi.domain.logs.filesummary import ENGINE_VERSION
-    from distkpi.domain.signing import sign
-    from distkpi_cli.local.aws_stack import BUCKET
+    from distkpi.domain.signing import config_key, sign
+    from distkpi_cli.local.aws_stack import BUCKET, MANIFEST_SECRET_ID
     from distkpi_cli.node.summaries import describe
 
     s3, seed = aws.client("s3"), ROOT / "examples" / "seed-run" / "1x1"
-    key = aws.client("dynamodb").get_item(
-        TableName=TABLE, Key={"PK": {"S": f"RUN#{run_id}"}, "SK": {"S": f"CONFIG#{config}"}}
-    )["Item"]["manifest_key"]["S"]
+    master = aws.client("secretsmanager").get_secret_value(SecretId=MANIFEST_SECRET_ID)
+    key = config_key(master["SecretString"], run_id, config)
     manifest = json.loads((seed / "node-0.json").read_text())
+    manifest |= {"run_id": run_id, "config": config}
     for entry in manifest["files"]:
         with (seed / entry["path"]).open("rb") as stream:
             entry.update(describe(stream, entry["kind"]))
