@@ -2,9 +2,10 @@
 sha256 and, for a file the KPI engine parses, the engine's summary of it
 (domain/logs/filesummary.py), so that the collector settles the config without reading the file.
 
-The parse needs no option today; whatever the engine comes to need per run is to reach the
-node through the job's environment (set by the launcher from the run it stored), not from
-run.json in the bucket, which any job can rewrite.
+A node parses with the engine's default settings: a run whose logs are read its own way
+(accuracy_direction, warmup_reports, metrics) has them parsed by the collector instead
+(kpis/runfolder.Reading). Carrying those settings here is for the job's environment (set by
+the launcher from the run it stored), not run.json in the bucket, which any job can rewrite.
 """
 
 from __future__ import annotations
