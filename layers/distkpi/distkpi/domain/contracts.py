@@ -87,11 +87,23 @@ class ConfigSpec(_Frozen):
         return self.trainers * self.gpus_per_trainer
 
 
+SHA = r"^[0-9a-f]{40}$"
+
+
+class PairedRun(_Frozen):
+    """A paired run's other commit and its shape (suite `verdict: paired:`): every job runs
+    ``base_sha`` (arm A) and the run's ``sha`` (arm B) alternately on the same nodes."""
+
+    base_sha: Annotated[str, Field(pattern=SHA)]
+    max_pairs: Annotated[int, Field(ge=1, le=8)]
+    warmup: bool
+
+
 class RunSpec(_Frozen):
     schema_: Annotated[Literal[1], Field(alias="schema")]
     run_id: Annotated[str, Field(min_length=1)]
     repo: Annotated[str, Field(pattern=r"^[^/]+/[^/]+$")]
-    sha: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
+    sha: Annotated[str, Field(pattern=SHA)]
     ref: str
     model: Annotated[str, Field(min_length=1)]
     # before the target: it says which targets can be reached
@@ -104,6 +116,8 @@ class RunSpec(_Frozen):
     warmup_reports: Annotated[int, Field(ge=0)] | None = None
     # how the suite's logs state KPIs the built-in readers do not know (declared.py)
     metrics: DeclaredMetrics | None = None
+    # set for a paired run: its base commit, the pairs at most, the warm-up
+    paired: PairedRun | None = None
 
     @field_validator("configs")
     @classmethod

@@ -3,6 +3,9 @@
 runs/<run_id>/run.json                     the run's spec (launcher)
 runs/<run_id>/<config>/node-<i>.json       a node's manifest, written last (node)
 runs/<run_id>/<config>/...                 the files a manifest names (node)
+runs/<run_id>/<config>/pair-<p>/<arm>/...  a paired run's files of pair p, arm a or b (node)
+runs/<run_id>/<config>/pair-<p>/node-<i>.json  node i's look manifest after pair p (node)
+runs/<run_id>/<config>/pair-<p>/decision.json  the collector's signed decision on that look
 runs/<run_id>/kpis.json                    the run's KPIs (publisher)
 reports/<run_id>/index.html, *.png         the run's report (publisher)
 suites/<model>.yaml                        the suites a delivery runs (deploy)
@@ -20,6 +23,11 @@ SITE = "site/"  # the history site the sweeper builds
 REPORT_PAGE = "index.html"
 
 _MANIFEST = re.compile(r"^runs/(?P<run>[^/]+)/(?P<config>[^/]+)/(?P<name>node-[^/]*\.json)$")
+_LOOK = re.compile(
+    r"^runs/(?P<run>[^/]+)/(?P<config>[^/]+)/pair-(?P<pair>[1-9][0-9]?)/(?P<name>node-[^/]*\.json)$"
+)
+ARMS = ("a", "b")  # a: the base commit, b: the head
+WARMUP = "warmup"
 
 
 def run_prefix(run_id: str) -> str:
@@ -28,6 +36,19 @@ def run_prefix(run_id: str) -> str:
 
 def config_prefix(run_id: str, config: str) -> str:
     return f"{RUNS}{run_id}/{config}/"
+
+
+def pair_prefix(pair: int) -> str:
+    """Inside a config folder: a paired run's files of one pair."""
+    return f"pair-{pair}/"
+
+
+def arm_prefix(pair: int, arm: str) -> str:
+    return f"{pair_prefix(pair)}{arm}/"
+
+
+def decision_key(run_id: str, config: str, pair: int) -> str:
+    return f"{config_prefix(run_id, config)}{pair_prefix(pair)}decision.json"
 
 
 def run_spec_key(run_id: str) -> str:
@@ -54,3 +75,20 @@ class ManifestKey:
 def manifest_key(key: str) -> ManifestKey | None:
     match = _MANIFEST.match(key)
     return ManifestKey(match["run"], match["config"], match["name"]) if match else None
+
+
+@dataclass(frozen=True)
+class LookKey:
+    """runs/<run>/<config>/pair-<p>/<name>, a node's look manifest after pair p."""
+
+    run_id: str
+    config: str
+    pair: int
+    name: str
+
+
+def look_key(key: str) -> LookKey | None:
+    match = _LOOK.match(key)
+    if not match:
+        return None
+    return LookKey(match["run"], match["config"], int(match["pair"]), match["name"])

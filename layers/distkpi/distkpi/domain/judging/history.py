@@ -25,6 +25,7 @@ HISTORY_COLUMNS = (
     "status",
     "hardware",
     "gpu_hours",
+    "paired_d",
 )
 
 
@@ -44,6 +45,8 @@ class HistoryRow:
     status: str = "ok"
     hardware: str | None = None  # None: recorded before runs knew their hardware
     gpu_hours: float | None = None  # the config's, on each of its KPIs' rows
+    # a paired run's first pair: ln(B/A) (B - A for test accuracy), the paired history
+    paired_d: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {c: getattr(self, c) for c in HISTORY_COLUMNS}

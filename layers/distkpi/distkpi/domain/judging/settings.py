@@ -45,6 +45,22 @@ class ConfirmSettings(BaseModel):
     machine_share: Annotated[float, Field(ge=0, lt=1)] = 0.0
 
 
+class PairedSettings(BaseModel):
+    """Measure the merge base (A) and the head (B) alternately in one job, on the same
+    nodes, and judge the paired differences (suite `verdict: paired:`): the allocation's
+    part of the noise cancels. Runs go W A B | B A | A B | B A: an unmeasured warm-up run of
+    A, then pairs, each pair a look after which a config stops or goes on."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_pairs: Annotated[int, Field(ge=1, le=8)] = 4
+    warmup: bool = True
+    # the per-run rate of the looser range that keeps a config going after a look
+    screen: Annotated[float, Field(gt=0, lt=1)] = 0.5
+    # a failure also needs the pairs without the most harmful one to show harm at this z
+    consistency_z: Annotated[float, Field(ge=0)] = 1.645
+
+
 class VerdictSettings(BaseModel):
     """Which KPIs fail a merge request and how sure a regression must be (suite `verdict:`)."""
 
@@ -64,6 +80,7 @@ class VerdictSettings(BaseModel):
     min_history: Annotated[int, Field(ge=2)] = 5
     change_point_p: Annotated[float, Field(gt=0, lt=1)] = 0.01
     confirm: ConfirmSettings | None = None
+    paired: PairedSettings | None = None
 
     @field_validator("enforced")
     @classmethod
@@ -107,6 +124,12 @@ class VerdictSettings(BaseModel):
                 f"confirm.screen {self.confirm.screen} must lie in (0.5, "
                 f"{1 - self.false_failure_rate:g}): below the verdict's own confidence"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _paired_or_confirmed(self) -> VerdictSettings:
+        if self.confirm is not None and self.paired is not None:
+            raise ValueError("paired and confirm: a suite confirms by re-running or by pairs")
         return self
 
     def tolerance_of(self, kpi: str) -> float:

@@ -100,9 +100,13 @@ class ConfigKpis:
     test_accuracy_parts: Mapping[str, float] | None = None
     # its parameter servers: without any, pserver GPU memory is not a KPI it can report
     pservers: int = 0
+    # a paired run's KPIs per pair and arm (A the base, B the head); the config's own values
+    # are then B's mean over the pairs
+    pairs: tuple[PairKpis, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        paired = {"pairs": [p.to_json() for p in self.pairs]} if self.pairs else {}
+        return paired | {
             "gpus": self.gpus,
             "pservers": self.pservers,
             "status": self.status.value,
@@ -131,6 +135,7 @@ class ConfigKpis:
             "throughput_samples": list(self.throughput_samples),
             "converged": self.converged,
             "run_values": {kpi: list(values) for kpi, values in self.run_values.items()},
+            "pairs": [p.to_record() for p in self.pairs],
         }
 
     @classmethod
@@ -163,7 +168,29 @@ class ConfigKpis:
                 str(kpi): tuple(float(v) for v in values)
                 for kpi, values in (data.get("run_values") or {}).items()
             },
+            pairs=tuple(PairKpis.from_record(p, str(data["name"])) for p in data.get("pairs", ())),
         )
+
+
+@dataclass(frozen=True)
+class PairKpis:
+    """One pair of a paired run's config: arm A (the base commit) and arm B (the head), run
+    one after the other on the same nodes."""
+
+    pair: int
+    a: ConfigKpis
+    b: ConfigKpis
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pair": self.pair, "a": self.a.to_json(), "b": self.b.to_json()}
+
+    def to_record(self) -> dict[str, Any]:
+        return {"pair": self.pair, "a": self.a.to_record(), "b": self.b.to_record()}
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any], name: str) -> PairKpis:
+        arms = [ConfigKpis.from_record({"name": name, **data[arm]}) for arm in ("a", "b")]
+        return cls(int(data["pair"]), *arms)
 
 
 def _parts(value: Any) -> dict[str, float] | None:
@@ -192,6 +219,9 @@ class RunKpis:
     configs: tuple[ConfigKpis, ...]
     # how the run's quality metric improves: test_accuracy is judged in this direction
     accuracy_direction: Direction = Direction.HIGHER
+    # a paired run's commits: B, the head (the run's sha), and A, its base
+    sha: str | None = None
+    base_sha: str | None = None
 
     def config(self, name: str) -> ConfigKpis:
         return next(c for c in self.configs if c.name == name)
@@ -208,10 +238,19 @@ class RunKpis:
             ConfigKpis.from_record({**v, "name": k}) for k, v in data["configs"].items()
         )
         direction = Direction(data.get("accuracy_direction", Direction.HIGHER))
-        return cls(data["run_id"], data["model"], data["base_config"], configs, direction)
+        return cls(
+            data["run_id"],
+            data["model"],
+            data["base_config"],
+            configs,
+            direction,
+            data.get("sha"),
+            data.get("base_sha"),
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        paired = {"sha": self.sha, "base_sha": self.base_sha} if self.base_sha else {}
+        return paired | {
             "run_id": self.run_id,
             "model": self.model,
             "base_config": self.base_config,
