@@ -187,12 +187,13 @@ class _Test:
     def consistent(self, z: float) -> bool:
         """Without its most harmful pair, the rest still show harm at z (two pairs or more)."""
         k = len(self.values.d)
-        sd = statistics.stdev(self.history)
-        if k < 2 or sd == 0:
+        if k < 2:
             return False
-        sign = 1.0 if self.higher else -1.0
-        harms = [sign * (self.spread.baseline - d) for d in self.values.d]
+        harms = _harms(self.values, self.higher, self.spread.baseline)
         rest = (sum(harms) - max(harms)) / (k - 1)
+        sd = statistics.stdev(self.history)
+        if sd == 0:  # an exact history: any harm left is harm
+            return rest > 0
         return rest * math.sqrt(k - 1) / sd >= z
 
 
@@ -263,22 +264,30 @@ def _reported(run: RunKpis) -> list[ConfigKpis]:
 
 
 def _family_pvalues(view: _View, evidence: Sequence[_Evidence]) -> dict[Family, float]:
-    """Every enforced family of every config of the run: its members' smallest p; a config
-    not yet reported counts with p = 1 for each family it can report."""
+    """Every enforced family of every ok config of the run: its members' smallest p, 1 while
+    it has no test yet (a config not yet reported, a speedup before the base config's pair);
+    a family judged by the tolerance or exactly (no spread) spends none of the rate."""
     enforced = view.settings.enforced
+    found = {(e.config.name, e.kpi): e for e in evidence}
     pvalues: dict[Family, float] = {}
-    for e in evidence:
-        if e.kpi in enforced and e.test is not None and e.test.spread.error > 0:
-            key = (e.config.name, FAMILY.get(e.kpi, e.kpi))
-            pvalues[key] = min(pvalues.get(key, 1.0), e.test.p)
-    reported = {c.name for c in _reported(view.run)}
     for config in view.run.configs:
-        if config.name in reported or config.status is not ConfigStatus.OK:
+        if config.status is not ConfigStatus.OK:
             continue
         for kpi in enforced:
-            if _applicable(config, kpi, view.run):
-                pvalues.setdefault((config.name, FAMILY.get(kpi, kpi)), 1.0)
+            e = found.get((config.name, kpi))
+            if not _applicable(config, kpi, view.run) or (e is not None and _untested(e)):
+                continue
+            key = (config.name, FAMILY.get(kpi, kpi))
+            p = 1.0 if e is None or e.test is None else e.test.p
+            pvalues[key] = min(pvalues.get(key, 1.0), p)
     return pvalues
+
+
+def _untested(e: _Evidence) -> bool:
+    """Measured, but judged without a test: too short a paired history, or no spread."""
+    if e.test is not None:
+        return e.test.spread.error == 0
+    return e.values is not None and bool(e.values.d)
 
 
 # ----------------------------------------------------------------------------- one look
