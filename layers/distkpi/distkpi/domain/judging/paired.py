@@ -34,6 +34,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 
 from distkpi.domain.accuracy import Direction
 from distkpi.domain.judging.evaluation import Evaluation
@@ -209,6 +210,21 @@ class _View:
     def pairs(self, config: ConfigKpis) -> tuple[PairKpis, ...]:
         return config.pairs[: self.look]
 
+    @cached_property
+    def _rows_of(self) -> dict[tuple[str, str], list[HistoryRow]]:
+        rows: dict[tuple[str, str], list[HistoryRow]] = {}
+        for row in self.rows:
+            if row.paired_d is not None:
+                rows.setdefault((row.config, row.kpi), []).append(row)
+        return rows
+
+    def history(self, config: ConfigKpis, kpi: str) -> tuple[float, ...]:
+        """The paired history of one KPI of a config: its last ``window`` first-pair d's
+        on the config's hardware."""
+        rows = self._rows_of.get((config.name, kpi), [])
+        found = series(rows, config.name, kpi, hardware=config.hardware, paired=True)
+        return tuple(found[-self.settings.window :])
+
     def base_pairs(self, config: ConfigKpis) -> tuple[PairKpis, ...] | None:
         if self.run.base_config is None or self.run.base_config == config.name:
             return None
@@ -245,11 +261,7 @@ def _evidence(view: _View, config: ConfigKpis, kpi: str) -> _Evidence:
     values = None
     if _applicable(config, kpi, view.run) and (kpi not in SCALING or base is not None):
         values = paired_values(view.pairs(config), kpi, base)
-    history = tuple(
-        series(view.rows, config.name, kpi, hardware=config.hardware, paired=True)[
-            -view.settings.window :
-        ]
-    )
+    history = view.history(config, kpi)
     test = None
     if values is not None and values.d and len(history) >= view.settings.min_history:
         spread = spread_of(history, values.d, ())
