@@ -104,7 +104,6 @@ def _arm_value(arm: ConfigKpis, kpi: str, base_arm: ConfigKpis | None) -> float 
 class PairedValues:
     """One KPI of one config over the pairs judged: each pair's A, B and d."""
 
-    config: str
     kpi: str
     a: tuple[float, ...]
     b: tuple[float, ...]
@@ -133,7 +132,6 @@ def paired_values(
 ) -> PairedValues | None:
     """The pairs of a config for one KPI (scaling KPIs: the pairs the base config also has);
     None when no pair measured it in both arms."""
-    name = config[0].a.name if config else ""
     base_arms = {p.pair: p for p in base or ()}
     a, b, d = [], [], []
     never = False
@@ -151,7 +149,7 @@ def paired_values(
             d.append(diff)
     if not d and not never:
         return None
-    return PairedValues(name, kpi, tuple(a), tuple(b), tuple(d), never)
+    return PairedValues(kpi, tuple(a), tuple(b), tuple(d), never)
 
 
 def first_pair_d(config: ConfigKpis, base: ConfigKpis | None) -> dict[str, float]:
@@ -180,10 +178,6 @@ class _Test:
     spread: Spread
     p: float
     higher: bool
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.values.d)
 
     def consistent(self, z: float) -> bool:
         """Without its most harmful pair, the rest still show harm at z (two pairs or more)."""
@@ -544,6 +538,8 @@ def _view(
     found = next((c for c in run.configs if c.name == config), None)
     if found is None:
         raise ValueError(f"config {config!r} is not one of the run's")
+    if found.status is not ConfigStatus.OK:
+        raise ValueError(f"config {config} is {found.status.value}: it has no look to judge")
     if not 1 <= look <= max_pairs:
         raise ValueError(f"look {look} of config {config}: looks are 1..{max_pairs}")
     if len(found.pairs) < look:
