@@ -353,3 +353,30 @@ def test_a_config_without_pairs_at_the_end_is_judged_as_not_measured() -> None:
     strict = evaluate_paired(run, HISTORY, enforced, 1.0)
     assert strict.verdict.state is State.ERROR
     assert strict.verdict.reasons == ("2x8-4ps throughput not reported",)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_final_verdict_agrees_with_the_looks(seed: int) -> None:
+    """Configs looked at after every pair, each going on as its look decides; the final
+    evaluation then fails the run exactly when a look failed a config."""
+    rng = random.Random(100 + seed)
+    change = {SEED.configs[seed % 4].name: 0.75} if seed % 2 else {}
+    wild = {"1x8": (1, 0.6)} if seed % 3 == 0 else {}
+    whole = paired_run(4, rng, change, wild=wild)
+    ran = dict.fromkeys((c.name for c in whole.configs), 1)
+    going, failed = set(ran), False
+    for look in range(1, 5):
+        run = replace_pairs(whole, ran)
+        for name in sorted(going):
+            decision = judge_look(run, HISTORY, SETTINGS, name, look)
+            if decision.stop:
+                going.discard(name)
+                failed |= decision.outcome is LookOutcome.FAIL
+        for name in going:
+            ran[name] += 1
+    final = evaluate_paired(replace_pairs(whole, ran), HISTORY, SETTINGS, 1.0)
+    assert (final.verdict.state is State.FAILURE) == failed
+    assert not going  # the last look always stops
+    assert failed == bool(change)  # a 25% drop is caught, one wild pair is not a failure
+    runs = {j.config: j.runs for j in final.judgements if j.kpi == "throughput"}
+    assert runs == ran
