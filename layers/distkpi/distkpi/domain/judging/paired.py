@@ -21,7 +21,15 @@ is in doubt (above its Holm level, at most its level at the suite's ``paired.scr
 or significant but held by that check), the base config also while any speedup is; else it
 stops with a pass. With fewer than ``min_history`` paired values a KPI is judged against
 the suite's tolerance instead (mean d's harm beyond ln(1 + tolerance); tolerance itself for
-test accuracy) and takes no part in Holm's split.
+test accuracy) and takes no part in Holm's split; it too fails only when the pairs without
+the most harmful one are still beyond it (or when a single pair is all the suite runs).
+With one pair the test alone never fails a config: there is nothing to check it against.
+
+The final verdict (evaluate_paired) judges each config at its last look as that look saw
+the run: every config's first as many pairs. A look that saw fewer of another config's
+pairs (they had not arrived) can only differ from it where another family was itself
+significant (the run fails anyway) or in what was in doubt (a config that went on is judged
+at its later look).
 
 A paired judgement reads like an unpaired one: ``value`` is B's mean (geometric for the log
 scale: A's times e^mean d), ``baseline`` A's, ``low``..``high`` the range of B the test
@@ -310,7 +318,6 @@ class _Judged:
     judgement: Judgement
     fails: bool = False
     in_doubt: bool = False
-    family: Family | None = None
 
 
 @dataclass(frozen=True)
