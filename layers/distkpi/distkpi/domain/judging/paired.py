@@ -27,9 +27,9 @@ With one pair the test alone never fails a config: there is nothing to check it 
 
 The final verdict (evaluate_paired) judges each config at its last look as that look saw
 the run: every config's first as many pairs. A look that saw fewer of another config's
-pairs (they had not arrived) can only differ from it where another family was itself
-significant (the run fails anyway) or in what was in doubt (a config that went on is judged
-at its later look).
+pairs (they had not arrived) can only differ from it in its speedup (the base config's pairs
+as far as reported), where another family was itself significant, or in what was in doubt
+(a config that went on is judged at its later look).
 
 A paired judgement reads like an unpaired one: ``value`` is B's mean (geometric for the log
 scale: A's times e^mean d), ``baseline`` A's, ``low``..``high`` the range of B the test
