@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from distkpi.adapters.s3_runs import S3RunStore
+from distkpi.domain.contracts import parse_run_spec
+from distkpi.domain.kpis.runfolder import Reading, compute_run_kpis, config_kpis_of, gather_looks
 from distkpi.domain.signing import sign, signed_by
 from distkpi_cli.node.paired import PairedPlan, schedule
 from tests.unit.conftest import BUCKET
@@ -172,3 +175,67 @@ def test_a_failing_run_ends_the_sequence_and_fails_the_node_with_its_exit_code(
     assert final["exit_code"] == 3 and final["problem"] == "pair-1-b: the command exited 3"
     assert "broken" in uploaded(s3, "pair-1/b/logs/trainer-0.log")
     assert not any(e["path"].startswith("pair-2/") for e in final["files"])
+
+
+def run_spec(base: str, head: str, nodes: int) -> dict[str, Any]:
+    return {
+        "schema": 1,
+        "run_id": "r1",
+        "repo": "org/bench",
+        "sha": head,
+        "ref": "refs/heads/main",
+        "model": "bench",
+        "target_accuracy": 0.4,
+        "accuracy_pass": 0,
+        "accuracy_tolerance": 0.01,
+        "paired": {"base_sha": base, "max_pairs": 4, "warmup": True},
+        "configs": [
+            {
+                "name": "c",
+                "trainers": nodes,
+                "gpus_per_trainer": 2,
+                "pservers": 0,
+                "batch_size": 64,
+                "nodes": nodes,
+            }
+        ],
+    }
+
+
+def test_the_folder_a_paired_job_leaves_reads_as_each_pairs_kpis_of_both_arms(
+    s3: Any, tmp_path: Path, collector: Callable[..., Collector]
+) -> None:
+    path, base, head = make_repo(tmp_path / "bench")
+    # commit two is the slower: 10 imgs/s per trainer at commit one, 8 at two
+    (path / "bench.py").write_text(
+        (path / "bench.py").read_text().replace("= 10 imgs/s", "= 8 imgs/s")
+    )
+    git(path, "commit", "--quiet", "-am", "three: slower")
+    head = git(path, "rev-parse", "HEAD")
+    collector(2, lambda p: {"decision": "continue" if p == 1 else "stop"})
+    assert run_job(path, head, tmp_path / "work", 2, **paired(base, 4)) == [0, 0]
+    s3.put_object(Bucket=BUCKET, Key="runs/r1/run.json", Body=json.dumps(run_spec(base, head, 2)))
+    store = S3RunStore(BUCKET, s3)
+    run = compute_run_kpis(store.run("r1"))
+    assert (run.sha, run.base_sha) == (head, base)
+    (config,) = run.configs
+    assert [p.pair for p in config.pairs] == [1, 2]
+    for pair in config.pairs:
+        assert pair.a.throughput == pytest.approx(20.0)  # 2 trainers x 10 imgs/s
+        assert pair.b.throughput == pytest.approx(16.0)
+    assert config.throughput == pytest.approx(16.0) and config.runs == 2
+    assert config.gpu_hours is not None and config.gpu_hours > 0  # every run that ran
+    shown = run.to_json()
+    assert shown["base_sha"] == base and shown["sha"] == head
+    assert shown["configs"]["c"]["pairs"][0]["a"]["throughput"] == pytest.approx(20.0)
+    # the collector's view after pair 1: the look manifests alone
+    spec = parse_run_spec(run_spec(base, head, 2))
+    reading = Reading(key=KEY, run_id="r1")
+    looked = config_kpis_of(gather_looks(store.run("r1"), spec.configs[0], 1, reading), spec)
+    assert [p.pair for p in looked.pairs] == [1] and looked.pairs[0].b.throughput == 16.0
+    # a look manifest not signed with the config's key makes its node invalid
+    forged = json.loads(uploaded(s3, "pair-1/node-1.json"))
+    forged["pair"] = 2
+    s3.put_object(Bucket=BUCKET, Key="runs/r1/c/pair-2/node-1.json", Body=json.dumps(forged))
+    evidence = gather_looks(store.run("r1"), spec.configs[0], 2, reading)
+    assert "not signed with this config's key" in evidence.invalid_nodes[1]
