@@ -76,13 +76,8 @@ class PairedLooks:
             config,
             pair,
         )
-        decision = LookDecision(
-            run_id=spec.run_id,
-            config=config,
-            pair=pair,
-            decision="stop" if judged.stop else "continue",
-            outcome=judged.outcome if judged.stop else None,
-            why=judged.why[:1000],
+        decision = LookDecision.model_validate(
+            {"run_id": spec.run_id, **judged.to_json(), "why": judged.why[:1000]}
         )
         stored = LookDecision.model_validate(
             self.runs.record_look(spec.run_id, config, pair, decision.to_json())
