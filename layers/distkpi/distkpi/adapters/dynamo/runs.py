@@ -38,10 +38,12 @@ def run_item(run: RunRecord) -> dict[str, Any]:
         "status": run.status.value,
         "attempt": run.attempt,
         **({"confirms": run.confirms} if run.confirms else {}),
+        **({"extra_time_s": run.extra_time_s} if run.extra_time_s else {}),
         "GSI1PK": keys.commit(run.trigger.repo, run.trigger.sha),
         "GSI1SK": keys.ordered(run.created_at, run.run_id),
+        # the sweeper's deadline query: by when the stack's run timeout starts counting
         "GSI2PK": keys.RUNNING,
-        "GSI2SK": keys.ordered(run.created_at, run.run_id),
+        "GSI2SK": keys.ordered(run.timeout_counted_from, run.run_id),
     }
 
 
@@ -71,6 +73,7 @@ def run_record(item: Mapping[str, Any]) -> RunRecord:
         attempt=int(item.get("attempt", 1)),
         confirms=item.get("confirms"),
         confirmed_by=item.get("confirmed_by"),
+        extra_time_s=int(item.get("extra_time_s", 0)),
     )
 
 
@@ -320,7 +323,8 @@ class RunRepository:
         return self._index(keys.UNPUBLISHED)
 
     def running_since_before(self, created_before: str) -> list[str]:
-        """Runs still running that were created before the given ISO time, oldest first."""
+        """Runs still running that were created before the given ISO time (a run with extra
+        time: that much earlier), oldest first."""
         return self._index(keys.RUNNING, before=created_before)
 
     def of_commit(self, repo: str, sha: str) -> list[RunRecord]:
