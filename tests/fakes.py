@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from distkpi.domain.commit_status import CommitStatus
 from distkpi.domain.github.alerts import AlarmState
+from distkpi.domain.github.commits import Comparison
 from distkpi.domain.layout import run_prefix
 from distkpi.domain.planning.suites import BrokenSuite, Suite, parse_deployed_suites
 from distkpi.domain.records import (
@@ -104,6 +105,17 @@ class FakeRuns:
             )
             return True
 
+    def record_look(
+        self, run_id: str, config: str, pair: int, decision: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        with self._lock:
+            record = self.config(run_id, config)
+            if record is None:
+                raise NotFoundError(f"no config {config} of run {run_id}")
+            if pair not in record.looks:
+                self._update_config(run_id, config, looks={**record.looks, pair: dict(decision)})
+            return self._configs[run_id][config].looks[pair]
+
     def add_config_done(self, run_id: str, config: str) -> tuple[int, int]:
         with self._lock:
             run = self._run(run_id)
@@ -190,9 +202,9 @@ class FakeRuns:
         running = [
             r
             for r in self._runs.values()
-            if r.status is RunStatus.RUNNING and r.created_at < created_before
+            if r.status is RunStatus.RUNNING and r.timeout_counted_from < created_before
         ]
-        return [r.run_id for r in sorted(running, key=lambda r: (r.created_at, r.run_id))]
+        return [r.run_id for r in sorted(running, key=lambda r: (r.timeout_counted_from, r.run_id))]
 
     def of_commit(self, repo: str, sha: str) -> list[RunRecord]:
         return [r for r in self._runs.values() if (r.trigger.repo, r.trigger.sha) == (repo, sha)]
@@ -352,6 +364,10 @@ class FakeGitHub:
         self.checks: dict[int, dict[str, Any]] = {}
         self.removed_labels: list[tuple[str, int, str]] = []
         self.changed: list[str] | None = None
+        # what a compare of (base, head) names as its merge base, and each commit's parents
+        self.merge_bases: dict[tuple[str, str], str] = {}
+        self.parents: dict[str, tuple[str, ...]] = {}
+        self.asked: list[str] = []  # each compare and commit lookup, in order
         self.down = False
 
     def _answer(self) -> None:
@@ -362,10 +378,20 @@ class FakeGitHub:
         self._answer()
         self.statuses.append(status)
 
-    def changed_files(self, repo: str, base: str, head: str, limit: int = 300) -> list[str] | None:
-        del repo, base, head, limit
+    def compare(self, repo: str, base: str, head: str, limit: int = 300) -> Comparison:
+        del repo, limit
+        self.asked.append(f"compare {base}...{head}")
+        if self.down:
+            return Comparison(problem="GitHub answered 503")
+        return Comparison(self.changed, self.merge_bases.get((base, head)))
+
+    def commit_parents(self, repo: str, sha: str) -> tuple[str, ...]:
+        del repo
+        self.asked.append(f"commit {sha}")
         self._answer()
-        return self.changed
+        if sha not in self.parents:
+            raise GitHubError("GitHub answered 404 to GET for the commit")
+        return self.parents[sha]
 
     def remove_label(self, repo: str, number: int, label: str) -> None:
         self._answer()

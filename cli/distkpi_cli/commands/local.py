@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "up":
         from distkpi_cli.local.up import serve
 
-        return serve(Path(args.suite), state, args.port, fresh=args.fresh)
+        return serve(Path(args.suite), state, args.port, fresh=args.fresh, repository=source)
     if args.event:
         return _replay(args, source)
     if args.dry_run:

@@ -122,7 +122,9 @@ def run_local(
     node work dirs are removed when its jobs end, unless ``keep_work`` or a node failed."""
     source = source or project_root()
     chain = commits_of(source, rev, commits)
-    opened = local_stack(suite, progress, github_app=github_app, state=state, fresh=fresh)
+    opened = local_stack(
+        suite, progress, github_app=github_app, state=state, fresh=fresh, repository=source
+    )
     with opened as stack:
         stack.say(
             f"local stack up: AWS (moto) at {stack.aws.endpoint}, GitHub at {stack.github.url}"
@@ -180,7 +182,7 @@ def dry_run(
     statuses posted. A ``state`` folder is read (for the estimate), never written."""
     source = source or project_root()
     (sha,) = commits_of(source, rev, 1)
-    with local_stack(suite, progress, state=state, save=False) as stack:
+    with local_stack(suite, progress, state=state, save=False, repository=source) as stack:
         dispatch = Dispatcher(stack, Path(), source)
         run_ids = stack.send_webhook(repo, sha, _base_of(source, sha))
         runs = [planned_run(dispatch, run_id) for run_id in run_ids]

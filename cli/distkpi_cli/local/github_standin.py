@@ -1,7 +1,9 @@
 """A GitHub stand-in on 127.0.0.1: accepts and records commit statuses, check runs and label
-removals from pull requests, and answers compare requests with the files it is given, like
-the REST API. As a GitHub App's host it generates the App's key pair, checks each JWT's
-RS256 signature, issues installation tokens that expire, and takes only those."""
+removals from pull requests, and answers compare requests (the merge base, and the files
+from the git repository it serves or as it is given them) and Git commit requests (their
+parents, from that repository), like the REST API. As a GitHub App's host it generates the
+App's key pair, checks each JWT's RS256 signature, issues installation tokens that expire,
+and takes only those."""
 
 from __future__ import annotations
 
@@ -14,8 +16,11 @@ from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
+
+from distkpi_cli.local.standin_git import GitRepository
 
 STATUS_PATH = re.compile(
     r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/statuses/(?P<sha>[0-9a-f]{40})$"
@@ -28,6 +33,9 @@ TOKEN_PATH = re.compile(r"^/app/installations/(?P<installation>[0-9]+)/access_to
 INSTALLATION_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/installation$")
 CHECK_RUNS_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/check-runs$")
 CHECK_RUN_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/check-runs/(?P<id>[0-9]+)$")
+GIT_COMMIT_PATH = re.compile(
+    r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/git/commits/(?P<sha>[0-9a-f]{40})$"
+)
 COMMIT_CHECKS_PATH = re.compile(
     r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/commits/(?P<sha>[0-9a-f]{40})/check-runs$"
 )
@@ -115,15 +123,23 @@ class GitHubStandIn:
     """
 
     def __init__(
-        self, token: str | None = None, app: GitHubApp | None = None, port: int = 0
+        self,
+        token: str | None = None,
+        app: GitHubApp | None = None,
+        port: int = 0,
+        repository: Path | None = None,
     ) -> None:
         self.token = token
         self.app = app
         self.port = port  # 0: any free one
+        # the git repository it serves, for every owner/name: compares' merge bases and
+        # files, commits' parents; None: compares list `changed_files`, commits are 404
+        self.repository = repository
         self.statuses: list[dict[str, Any]] = []
         self.check_runs: list[dict[str, Any]] = []
         self.removed_labels: list[dict[str, Any]] = []
-        # what GET /repos/{o}/{r}/compare/{base}...{head} lists (every range alike); None: 404
+        # what GET /repos/{o}/{r}/compare/{base}...{head} lists (every range alike); None:
+        # the repository's own changes, or 404 without one
         self.changed_files: list[str] | None = None
         # which of those are renames, and from where: {new path: previous path}
         self.renamed_from: dict[str, str] = {}
@@ -136,7 +152,7 @@ class GitHubStandIn:
         """Forget every request and script, as a new stand-in would, keeping the server (and
         its port); then answer for ``token`` or ``app``."""
         server = self._server
-        self.__dict__.update(GitHubStandIn(token, app, self.port).__dict__)
+        self.__dict__.update(GitHubStandIn(token, app, self.port, self.repository).__dict__)
         self._server = server
 
     @property
@@ -208,6 +224,7 @@ class GitHubStandIn:
             ("PATCH", CHECK_RUN_PATH, lambda: self._update_check(bare, auth, raw)),
             ("GET", INSTALLATION_PATH, lambda: self._installation(bare, auth)),
             ("GET", COMMIT_CHECKS_PATH, lambda: self._list_checks(path, auth)),
+            ("GET", GIT_COMMIT_PATH, lambda: self._git_commit(bare, auth)),
         ]
         if method == "GET" and bare in ("/_standin/statuses", "/_standin/checks"):
             # what a `distkpi local` attached to `distkpi local up` reads back
@@ -329,12 +346,36 @@ class GitHubStandIn:
     def _compare(self, path: str, auth: str | None) -> tuple[int, Any]:
         with self._lock:
             self.requests += 1
-        if not COMPARE_PATH.match(path) or self.changed_files is None:
+        match = COMPARE_PATH.match(path)
+        if not match or (self.changed_files is None and self.repository is None):
             return 404, {"message": "Not Found"}
         if not self._authorized(auth):
             return 401, {"message": "Bad credentials"}
-        files = [self._compare_entry(name) for name in self.changed_files]
-        return 200, {"status": "ahead", "files": files[:MAX_COMPARE_FILES]}
+        listed = self.changed_files
+        files = None if listed is None else [self._compare_entry(name) for name in listed]
+        if self.repository is None:
+            return 200, {"status": "ahead", "files": (files or [])[:MAX_COMPARE_FILES]}
+        base, _, head = unquote(match["range"]).partition("...")
+        answer = GitRepository(self.repository).compare(base, head, files)
+        if answer is None:
+            return 404, {"message": "Not Found"}
+        return 200, {**answer, "files": answer["files"][:MAX_COMPARE_FILES]}
+
+    def _git_commit(self, path: str, auth: str | None) -> tuple[int, Any]:
+        """GET /repos/{owner}/{repo}/git/commits/{sha}, from the repository it serves."""
+        match = GIT_COMMIT_PATH.match(path)
+        assert match is not None
+        with self._lock:
+            self.requests += 1
+            if self._scripted:
+                return self._scripted.popleft(), {"message": "scripted failure"}
+        if not self._authorized(auth):
+            return 401, {"message": "Bad credentials"}
+        repo = f"{match['owner']}/{match['repo']}"
+        found = None
+        if self.repository is not None:
+            found = GitRepository(self.repository).git_commit(match["sha"], self.url, repo)
+        return (404, {"message": "Not Found"}) if found is None else (200, found)
 
     def _compare_entry(self, name: str) -> dict[str, Any]:
         """A file of a compare, as GitHub lists it: a rename names the path it came from."""

@@ -66,7 +66,7 @@ def replay(
 ) -> dict[str, Any]:
     """Deliver ``events`` in order; then run what they started, unless ``dry_run``.
     {"deliveries": [{"event", "status_code", "body"}], "runs": [...], "statuses": [...]}."""
-    with local_stack(suite, progress or sys.stderr) as stack:
+    with local_stack(suite, progress or sys.stderr, repository=source) as stack:
         dispatch = Dispatcher(stack, out, source or project_root(), keep_work=keep_work)
         deliveries: list[dict[str, Any]] = []
         for event in events:

@@ -140,11 +140,14 @@ def local_stack(
     fresh: bool = False,
     port: int = 0,
     save: bool = True,
+    repository: Path | None = None,
 ) -> Iterator[LocalStack]:
     """Up on free ports (or moto on ``port`` and GitHub on the next), with ``suite``
     deployed; down (and the environment as it was) afterwards. ``github_app``: GitHub is an
-    App's host. ``state``: start from that folder's state (``fresh``: from none) and leave
-    it updated (unless not ``save``), holding it for as long as the stack is up."""
+    App's host. ``repository``: the git repository GitHub serves (this checkout by
+    default): compares and commits are answered from it. ``state``: start from that
+    folder's state (``fresh``: from none) and leave it updated (unless not ``save``),
+    holding it for as long as the stack is up."""
     up = running(state) if state is not None else None
     if up is not None:  # `distkpi local up` holds the state: run on its stack
         if fresh:
@@ -159,7 +162,10 @@ def local_stack(
             if fresh:
                 state.fresh()
             state.check()
-        stack = held.enter_context(_local_stack(suite, progress, github_app, state, port))
+        served = repository or project_root()
+        stack = held.enter_context(
+            _local_stack(suite, progress, github_app, state, port, repository=served)
+        )
         yield stack
         if state is not None and save:
             items, objects = state.save(stack.aws.client, TABLE, BUCKET)
@@ -185,7 +191,13 @@ def _attached(up: RunningStack, suite: Path, progress: TextIO) -> Iterator[Local
 
 @contextmanager
 def _local_stack(
-    suite: Path, progress: TextIO, github_app: bool, state: StateFolder | None, port: int
+    suite: Path,
+    progress: TextIO,
+    github_app: bool,
+    state: StateFolder | None,
+    port: int,
+    *,
+    repository: Path,
 ) -> Iterator[LocalStack]:
     from moto.server import ThreadedMotoServer
 
@@ -194,7 +206,7 @@ def _local_stack(
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     app = GitHubApp() if github_app else None
-    github = GitHubStandIn(app=app, port=port + 1 if port else 0)
+    github = GitHubStandIn(app=app, port=port + 1 if port else 0, repository=repository)
     loaded: list[tuple[int, int]] = []
 
     def restore(client: Callable[[str], Any]) -> None:

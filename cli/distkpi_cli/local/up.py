@@ -27,12 +27,17 @@ def serve(
     fresh: bool = False,
     progress: TextIO = sys.stderr,
     stop: threading.Event | None = None,
+    repository: Path | None = None,
 ) -> int:
-    """Up until ``stop`` is set (Ctrl-C or SIGTERM set it); then the state is saved."""
+    """Up until ``stop`` is set (Ctrl-C or SIGTERM set it); then the state is saved. Its
+    GitHub serves ``repository`` (default this checkout)."""
     if (up := running(state)) is not None:
         raise StateError(f"{state.path} is already up (pid {up.pid}, {up.endpoint})")
     stop = stop or _stopped_by_signals()
-    with local_stack(suite, progress, state=state, fresh=fresh, port=port) as stack:
+    opened = local_stack(
+        suite, progress, state=state, fresh=fresh, port=port, repository=repository
+    )
+    with opened as stack:
         held = RunningStack(
             stack.aws.endpoint, stack.github.url, os.getpid(), dataclasses.asdict(stack.aws)
         )

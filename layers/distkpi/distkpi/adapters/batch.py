@@ -162,12 +162,15 @@ class BatchLauncher:
     def request(self, plan: JobPlan) -> dict[str, Any]:
         """The SubmitJob request for a plan (kept separate so it can be read and tested)."""
         tags = {"distkpi:run": plan.run_id, "distkpi:config": plan.config}
+        # a multi-node job's timeout applies to the whole job
+        timeout = {"timeout": {"attemptDurationSeconds": plan.timeout_s}} if plan.timeout_s else {}
         if not plan.multinode:
             return {
                 "jobName": plan.name,
                 "jobQueue": self.queue,
                 "jobDefinition": self.definition(self.single_node_definition, plan.image),
                 "containerOverrides": _container(plan, plan.groups[0]),
+                **timeout,
                 "tags": tags,
                 "propagateTags": True,
             }
@@ -182,6 +185,7 @@ class BatchLauncher:
             "jobQueue": self.queue,
             "jobDefinition": self.definition(self.multi_node_definition, plan.image),
             "nodeOverrides": {"numNodes": plan.nodes, "nodePropertyOverrides": node_overrides},
+            **timeout,
             "tags": tags,
             "propagateTags": True,
         }

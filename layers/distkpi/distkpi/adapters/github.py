@@ -1,5 +1,6 @@
 """GitHub over the REST API (github.com or GitHub Enterprise): commit statuses or check runs,
-a change's files, and taking the approval label off a pull request."""
+a change's files and merge base, a commit's parents, and taking the approval label off a
+pull request."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from distkpi.domain.commit_status import CommitStatus, clip
+from distkpi.domain.github.commits import Comparison, merge_base_of, parents_of
 from distkpi.exceptions import GitHubAuthError, GitHubError
 
 RETRY_ON = (429, 500, 502, 503, 504)
@@ -93,14 +95,15 @@ class GitHubStatusClient:
             "X-GitHub-Api-Version": "2022-11-28",
         }
 
-    def changed_files(self, repo: str, base: str, head: str, limit: int = 300) -> list[str] | None:
-        """The paths changed from ``base`` to ``head`` (GET /repos/{repo}/compare/base...head,
-        page by page until a page adds nothing new): a renamed file's old path
-        (``previous_filename``) too, since moving a file away changes what was there. None
-        when GitHub cannot list them all (``limit`` files or more: its cap) or cannot be
-        asked."""
+    def compare(self, repo: str, base: str, head: str, limit: int = 300) -> Comparison:
+        """GET /repos/{repo}/compare/base...head: the merge base (from the first page) and the
+        paths changed, page by page until a page adds nothing new: a renamed file's old path
+        (``previous_filename``) too, since moving a file away changes what was there. The
+        files are None when GitHub cannot list them all (``limit`` files or more: its cap)
+        or a later page fails; all is None, with the problem, when GitHub cannot be asked."""
         files: dict[str, None] = {}  # GitHub's entries, by filename: what its cap counts
         paths: dict[str, None] = {}
+        merge_base: str | None = None
         url = f"{self.api_url}/repos/{repo}/compare/{base}...{head}"
         for page in range(1, limit // 100 + 2):
             try:
@@ -110,20 +113,36 @@ class GitHubStatusClient:
                     headers=self._headers(repo),
                     timeout=self._timeout(),
                 )
-            except (requests.RequestException, GitHubError):
-                return None
+            except (requests.RequestException, GitHubError) as exc:
+                problem = str(exc) if isinstance(exc, GitHubError) else type(exc).__name__
+                return Comparison(None, merge_base, f"GitHub unreachable: {problem}")
             if response.status_code != 200:
-                return None
-            entries = [f for f in response.json().get("files") or [] if isinstance(f, dict)]
+                return Comparison(None, merge_base, f"GitHub answered {response.status_code}")
+            answer = response.json()
+            if page == 1:
+                merge_base = merge_base_of(answer)
+            listed = answer.get("files") if isinstance(answer, dict) else None
+            entries = [f for f in listed or [] if isinstance(f, dict)]
             new = [f for f in entries if _name(f, "filename") and f["filename"] not in files]
             for entry in new:
                 files[entry["filename"]] = None
                 paths.update(dict.fromkeys(p for p in _paths_of(entry) if p not in paths))
             if len(files) >= limit:
-                return None
+                return Comparison(None, merge_base)
             if len(entries) < 100 or not new:
-                return list(paths)
-        return None
+                return Comparison(list(paths), merge_base)
+        return Comparison(None, merge_base)
+
+    def commit_parents(self, repo: str, sha: str) -> tuple[str, ...]:
+        """The parents of commit ``sha``, the first parent first (none: a root commit), from
+        GET /repos/{repo}/git/commits/{sha}: the commit object alone, which GitHub answers
+        without computing the commit's diff as GET .../commits/{sha} does. GitHubError when
+        GitHub refuses, is down, or does not know the commit (404)."""
+        answer = self._send("GET", f"{self.api_url}/repos/{repo}/git/commits/{sha}", repo)
+        parents = parents_of(answer)
+        if parents is None:
+            raise GitHubError(f"GitHub's answer for commit {sha[:10]} lists no parents")
+        return parents
 
     def remove_label(self, repo: str, number: int, label: str) -> None:
         """DELETE /repos/{repo}/issues/{number}/labels/{label}; a label already gone is

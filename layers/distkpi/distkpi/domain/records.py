@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,18 @@ class RunRecord:
     attempt: int = 1
     confirms: str | None = None
     confirmed_by: str | None = None
+    # how much longer than the stack's run timeout it may take (a paired job's further runs
+    # of the command: domain/planning/jobs.extra_run_time_s)
+    extra_time_s: int = 0
+
+    @property
+    def timeout_counted_from(self) -> str:
+        """When the stack's run timeout starts counting for this run: its creation, later by
+        its extra time (ISO, as `created_at`)."""
+        if not self.extra_time_s:
+            return self.created_at
+        later = datetime.fromisoformat(self.created_at) + timedelta(seconds=self.extra_time_s)
+        return later.isoformat(timespec="milliseconds")
 
     @property
     def first_run_id(self) -> str:
@@ -105,6 +118,8 @@ class ConfigRecord:
     nodes_reported: frozenset[int] = frozenset()
     kpis: ConfigKpis | None = None
     job_id: str | None = None
+    # a paired config's decisions after each pair (pair -> LookDecision.to_json())
+    looks: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -144,6 +159,8 @@ class HistoryRecord:
     # per KPI, how this run's value was judged: {"low", "high", "verdict"} (the history site
     # shades the range and marks regressions); empty for records from before it was kept
     judged: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # a paired run's first pair, per KPI: the paired history's value (HistoryRow.paired_d)
+    paired: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -39,12 +39,12 @@ class RunDeadlines:
     run_budget_s: float = RUN_BUDGET_S
 
     def expire_overdue(self, time_left: Callable[[], float] | None = None) -> int:
-        """Settle the runs still running `timeout_s` after they started, oldest first, each
-        only while ``time_left`` (seconds of the invocation) holds a run's budget; the
-        others wait for the next sweep. How many were settled."""
+        """Settle the runs still running `timeout_s` after they started (a run with extra
+        time, a paired one, that much later), oldest first, each only while ``time_left``
+        (seconds of the invocation) holds a run's budget; the others wait for the next
+        sweep. How many were settled."""
         cutoff = self.clock() - timedelta(seconds=self.timeout_s)
         overdue = self.runs.running_since_before(cutoff.isoformat(timespec="milliseconds"))
-        reason = f"timed out: no result {duration(self.timeout_s)} after the run started"
         expired = 0
         for index, run_id in enumerate(overdue):
             if time_left is not None and time_left() < self.run_budget_s:
@@ -54,6 +54,7 @@ class RunDeadlines:
                 break
             logger.warning("run past its deadline", run_id=run_id, timeout_s=self.timeout_s)
             try:
+                reason = self._reason(run_id)
                 jobs = self.settler.expire_run(run_id, reason)
             except Exception:  # one broken run must not keep the others from their deadline
                 logger.exception("overdue run not settled", run_id=run_id)
@@ -63,3 +64,8 @@ class RunDeadlines:
             expired += 1
             stop_jobs(self.launcher, jobs, run_id, reason, self.count)
         return expired
+
+    def _reason(self, run_id: str) -> str:
+        run = self.runs.get(run_id)
+        allowed = self.timeout_s + (run.extra_time_s if run is not None else 0)
+        return f"timed out: no result {duration(allowed)} after the run started"

@@ -12,6 +12,7 @@ from aws_lambda_powertools import Logger
 
 from distkpi.domain.commit_status import State, confirming_description, pending_description
 from distkpi.domain.contracts import RunSpec
+from distkpi.domain.github.commits import NoBase
 from distkpi.domain.github.trust import NeedsApproval, approval_description
 from distkpi.domain.github.webhook import Rerun, Trigger
 from distkpi.domain.layout import run_spec_key
@@ -19,6 +20,7 @@ from distkpi.domain.planning.jobs import (
     JobPlan,
     confirmation_run_id,
     confirmation_spec,
+    extra_run_time_s,
     plan_jobs,
     run_id_for,
     run_spec_for,
@@ -28,6 +30,7 @@ from distkpi.domain.planning.suites import BrokenSuite, Suite
 from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord, RunStatus
 from distkpi.domain.signing import ManifestKeys
 from distkpi.exceptions import LaunchError
+from distkpi.services.change import Change
 from distkpi.services.jobs import stop_jobs
 from distkpi.services.ports import (
     Clock,
@@ -89,14 +92,20 @@ class RunStarter:
     clock: Clock = field(default=utcnow)
 
     def handle_delivery(
-        self, trigger: Trigger, delivery: str, only: Sequence[str] | None = None
+        self,
+        trigger: Trigger,
+        delivery: str,
+        only: Sequence[str] | None = None,
+        base: str | None = None,
     ) -> Delivery:
         """A delivery's whole transaction: claimed once; if starting fails, released for
         GitHub's redelivery; broken suites reported; older runs of a pull request superseded.
-        ``only``: just those suites (a re-run), whatever their paths."""
+        ``only``: just those suites (a re-run), whatever their paths; ``base``: the commit
+        its paired suites measure against, when known (a re-run keeps the run's own)."""
         if not self.deliveries.claim(delivery, int(self.clock().timestamp())):
             logger.info("delivery seen before; nothing started")
             return Delivery(Outcome.DUPLICATE)
+        change = Change(self.statuses, trigger, base)
         try:
             suites, broken = self.catalog.suites()
             suites = [s for s in suites if s.runs_for(trigger.repo)]
@@ -104,8 +113,8 @@ class RunStarter:
             if only is not None:
                 suites, broken = [s for s in suites if s.name in only], []
             else:
-                suites, untouched = self._touched(suites, trigger)
-            started = self.start_runs(trigger, delivery, suites)
+                suites, untouched = self._touched(suites, change)
+            started = self.start_runs(trigger, delivery, suites, change)
         except Exception:
             self.deliveries.release(delivery)
             raise
@@ -153,15 +162,28 @@ class RunStarter:
         refused = [r.run_id for r in going.values()]
         if repeated is None:
             return Delivery(Outcome.STARTED, refused_for=refused, never_admitted=never)
-        started = self.handle_delivery(repeated, delivery, only=admitted)
+        base = _paired_base(of_commit, repeated, admitted)
+        started = self.handle_delivery(repeated, delivery, only=admitted, base=base)
         self.count("RerunsStarted", len(started.runs))
         return replace(started, refused_for=refused, never_admitted=never)
 
-    def start_runs(self, trigger: Trigger, delivery: str, suites: Iterable[Suite]) -> list[str]:
+    def start_runs(
+        self,
+        trigger: Trigger,
+        delivery: str,
+        suites: Iterable[Suite],
+        change: Change | None = None,
+    ) -> list[str]:
+        """A run of each suite; a paired suite's measures the commit against its base (a
+        pull request's merge base, a push's first parent), and without one it is `error` at
+        once, saying why, with no job submitted."""
+        change = change or Change(self.statuses, trigger)
         started: list[str] = []
         for suite in suites:
             run_id = run_id_for(suite.name, trigger.sha, delivery)
-            spec = run_spec_for(run_id, trigger, suite)
+            base = change.paired_base() if suite.verdict.paired is not None else None
+            no_base = base if isinstance(base, NoBase) else None
+            spec = run_spec_for(run_id, trigger, suite, base if isinstance(base, str) else None)
             record = RunRecord(
                 run_id=run_id,
                 trigger=trigger,
@@ -171,9 +193,11 @@ class RunStarter:
                 verdict_settings=suite.verdict,
                 created_at=self.clock().isoformat(timespec="milliseconds"),
                 configs_total=len(spec.configs),
+                extra_time_s=extra_run_time_s(spec, suite),
             )
             gpus = max(c.gpus for c in spec.configs)
-            if self.launch(record, suite, pending_description(len(spec.configs), gpus)):
+            description = pending_description(len(spec.configs), gpus)
+            if self.launch(record, suite, description, no_base):
                 started.append(run_id)
         return started
 
@@ -207,9 +231,12 @@ class RunStarter:
             self.count("ConfirmationRuns")
         return run_id
 
-    def launch(self, record: RunRecord, suite: Suite, description: str) -> bool:
+    def launch(
+        self, record: RunRecord, suite: Suite, description: str, no_base: NoBase | None = None
+    ) -> bool:
         """Record the run, submit its jobs and post `pending`; False when it exists already
-        (a retried delivery, or a confirmation that another finisher started)."""
+        (a retried delivery, or a confirmation that another finisher started). A paired
+        run with ``no_base`` submits nothing: each config fails with the reason."""
         spec, trigger = record.spec, record.trigger
         if not self.runs.create(record, {c.name: c.nodes for c in spec.configs}):
             logger.info("run exists already", run_id=record.run_id)
@@ -220,9 +247,12 @@ class RunStarter:
             )
             self.pull_requests.add(trigger.repo, trigger.pull_request, entry)
         self.store.put_json(run_spec_key(record.run_id), spec.to_json())
-        self._submit(spec, suite)
         self.count("RunsStarted")
         self.statuses.post(spec, State.PENDING, description)
+        if no_base is not None:
+            self._refuse_unpaired(spec, no_base)
+            return True
+        self._submit(spec, suite)
         logger.info(
             "run started",
             run_id=record.run_id,
@@ -294,12 +324,12 @@ class RunStarter:
         logger.info("runs await approval", reason=waiting.reason, suites=names, sha=trigger.sha)
         return names
 
-    def _touched(self, suites: list[Suite], trigger: Trigger) -> tuple[list[Suite], list[Suite]]:
+    def _touched(self, suites: list[Suite], change: Change) -> tuple[list[Suite], list[Suite]]:
         """(suites the change concerns, suites whose `paths` it touches none of); the files
         are asked of GitHub once, and only when a suite has paths."""
         if all(s.paths is None for s in suites):
             return suites, []
-        changed = self.statuses.changed_files(trigger)
+        changed = change.changed_files()
         touched = [s for s in suites if s.touched_by(changed)]
         return touched, [s for s in suites if s not in touched]
 
@@ -354,6 +384,13 @@ class RunStarter:
             reason = plan.refusal or f"not submitted: {first_refusal}"
             self._fail(run.run_id, plan.config, reason, prefix="")
 
+    def _refuse_unpaired(self, run: RunSpec, no_base: NoBase) -> None:
+        """A paired run with nothing to measure its head against ends `error` at once."""
+        logger.error("paired run has no base", run_id=run.run_id, reason=no_base.reason)
+        self.count("RunsWithoutBase")
+        for spec in run.configs:
+            self._fail(run.run_id, spec.name, f"not submitted: {no_base}", prefix="")
+
     def _fail(self, run_id: str, config: str, reason: str, prefix: str = "job failed: ") -> None:
         if self.settler is None:
             raise LaunchError(f"job of {run_id} {config} refused, and no fan-in to settle it")
@@ -375,3 +412,16 @@ def _admitted_runs(
     trigger = candidates[-1].trigger
     admitted = {r.model for r in candidates if r.trigger == trigger}
     return [name for name in wanted if name in admitted], trigger
+
+
+def _paired_base(
+    of_commit: Sequence[RunRecord], trigger: Trigger, suites: Sequence[str]
+) -> str | None:
+    """The base the repeated runs were paired with (one trigger: one base), so that a
+    re-run of a paired run measures against the same commit without asking GitHub again."""
+    bases = [
+        r.spec.paired.base_sha
+        for r in of_commit
+        if r.trigger == trigger and r.model in suites and r.spec.paired is not None
+    ]
+    return bases[-1] if bases else None

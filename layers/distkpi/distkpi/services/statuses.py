@@ -1,6 +1,6 @@
 """What distkpi says to GitHub and asks of it: commit statuses, or with App auth check runs
 (one per suite, `distkpi/<model>`, carrying the KPI table), a link to the run's report,
-failures counted; the approval label; a change's files."""
+failures counted; the approval label; a change's files and merge base, a commit's parents."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from aws_lambda_powertools import Logger
 from distkpi.domain.commit_status import CommitStatus, State
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.github.checks import CheckRun, conclusion_of
+from distkpi.domain.github.commits import Comparison
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.planning.suites import BrokenSuite
 from distkpi.domain.untrusted import neutral
@@ -168,15 +169,26 @@ class StatusPublisher:
         )
         return self._send(status, {"suite": suite})
 
-    def changed_files(self, trigger: Trigger) -> list[str] | None:
-        """The files the trigger's commit changes; None when that cannot be known."""
+    def compare(self, trigger: Trigger) -> Comparison | None:
+        """GitHub's compare of the commit the trigger's change is counted from (a pull
+        request's base, a push's previous head) with its commit; None when there is none."""
         base = trigger.compared_from
         if base is None:
             return None
-        files = self.github.changed_files(trigger.repo, base, trigger.sha)
-        if files is None:
+        comparison = self.github.compare(trigger.repo, base, trigger.sha)
+        if comparison.files is None:
             logger.info("changed files unknown: every suite runs", extra={"sha": trigger.sha})
-        return files
+        return comparison
+
+    def parents(self, trigger: Trigger) -> tuple[str, ...] | str:
+        """The parents of the trigger's commit, first parent first, or why GitHub did not
+        say (logged and counted)."""
+        try:
+            return self.github.commit_parents(trigger.repo, trigger.sha)
+        except GitHubError as exc:
+            logger.error("commit's parents unknown", extra={"sha": trigger.sha, "error": str(exc)})
+            self.count("CommitLookupFailures")
+            return str(exc)
 
     def withdraw_approval(self, trigger: Trigger, label: str) -> bool:
         """Take the approval label off the pull request (it was given to an earlier head)."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from boto3.dynamodb.conditions import Key
 
 from distkpi.adapters.dynamo import keys
-from distkpi.adapters.dynamo.table import DynamoTable, to_dynamo
+from distkpi.adapters.dynamo.table import DynamoTable, from_dynamo, to_dynamo
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.judging.settings import VerdictSettings
@@ -38,10 +38,12 @@ def run_item(run: RunRecord) -> dict[str, Any]:
         "status": run.status.value,
         "attempt": run.attempt,
         **({"confirms": run.confirms} if run.confirms else {}),
+        **({"extra_time_s": run.extra_time_s} if run.extra_time_s else {}),
         "GSI1PK": keys.commit(run.trigger.repo, run.trigger.sha),
         "GSI1SK": keys.ordered(run.created_at, run.run_id),
+        # the sweeper's deadline query: by when the stack's run timeout starts counting
         "GSI2PK": keys.RUNNING,
-        "GSI2SK": keys.ordered(run.created_at, run.run_id),
+        "GSI2SK": keys.ordered(run.timeout_counted_from, run.run_id),
     }
 
 
@@ -71,6 +73,7 @@ def run_record(item: Mapping[str, Any]) -> RunRecord:
         attempt=int(item.get("attempt", 1)),
         confirms=item.get("confirms"),
         confirmed_by=item.get("confirmed_by"),
+        extra_time_s=int(item.get("extra_time_s", 0)),
     )
 
 
@@ -88,7 +91,15 @@ def config_record(item: Mapping[str, Any]) -> ConfigRecord:
         nodes_reported=frozenset(int(n) for n in item.get("nodes_reported", ())),
         kpis=kpis,
         job_id=item.get("job_id"),
+        looks={
+            int(name.removeprefix(LOOK)): from_dynamo(value)
+            for name, value in item.items()
+            if name.startswith(LOOK) and name.removeprefix(LOOK).isdigit()
+        },
     )
+
+
+LOOK = "look_"  # a paired config's decision after pair p is its attribute look_<p>
 
 
 class RunRepository:
@@ -179,6 +190,26 @@ class RunRepository:
             },
         )
         return response is not None
+
+    def record_look(
+        self, run_id: str, config: str, pair: int, decision: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """A paired config's decision after ``pair``, stored once: the one stored first,
+        whoever stored it (each node's look manifest may make a decision)."""
+        attribute = f"{LOOK}{pair}"
+        stored = self.table.conditional(
+            Key=keys.config(run_id, config),
+            UpdateExpression="SET #look = :decision",
+            ConditionExpression="attribute_exists(PK) AND attribute_not_exists(#look)",
+            ExpressionAttributeNames={"#look": attribute},
+            ExpressionAttributeValues={":decision": to_dynamo(dict(decision))},
+        )
+        if stored is not None:
+            return decision
+        record = self.config(run_id, config)
+        if record is None or pair not in record.looks:
+            raise NotFoundError(f"no config {config} of run {run_id}")
+        return record.looks[pair]
 
     def add_config_done(self, run_id: str, config: str) -> tuple[int, int]:
         """Record that a config settled (idempotent); (configs done, configs in the run)."""
@@ -292,7 +323,8 @@ class RunRepository:
         return self._index(keys.UNPUBLISHED)
 
     def running_since_before(self, created_before: str) -> list[str]:
-        """Runs still running that were created before the given ISO time, oldest first."""
+        """Runs still running that were created before the given ISO time (a run with extra
+        time: that much earlier), oldest first."""
         return self._index(keys.RUNNING, before=created_before)
 
     def of_commit(self, repo: str, sha: str) -> list[RunRecord]:

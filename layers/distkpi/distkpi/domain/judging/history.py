@@ -90,6 +90,16 @@ def series(
     return list(by_commit.values())
 
 
+def after_resets(rows: Iterable[HistoryRow], resets: Mapping[str, str]) -> list[HistoryRow]:
+    """The rows that still count after the audited resets (config -> time, '*' all)."""
+    kept = []
+    for row in rows:
+        reset = max((resets[k] for k in (row.config, "*") if k in resets), default=None)
+        if reset is None or row.finished_at > reset:
+            kept.append(row)
+    return kept
+
+
 def evidence_of(
     run: RunKpis,
     history: Sequence[HistoryRow],

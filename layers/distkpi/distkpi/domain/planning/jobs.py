@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from distkpi.domain.accuracy import target_text
-from distkpi.domain.contracts import ConfigSpec, RunSpec
+from distkpi.domain.contracts import ConfigSpec, PairedRun, RunSpec
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.layout import config_prefix
 from distkpi.domain.planning.sizing import Fleet, NodeRequest, Refusal, place
@@ -37,7 +37,11 @@ def confirmation_spec(first: RunSpec, run_id: str, configs: Iterable[str]) -> Ru
     return first.model_copy(update={"run_id": run_id, "configs": kept})
 
 
-def run_spec_for(run_id: str, trigger: Trigger, suite: Suite) -> RunSpec:
+def run_spec_for(
+    run_id: str, trigger: Trigger, suite: Suite, base_sha: str | None = None
+) -> RunSpec:
+    """The run's run.json; with ``base_sha`` (a paired suite's arm A), a paired run."""
+    paired = suite.verdict.paired
     return RunSpec.model_validate(
         {
             "schema": 1,
@@ -53,8 +57,40 @@ def run_spec_for(run_id: str, trigger: Trigger, suite: Suite) -> RunSpec:
             "warmup_reports": suite.warmup_reports,
             "metrics": suite.metrics,
             "configs": [c.model_dump() for c in suite.specs()],
+            "paired": (
+                {"base_sha": base_sha, "max_pairs": paired.max_pairs, "warmup": paired.warmup}
+                if paired is not None and base_sha is not None
+                else None
+            ),
         }
     )
+
+
+def command_runs(paired: PairedRun | None) -> int:
+    """How often a job may run the suite's command: once, or a paired job's warm-up and the
+    two runs of each pair."""
+    if paired is None:
+        return 1
+    return int(paired.warmup) + 2 * paired.max_pairs
+
+
+# what the job definitions leave a job beyond the default command timeout (an attempt of
+# 14400 s, a command of 7200 s): checkouts, setup, rendezvous and uploads
+JOB_MARGIN_S = 7200
+
+
+def job_timeout_s(run: RunSpec, suite: Suite) -> int | None:
+    """A paired job's Batch attempt duration: every run of the command it may make at the
+    suite's `command_timeout_s`, and the margin; None: the job definition's (one run)."""
+    if run.paired is None:
+        return None
+    return command_runs(run.paired) * suite.command_timeout_s + JOB_MARGIN_S
+
+
+def extra_run_time_s(run: RunSpec, suite: Suite) -> int:
+    """How much longer than the stack's run timeout the run may take: the runs of the
+    command a paired job makes after its first."""
+    return (command_runs(run.paired) - 1) * suite.command_timeout_s
 
 
 @dataclass(frozen=True)
@@ -81,6 +117,7 @@ class JobPlan:
     command: tuple[str, ...] = ()
     groups: tuple[NodeGroup, ...] = field(default=())
     image: str | None = None  # None: the job definition's
+    timeout_s: int | None = None  # the attempt's duration; None: the job definition's
     # why the config can never be placed; such a plan is never submitted
     refusal: str | None = None
 
@@ -149,6 +186,11 @@ def plan_jobs(
             "DISTKPI_COMMAND": json.dumps(list(suite.command)),
             "DISTKPI_COMMAND_TIMEOUT_S": str(suite.command_timeout_s),
         }
+        if run.paired is not None:
+            environment["DISTKPI_BASE_SHA"] = run.paired.base_sha
+            environment["DISTKPI_PAIRED"] = json.dumps(
+                {"max_pairs": run.paired.max_pairs, "warmup": run.paired.warmup}
+            )
         if manifest_keys and spec.name in manifest_keys:
             environment["DISTKPI_MANIFEST_KEY"] = manifest_keys[spec.name]
         plans.append(
@@ -161,6 +203,7 @@ def plan_jobs(
                 command=NODE_ENTRYPOINT,
                 groups=groups,
                 image=suite.image_for(run.sha),
+                timeout_s=job_timeout_s(run, suite),
                 refusal=refusal,
             )
         )

@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Annotated
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from distkpi.domain.accuracy import Direction
 from distkpi.domain.contracts import (
@@ -124,6 +132,24 @@ class Suite(BaseModel):
         ):
             raise ValueError("must name an image repository, e.g. registry/name:{sha}")
         return image
+
+    @model_validator(mode="after")
+    def _paired_needs_both_commits(self) -> Suite:
+        """A paired job checks out the base and the head side by side in one container, so
+        its code must come from a clone, not from a per-commit image or the image itself."""
+        if self.verdict.paired is None:
+            return self
+        why = None
+        if self.image is not None and "{sha}" in self.image:
+            why = f"image {self.image} holds one commit's code; a paired job runs two commits"
+        elif self.source == NO_SOURCE:
+            why = "source: none runs the image's own code; a paired job checks out two commits"
+        if why is None:
+            return self
+        error = PydanticCustomError("paired_code", "{why}", {"why": why})
+        raise ValidationError.from_exception_data(
+            "Suite", [InitErrorDetails(type=error, loc=("verdict", "paired"), input=None)]
+        )
 
     def runs_for(self, repo: str) -> bool:
         return self.repos is None or repo in self.repos
