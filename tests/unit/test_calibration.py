@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from distkpi.domain.judging.calibration import calibrate, components_of
 from distkpi.domain.judging.settings import VerdictSettings
 from distkpi.exceptions import CalibrationError
+from distkpi_cli.calibration import calibrate, components_of
 
 SETTINGS = VerdictSettings()
 SEED_MATRIX = {"1x1": 1.0, "1x8": 6.1, "2x8-4ps": 10.8, "4x8-8ps": 19.3}  # throughput levels

@@ -27,7 +27,9 @@ configs, the drop landing in any one of them; a history of ``window`` values):
   puts it in doubt at the screen and some look k >= 2 is beyond z(rate * share_k / M) (the
   best look; the leave-one-out check is not modelled, so one pair never fails); runs:
   2 (1 + an unchanged config's chance of a second pair) plus the warm-up (``warmup_cost``).
-These are approximations to rank designs; bench/verdict_simulation.py judges them exactly."""
+These are approximations to rank designs; bench/verdict_simulation.py judges them exactly.
+
+Pure, like domain code, but outside the Lambda layer: only `distkpi calibrate` needs it."""
 
 from __future__ import annotations
 
