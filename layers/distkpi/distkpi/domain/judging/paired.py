@@ -278,15 +278,13 @@ def _reported(run: RunKpis) -> list[ConfigKpis]:
 
 
 def _family_pvalues(view: _View, evidence: Sequence[_Evidence]) -> dict[Family, float]:
-    """Every enforced family of every ok config of the run: its members' smallest p, 1 while
+    """Every enforced family of every config of the run: its members' smallest p, 1 while
     it has no test yet (a config not yet reported, a speedup before the base config's pair);
     a family judged by the tolerance or exactly (no spread) spends none of the rate."""
     enforced = view.settings.enforced
     found = {(e.config.name, e.kpi): e for e in evidence}
     pvalues: dict[Family, float] = {}
-    for config in view.run.configs:
-        if config.status is not ConfigStatus.OK:
-            continue
+    for config in view.run.configs:  # also those not ok: not yet reported, or broken
         for kpi in enforced:
             e = found.get((config.name, kpi))
             if not _applicable(config, kpi, view.run) or (e is not None and _untested(e)):
@@ -545,11 +543,9 @@ def _view(
     found = next((c for c in run.configs if c.name == config), None)
     if found is None:
         raise ValueError(f"config {config!r} is not one of the run's")
-    if found.status is not ConfigStatus.OK:
-        raise ValueError(f"config {config} is {found.status.value}: it has no look to judge")
     if not 1 <= look <= max_pairs:
         raise ValueError(f"look {look} of config {config}: looks are 1..{max_pairs}")
-    if len(found.pairs) < look:
+    if found.status is ConfigStatus.OK and len(found.pairs) < look:
         raise ValueError(f"look {look} of config {config}: only {len(found.pairs)} pair(s)")
     return _View(run, rows, settings, look)
 
@@ -566,6 +562,11 @@ def judge_look(
     the suite's verdict (with ``paired``). The look sees every config's first ``look``
     pairs as far as reported."""
     view = _view(run, rows, settings, config, look)
+    broken = run.config(config)
+    if broken.status is not ConfigStatus.OK:  # its run's verdict is an error: stop it
+        problem = f": {broken.problems[0]}" if broken.problems else ""
+        why = f"{config}: {broken.status.value}{problem}; no more pairs"
+        return LookDecision(config, look, LookOutcome.FAIL, (), why)
     judged = _judged_look(view)
     outcome, why = _outcome(view, config, judged)
     judgements = tuple(j.judgement for j in judged.get(config, ()))
