@@ -34,6 +34,8 @@ def read_history_csv(path: Path) -> list[HistoryRow]:
             frame[optional] = None
     for number in ("value", "gpu_hours", "paired_d"):
         frame[number] = pd.to_numeric(frame[number], errors="coerce")
+    if "calibration" not in frame.columns:  # files from before calibration runs
+        frame["calibration"] = False
     frame = frame.sort_values("finished_at", kind="stable")
     return [
         HistoryRow(
@@ -50,6 +52,7 @@ def read_history_csv(path: Path) -> list[HistoryRow]:
             hardware=None if pd.isna(r["hardware"]) else str(r["hardware"]),
             gpu_hours=None if pd.isna(r["gpu_hours"]) else float(r["gpu_hours"]),
             paired_d=None if pd.isna(r["paired_d"]) else float(r["paired_d"]),
+            calibration=str(r["calibration"]).lower() == "true",
         )
         for r in frame.to_dict(orient="records")
     ]

@@ -6,7 +6,16 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+)
 from pydantic_core import PydanticCustomError
 
 from distkpi.domain.accuracy import Direction, Target
@@ -97,6 +106,18 @@ class PairedRun(_Frozen):
     base_sha: Annotated[str, Field(pattern=SHA)]
     max_pairs: Annotated[int, Field(ge=1, le=8)]
     warmup: bool
+    # an A/A job of `distkpi calibrate`: both arms are the run's own commit, every pair runs,
+    # and its status has a context of its own (`distkpi/<model>/calibration`)
+    calibration: bool = False
+
+    @model_serializer(mode="wrap")
+    def _calibration_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """run.json says `calibration` only for an A/A run: every other paired run's reads
+        as it did before there were any."""
+        dumped = handler(self)
+        if isinstance(dumped, dict) and not self.calibration:
+            dumped.pop("calibration", None)
+        return dumped
 
 
 class RunSpec(_Frozen):
@@ -126,6 +147,15 @@ class RunSpec(_Frozen):
         return configs
 
     _reachable_target = field_validator("target_accuracy")(check_target)
+
+    @field_validator("paired")
+    @classmethod
+    def _calibration_is_a_a(
+        cls, paired: PairedRun | None, info: ValidationInfo
+    ) -> PairedRun | None:
+        if paired is not None and paired.calibration and paired.base_sha != info.data.get("sha"):
+            raise ValueError("a calibration run measures its own sha in both arms (base_sha)")
+        return paired
 
     def config(self, name: str) -> ConfigSpec:
         for spec in self.configs:

@@ -28,6 +28,7 @@ def rows_from_records(records: Iterable[HistoryRecord]) -> list[HistoryRow]:
             hardware=r.kpis.hardware,
             gpu_hours=r.kpis.gpu_hours,
             paired_d=r.paired.get(kpi),
+            calibration=r.calibration,
         )
         for r in records
         for kpi in KPIS

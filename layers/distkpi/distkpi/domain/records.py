@@ -161,6 +161,8 @@ class HistoryRecord:
     judged: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # a paired run's first pair, per KPI: the paired history's value (HistoryRow.paired_d)
     paired: Mapping[str, float] = field(default_factory=dict)
+    # an A/A run of `distkpi calibrate` (its sha in both arms): read back by that command
+    calibration: bool = False
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from distkpi.domain.github.report_links import link_problem, malformed
 from distkpi.domain.github.trust import NeedsApproval, admit, trusted_because
 from distkpi.domain.github.webhook import (
     RERUN_EVENTS,
+    Calibrate,
     Ignored,
     Invalid,
     Rerun,
@@ -127,17 +128,23 @@ def _dispatch(
     if event == "ping":
         return _reply(HTTPStatus.OK, message="pong")
     decided = _decide(wired, event, payload)
-    if not isinstance(decided, Trigger | Rerun):
+    if not isinstance(decided, Trigger | Rerun | Calibrate):
         return _nothing_started(wired, decided)
     if not delivery:
         return _reply(HTTPStatus.BAD_REQUEST, message="X-GitHub-Delivery header missing")
     trigger = decided if isinstance(decided, Trigger) else decided.trigger
     logger.append_keys(sha=trigger.sha)
     _remember_installation(wired, trigger.repo, payload)
+    if isinstance(decided, Calibrate):
+        return _calibration(wired, decided, delivery)
+    return _started(wired, decided, delivery)
+
+
+def _started(wired: WebhookWiring, decided: Trigger | Rerun, delivery: str) -> Response[str]:
     if isinstance(decided, Rerun):
         handled = wired.starter.rerun(decided, delivery)
     else:
-        handled = wired.starter.handle_delivery(trigger, delivery)
+        handled = wired.starter.handle_delivery(decided, delivery)
     if handled.outcome is Outcome.DUPLICATE:
         return _reply(HTTPStatus.OK, message="duplicate delivery", runs=[])
     if not handled.runs and (handled.refused_for or handled.never_admitted):
@@ -148,6 +155,15 @@ def _dispatch(
         runs=handled.runs,
         invalid_suites=handled.invalid_suites,
     )
+
+
+def _calibration(wired: WebhookWiring, asked: Calibrate, delivery: str) -> Response[str]:
+    handled = wired.starter.calibrate(asked, delivery)
+    if handled.outcome is Outcome.DUPLICATE:
+        return _reply(HTTPStatus.OK, message="duplicate delivery", runs=[])
+    if handled.refused is not None:
+        return _reply(HTTPStatus.UNPROCESSABLE_ENTITY, message=handled.refused, runs=[])
+    return _reply(HTTPStatus.CREATED, message="calibration started", runs=handled.runs)
 
 
 def _rerun_refused(handled: Delivery) -> Response[str]:
@@ -176,13 +192,14 @@ def _remember_installation(wired: WebhookWiring, repo: str, payload: dict[str, A
 
 def _decide(
     wired: WebhookWiring, event: str, payload: dict[str, Any]
-) -> Trigger | Rerun | Ignored | Invalid | NeedsApproval:
-    """What the delivery asks for; whether its repository may start runs at all (a push and
-    a re-run as much as a pull request), and for a pull request whether it may run now."""
+) -> Trigger | Rerun | Calibrate | Ignored | Invalid | NeedsApproval:
+    """What the delivery asks for; whether its repository may start runs at all (a push, a
+    re-run and a calibration as much as a pull request), and for a pull request whether it
+    may run now."""
     settings = wired.settings
     app_id = wired.app_id() if event in RERUN_EVENTS else None
     decided = decide(event, payload, settings.branches, app_id)
-    if isinstance(decided, Trigger | Rerun):
+    if isinstance(decided, Trigger | Rerun | Calibrate):
         repo = decided.repo if isinstance(decided, Trigger) else decided.trigger.repo
         refused = settings.allowed.refusal(repo, payload)
         if refused is not None:

@@ -14,10 +14,12 @@ from distkpi.domain.commit_status import State, confirming_description, pending_
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.github.commits import NoBase
 from distkpi.domain.github.trust import NeedsApproval, approval_description
-from distkpi.domain.github.webhook import Rerun, Trigger
+from distkpi.domain.github.webhook import Calibrate, Rerun, Trigger
 from distkpi.domain.layout import run_spec_key
 from distkpi.domain.planning.jobs import (
     JobPlan,
+    calibration_run_id,
+    calibration_suite,
     confirmation_run_id,
     confirmation_spec,
     extra_run_time_s,
@@ -69,6 +71,8 @@ class Delivery:
     invalid_suites: list[str] = field(default_factory=list)
     refused_for: list[str] = field(default_factory=list)
     never_admitted: list[str] = field(default_factory=list)
+    # why a calibration started nothing (no such suite for the repository, one not pairable)
+    refused: str | None = None
 
 
 @dataclass
@@ -167,6 +171,53 @@ class RunStarter:
         self.count("RerunsStarted", len(started.runs))
         return replace(started, refused_for=refused, never_admitted=never)
 
+    def calibrate(self, asked: Calibrate, delivery: str) -> Delivery:
+        """``asked.jobs`` A/A paired runs of the suite at the commit, each its own run, named
+        by the delivery so that a redelivery starts none twice. Their history joins the
+        branch's, seeding its paired history; their status has its own context."""
+        trigger = asked.trigger
+        suites, broken = self.catalog.suites()
+        suite = next((s for s in suites if s.name == asked.model), None)
+        if suite is None or not suite.runs_for(trigger.repo):
+            unreadable = [b.problem for b in broken if b.name == asked.model]
+            why = f"no suite {asked.model!r} runs for {trigger.repo}"
+            return Delivery(Outcome.STARTED, refused=unreadable[0] if unreadable else why)
+        calibrated = calibration_suite(suite)
+        if isinstance(calibrated, str):
+            return Delivery(Outcome.STARTED, refused=calibrated)
+        if not self.deliveries.claim(delivery, int(self.clock().timestamp())):
+            logger.info("delivery seen before; nothing started")
+            return Delivery(Outcome.DUPLICATE)
+        started: list[str] = []
+        try:
+            for job in range(1, asked.jobs + 1):
+                run_id = calibration_run_id(suite.name, trigger.sha, delivery, job)
+                spec = run_spec_for(run_id, trigger, calibrated, calibration=True)
+                record = self._record(run_id, trigger, calibrated, spec, delivery)
+                description = f"calibration: A/A job {job} of {asked.jobs}"
+                if self.launch(record, calibrated, description):
+                    started.append(run_id)
+        except Exception:
+            self.deliveries.release(delivery)
+            raise
+        self.count("CalibrationRuns", len(started))
+        return Delivery(Outcome.STARTED, started)
+
+    def _record(
+        self, run_id: str, trigger: Trigger, suite: Suite, spec: RunSpec, delivery: str
+    ) -> RunRecord:
+        return RunRecord(
+            run_id=run_id,
+            trigger=trigger,
+            model=suite.name,
+            spec=spec,
+            delivery=delivery,
+            verdict_settings=suite.verdict,
+            created_at=self.clock().isoformat(timespec="milliseconds"),
+            configs_total=len(spec.configs),
+            extra_time_s=extra_run_time_s(spec, suite),
+        )
+
     def start_runs(
         self,
         trigger: Trigger,
@@ -184,17 +235,7 @@ class RunStarter:
             base = change.paired_base() if suite.verdict.paired is not None else None
             no_base = base if isinstance(base, NoBase) else None
             spec = run_spec_for(run_id, trigger, suite, base if isinstance(base, str) else None)
-            record = RunRecord(
-                run_id=run_id,
-                trigger=trigger,
-                model=suite.name,
-                spec=spec,
-                delivery=delivery,
-                verdict_settings=suite.verdict,
-                created_at=self.clock().isoformat(timespec="milliseconds"),
-                configs_total=len(spec.configs),
-                extra_time_s=extra_run_time_s(spec, suite),
-            )
+            record = self._record(run_id, trigger, suite, spec, delivery)
             gpus = max(c.gpus for c in spec.configs)
             description = pending_description(len(spec.configs), gpus)
             if self.launch(record, suite, description, no_base):

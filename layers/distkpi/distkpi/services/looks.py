@@ -6,6 +6,7 @@ the config's key, where the job's nodes wait for it."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
@@ -28,6 +29,8 @@ from distkpi.services.baseline import baseline_of
 from distkpi.services.ports import Counter, History, RunFolders, Runs, no_metrics
 
 logger = Logger(child=True)
+# an A/A calibration job measures noise, so it runs every pair whatever its looks see
+CALIBRATION_GOES_ON = {"decision": "continue", "why": "calibration: an A/A job runs every pair"}
 
 
 @dataclass
@@ -64,6 +67,8 @@ class PairedLooks:
 
     def _decide(self, run: RunRecord, config: str, pair: int) -> LookDecision:
         spec = run.spec
+        if spec.paired is not None and spec.paired.calibration:
+            return self._store(spec, config, pair, CALIBRATION_GOES_ON)
         so_far = {
             c.name: config_kpis_of(self._looks(spec, c, n), spec)
             for c in spec.configs
@@ -76,8 +81,13 @@ class PairedLooks:
             config,
             pair,
         )
+        return self._store(spec, config, pair, {**judged.to_json(), "why": judged.why[:1000]})
+
+    def _store(
+        self, spec: RunSpec, config: str, pair: int, decided: Mapping[str, object]
+    ) -> LookDecision:
         decision = LookDecision.model_validate(
-            {"run_id": spec.run_id, **judged.to_json(), "why": judged.why[:1000]}
+            {"run_id": spec.run_id, "config": config, "pair": pair, **decided}
         )
         stored = LookDecision.model_validate(
             self.runs.record_look(spec.run_id, config, pair, decision.to_json())

@@ -27,6 +27,7 @@ def history_item(record: HistoryRecord) -> dict[str, Any]:
         "kpis": record.kpis.to_record(),
         "judged": {kpi: dict(judged) for kpi, judged in record.judged.items()},
         "paired": dict(record.paired),
+        "calibration": record.calibration,
     }
 
 
@@ -47,6 +48,7 @@ def history_record(item: Mapping[str, Any]) -> HistoryRecord:
         kpis=ConfigKpis.from_record({"name": item["config"], **item["kpis"]}),
         judged=item.get("judged") or {},
         paired={str(k): float(v) for k, v in (item.get("paired") or {}).items()},
+        calibration=bool(item.get("calibration", False)),
     )
 
 

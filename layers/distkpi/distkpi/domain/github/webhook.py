@@ -64,6 +64,22 @@ class Rerun:
 
 CHECK_PREFIX = "distkpi/"
 RERUN_EVENTS = frozenset({"check_run", "check_suite"})
+# `distkpi calibrate --start` asks GitHub for a repository_dispatch event of this type
+CALIBRATE_EVENT_TYPE = "distkpi-calibrate"
+CALIBRATION_EVENT = "repository_dispatch"
+MAX_CALIBRATION_JOBS = 20
+# where each event holds the commit it would run
+SHA_FIELDS = {"pull_request": "pull_request.head.sha", CALIBRATION_EVENT: "client_payload.sha"}
+
+
+@dataclass(frozen=True)
+class Calibrate:
+    """A/A jobs asked for (`distkpi calibrate --start`): ``jobs`` paired runs of the suite
+    ``model`` with the commit in both arms, their history under the trigger's branch."""
+
+    trigger: Trigger
+    model: str
+    jobs: int
 
 
 @dataclass(frozen=True)
@@ -86,13 +102,15 @@ def _invalid_field(trigger: Trigger) -> Invalid | None:
     """The first field of a trigger that GitHub would never send, else None."""
     if not FULL_NAME.fullmatch(trigger.repo):
         return Invalid("repository.full_name", "not owner/name")
-    sha_field = "pull_request.head.sha" if trigger.event == "pull_request" else "after"
+    sha_field = SHA_FIELDS.get(trigger.event, "after")
     if not SHA.fullmatch(trigger.sha):
         return Invalid(sha_field, "not a 40-digit lower-case hex commit sha")
     if trigger.base_sha is not None and not SHA.fullmatch(trigger.base_sha):
         return Invalid("pull_request.base.sha", "not a 40-digit lower-case hex commit sha")
     refs = {"pull_request.head.ref": trigger.branch, "pull_request.base.ref": trigger.base_branch}
-    if trigger.event != "pull_request":
+    if trigger.event == CALIBRATION_EVENT:
+        refs = {"client_payload.branch": trigger.branch}
+    elif trigger.event != "pull_request":
         refs = {"ref": trigger.ref}
     for field, ref in refs.items():
         if len(ref.encode()) > MAX_REF_BYTES or any(ord(c) < 32 for c in ref):
@@ -236,26 +254,65 @@ def _rerun_trigger(
     return Ignored(f"on branch {branch!r}, neither a pull request's nor configured")
 
 
+def _calibration(
+    payload: Mapping[str, Any], branches: Collection[str]
+) -> Calibrate | Ignored | Invalid:
+    """A repository_dispatch of type distkpi-calibrate: GitHub puts the type in ``action``
+    and what `distkpi calibrate --start` posted in ``client_payload``."""
+    action = payload.get("action")
+    if action != CALIBRATE_EVENT_TYPE:
+        return Ignored(f"repository_dispatch {action!r} is not {CALIBRATE_EVENT_TYPE!r}")
+    repo = dig(payload, "repository", "full_name")
+    if not isinstance(repo, str):
+        return Ignored("repository_dispatch payload lacks repository")
+    asked = _asked(payload.get("client_payload"))
+    if isinstance(asked, Invalid):
+        return asked
+    sha, model, jobs, branch = asked
+    if branch not in branches:
+        return Ignored(f"calibration for branch {branch!r}, which is not configured")
+    trigger = Trigger(repo, sha, f"refs/heads/{branch}", branch, CALIBRATION_EVENT, branch)
+    return Calibrate(trigger, model, jobs)
+
+
+def _asked(asked: Any) -> tuple[str, str, int, str] | Invalid:
+    """client_payload's sha, model, jobs and branch, or the first that is not one."""
+    if not isinstance(asked, Mapping):
+        return Invalid("client_payload", "not an object with sha, model, jobs and branch")
+    sha, model, jobs, branch = (asked.get(k) for k in ("sha", "model", "jobs", "branch"))
+    if not isinstance(sha, str) or not SHA.fullmatch(sha):
+        return Invalid("client_payload.sha", "not a 40-digit lower-case hex commit sha")
+    if not isinstance(model, str) or not model:
+        return Invalid("client_payload.model", "not a suite name")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or not 0 < jobs <= MAX_CALIBRATION_JOBS:
+        return Invalid("client_payload.jobs", f"not a number of jobs (1 to {MAX_CALIBRATION_JOBS})")
+    if not isinstance(branch, str) or not branch:
+        return Invalid("client_payload.branch", "not a branch name")
+    return sha, model, jobs, branch
+
+
 def decide(
     event: str,
     payload: Mapping[str, Any],
     branches: Collection[str],
     app_id: str | None = None,
-) -> Trigger | Rerun | Ignored | Invalid:
+) -> Trigger | Rerun | Calibrate | Ignored | Invalid:
     """Whether a delivery (already authenticated) starts runs, and for which commit; Invalid
     for one that would start runs but holds what GitHub never sends. Re-runs are asked of
-    the App (``app_id``) only for its own checks."""
+    the App (``app_id``) only for its own checks; calibrations by a repository_dispatch."""
     if event == "pull_request":
-        decided: Trigger | Rerun | Ignored | Invalid = _pull_request(payload)
+        decided: Trigger | Rerun | Calibrate | Ignored | Invalid = _pull_request(payload)
     elif event == "push":
         decided = _push(payload, branches)
     elif event in RERUN_EVENTS:
         decided = _rerun(event, payload, branches, app_id)
+    elif event == CALIBRATION_EVENT:
+        decided = _calibration(payload, branches)
     else:
         return Ignored(f"event {event!r} does not start runs")
     if isinstance(decided, Trigger):
         return _invalid_field(decided) or decided
-    if isinstance(decided, Rerun):
+    if isinstance(decided, Rerun | Calibrate):
         invalid = _invalid_field(decided.trigger)
         if invalid is not None:
             return invalid

@@ -26,6 +26,7 @@ HISTORY_COLUMNS = (
     "hardware",
     "gpu_hours",
     "paired_d",
+    "calibration",
 )
 
 
@@ -47,6 +48,9 @@ class HistoryRow:
     gpu_hours: float | None = None  # the config's, on each of its KPIs' rows
     # a paired run's first pair: ln(B/A) (B - A for test accuracy), the paired history
     paired_d: float | None = None
+    # an A/A run of `distkpi calibrate`: in the paired history each such run counts, not
+    # only the commit's latest
+    calibration: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {c: getattr(self, c) for c in HISTORY_COLUMNS}
@@ -72,7 +76,8 @@ def series(
     """Values of one KPI of one config in time order: only ok runs on the same hardware,
     only after a reset, and a commit once, by its latest run (a re-run's earlier runs stay
     in the history, but are not counted twice). Mixed hardware is compared with nothing.
-    ``paired``: the paired runs' first-pair differences (``paired_d``) instead."""
+    ``paired``: the paired runs' first-pair differences (``paired_d``) instead, where each
+    A/A calibration run counts on its own (they measure one commit on purpose)."""
     if hardware == MIXED:
         return []
     by_commit: dict[str, float] = {}
@@ -86,7 +91,7 @@ def series(
             and row.hardware == hardware
             and (reset_after is None or row.finished_at > reset_after)
         ):
-            by_commit[row.sha] = value
+            by_commit[row.run_id if paired and row.calibration else row.sha] = value
     return list(by_commit.values())
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from distkpi.domain.accuracy import target_text
 from distkpi.domain.contracts import ConfigSpec, PairedRun, RunSpec
 from distkpi.domain.github.webhook import Trigger
+from distkpi.domain.judging.settings import PairedSettings
 from distkpi.domain.layout import config_prefix
 from distkpi.domain.planning.sizing import Fleet, NodeRequest, Refusal, place
 from distkpi.domain.planning.suites import Suite
@@ -23,6 +24,27 @@ def run_id_for(suite: str, sha: str, delivery: str) -> str:
     """Stable for one delivery and suite, so a retried delivery names the same run."""
     digest = hashlib.sha256(f"{delivery}\0{suite}".encode()).hexdigest()[:8]
     return f"{suite}-{sha[:10]}-{digest}"
+
+
+def calibration_run_id(suite: str, sha: str, delivery: str, job: int) -> str:
+    """The ``job``'th A/A run a calibration delivery starts: the same name on a redelivery."""
+    digest = hashlib.sha256(f"{delivery}\0{suite}".encode()).hexdigest()[:8]
+    return f"{suite}-{sha[:10]}-cal{job}-{digest}"
+
+
+# how an unpaired suite's calibration jobs run: two pairs after a warm-up
+CALIBRATION_PAIRS = PairedSettings(max_pairs=2, warmup=True)
+
+
+def calibration_suite(suite: Suite) -> Suite | str:
+    """The suite as its A/A jobs run it, paired (its own pairs, else CALIBRATION_PAIRS) and
+    never confirming; or why its jobs cannot be paired."""
+    why = suite.why_not_paired()
+    if why is not None:
+        return f"suite {suite.name} cannot be calibrated: {why}"
+    paired = suite.verdict.paired or CALIBRATION_PAIRS
+    verdict = suite.verdict.model_copy(update={"paired": paired, "confirm": None})
+    return suite.model_copy(update={"verdict": verdict})
 
 
 def confirmation_run_id(first_run_id: str, attempt: int) -> str:
@@ -38,10 +60,18 @@ def confirmation_spec(first: RunSpec, run_id: str, configs: Iterable[str]) -> Ru
 
 
 def run_spec_for(
-    run_id: str, trigger: Trigger, suite: Suite, base_sha: str | None = None
+    run_id: str,
+    trigger: Trigger,
+    suite: Suite,
+    base_sha: str | None = None,
+    *,
+    calibration: bool = False,
 ) -> RunSpec:
-    """The run's run.json; with ``base_sha`` (a paired suite's arm A), a paired run."""
+    """The run's run.json; with ``base_sha`` (a paired suite's arm A), a paired run; a
+    ``calibration`` one measures the trigger's commit in both arms."""
     paired = suite.verdict.paired
+    if calibration:
+        base_sha = trigger.sha
     return RunSpec.model_validate(
         {
             "schema": 1,
@@ -58,7 +88,12 @@ def run_spec_for(
             "metrics": suite.metrics,
             "configs": [c.model_dump() for c in suite.specs()],
             "paired": (
-                {"base_sha": base_sha, "max_pairs": paired.max_pairs, "warmup": paired.warmup}
+                {
+                    "base_sha": base_sha,
+                    "max_pairs": paired.max_pairs,
+                    "warmup": paired.warmup,
+                    "calibration": calibration,
+                }
                 if paired is not None and base_sha is not None
                 else None
             ),

@@ -139,17 +139,21 @@ class Suite(BaseModel):
         its code must come from a clone, not from a per-commit image or the image itself."""
         if self.verdict.paired is None:
             return self
-        why = None
-        if self.image is not None and "{sha}" in self.image:
-            why = f"image {self.image} holds one commit's code; a paired job runs two commits"
-        elif self.source == NO_SOURCE:
-            why = "source: none runs the image's own code; a paired job checks out two commits"
+        why = self.why_not_paired()
         if why is None:
             return self
         error = PydanticCustomError("paired_code", "{why}", {"why": why})
         raise ValidationError.from_exception_data(
             "Suite", [InitErrorDetails(type=error, loc=("verdict", "paired"), input=None)]
         )
+
+    def why_not_paired(self) -> str | None:
+        """Why a job of this suite cannot hold two checkouts side by side, or None."""
+        if self.image is not None and "{sha}" in self.image:
+            return f"image {self.image} holds one commit's code; a paired job runs two commits"
+        if self.source == NO_SOURCE:
+            return "source: none runs the image's own code; a paired job checks out two commits"
+        return None
 
     def runs_for(self, repo: str) -> bool:
         return self.repos is None or repo in self.repos
