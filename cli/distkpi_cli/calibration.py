@@ -42,11 +42,14 @@ from statistics import NormalDist
 from distkpi.domain.judging.paired import look_shares
 from distkpi.domain.judging.settings import (
     FAMILY,
+    KPIS,
     LOG_SCALE,
     ConfirmSettings,
     PairedSettings,
     VerdictSettings,
 )
+from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus, PairKpis
+from distkpi.domain.records import HistoryRecord
 from distkpi.exceptions import CalibrationError
 
 UNIT = NormalDist()
@@ -255,3 +258,48 @@ def calibrate(jobs: Jobs, settings: VerdictSettings, drop: float = 0.25) -> Cali
         return Calibration(components, drop, settings.false_failure_rate, (), None)
     designs = _designs(throughput, -math.log1p(-drop), suite)
     return Calibration(components, drop, settings.false_failure_rate, designs, _favoured(designs))
+
+
+def run_order(pairs: Sequence[PairKpis]) -> list[ConfigKpis]:
+    """A paired job's measured runs in the order they ran: pair p odd A then B, even B
+    then A (the warm-up is never among the pairs)."""
+    runs: list[ConfigKpis] = []
+    for pair in sorted(pairs, key=lambda p: p.pair):
+        runs += [pair.a, pair.b] if pair.pair % 2 else [pair.b, pair.a]
+    return runs
+
+
+@dataclass(frozen=True)
+class AaJobs:
+    """What the A/A runs' history records give calibrate(): each config's and KPI's jobs,
+    only those with two runs or more, and only (config, KPI)s with two such jobs."""
+
+    jobs: dict[str, dict[str, list[list[float]]]]
+    runs: tuple[str, ...]  # the A/A runs read, oldest first
+    # (config, KPI) -> how many jobs had two runs of it, where fewer than 2 did
+    unsplit: dict[tuple[str, str], int]
+
+
+def aa_jobs_of(records: Sequence[HistoryRecord]) -> AaJobs:
+    """The calibration runs among ``records`` (a branch's history), each config's pairs as
+    its runs in the order they ran, per KPI (a KPI a run did not report is left out)."""
+    ordered = sorted((r for r in records if r.calibration), key=lambda r: r.created_at)
+    found: dict[str, dict[str, list[list[float]]]] = {}
+    for record in ordered:
+        if record.kpis.status is not ConfigStatus.OK:
+            continue
+        runs = run_order(record.kpis.pairs)
+        for kpi in KPIS:
+            values = [v for run in runs if (v := getattr(run, kpi)) is not None]
+            if len(values) >= 2:
+                found.setdefault(record.config, {}).setdefault(kpi, []).append(values)
+    jobs: dict[str, dict[str, list[list[float]]]] = {}
+    unsplit: dict[tuple[str, str], int] = {}
+    for config, kpis in found.items():
+        for kpi, of_jobs in kpis.items():
+            if len(of_jobs) >= 2:
+                jobs.setdefault(config, {})[kpi] = of_jobs
+            else:
+                unsplit[(config, kpi)] = len(of_jobs)
+    run_ids = tuple(dict.fromkeys(r.run_id for r in ordered))
+    return AaJobs(jobs, run_ids, unsplit)
