@@ -1,9 +1,10 @@
 """A GitHub stand-in on 127.0.0.1: accepts and records commit statuses, check runs and label
 removals from pull requests, and answers compare requests (the merge base, and the files
 from the git repository it serves or as it is given them) and Git commit requests (their
-parents, from that repository), like the REST API. As a GitHub App's host it generates the
-App's key pair, checks each JWT's RS256 signature, issues installation tokens that expire,
-and takes only those."""
+parents, from that repository), like the REST API. A repository dispatch it answers 204,
+then delivers the signed repository_dispatch webhook, as GitHub does, to its ``webhook``.
+As a GitHub App's host it generates the App's key pair, checks each JWT's RS256 signature,
+issues installation tokens that expire, and takes only those."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import re
 import secrets
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -20,7 +22,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
+from distkpi.domain.github.webhook import sign
 from distkpi_cli.local.standin_git import GitRepository
+
+# what receives a webhook delivery (its headers, signed, and body): its status and answer
+Webhook = Callable[[dict[str, str], bytes], tuple[int, dict[str, Any]]]
 
 STATUS_PATH = re.compile(
     r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/statuses/(?P<sha>[0-9a-f]{40})$"
@@ -36,6 +42,10 @@ CHECK_RUN_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/check-run
 GIT_COMMIT_PATH = re.compile(
     r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/git/commits/(?P<sha>[0-9a-f]{40})$"
 )
+DISPATCHES_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/dispatches$")
+MAX_CLIENT_PAYLOAD_KEYS = 10  # GitHub's limit on client_payload's top-level properties
+MAX_EVENT_TYPE = 100
+DEFAULT_BRANCH = "develop"
 COMMIT_CHECKS_PATH = re.compile(
     r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/commits/(?P<sha>[0-9a-f]{40})/check-runs$"
 )
@@ -144,6 +154,12 @@ class GitHubStandIn:
         # which of those are renames, and from where: {new path: previous path}
         self.renamed_from: dict[str, str] = {}
         self.requests = 0
+        # where repository_dispatch webhooks go, signed with webhook_secret; None: nowhere
+        self.webhook: Webhook | None = None
+        self.webhook_secret = ""
+        # each webhook delivery made: event, delivery id, payload, status code and answer
+        self.deliveries: list[dict[str, Any]] = []
+        self._outbox: deque[tuple[dict[str, str], bytes]] = deque()
         self._scripted: deque[int] = deque()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -151,9 +167,9 @@ class GitHubStandIn:
     def reset(self, token: str | None = None, app: GitHubApp | None = None) -> None:
         """Forget every request and script, as a new stand-in would, keeping the server (and
         its port); then answer for ``token`` or ``app``."""
-        server = self._server
+        server, webhook, secret = self._server, self.webhook, self.webhook_secret
         self.__dict__.update(GitHubStandIn(token, app, self.port, self.repository).__dict__)
-        self._server = server
+        self._server, self.webhook, self.webhook_secret = server, webhook, secret
 
     @property
     def stopped(self) -> bool:
@@ -178,6 +194,7 @@ class GitHubStandIn:
 
             def do_POST(self) -> None:
                 self._answer(*standin._route("POST", self.path, self._auth(), self._body()))
+                standin.deliver_queued()  # GitHub answers first, then delivers
 
             def do_PATCH(self) -> None:
                 self._answer(*standin._route("PATCH", self.path, self._auth(), self._body()))
@@ -192,7 +209,7 @@ class GitHubStandIn:
                 return self.headers.get("Authorization")
 
             def _answer(self, code: int, body: Any) -> None:
-                data = json.dumps(body).encode()
+                data = b"" if code == 204 else json.dumps(body).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -221,15 +238,19 @@ class GitHubStandIn:
             ("POST", TOKEN_PATH, lambda: self._access_token(auth)),
             ("POST", CHECK_RUNS_PATH, lambda: self._create_check(bare, auth, raw)),
             ("POST", STATUS_PATH, lambda: self._handle(path, auth, raw)),
+            ("POST", DISPATCHES_PATH, lambda: self._dispatch(bare, auth, raw)),
             ("PATCH", CHECK_RUN_PATH, lambda: self._update_check(bare, auth, raw)),
             ("GET", INSTALLATION_PATH, lambda: self._installation(bare, auth)),
             ("GET", COMMIT_CHECKS_PATH, lambda: self._list_checks(path, auth)),
             ("GET", GIT_COMMIT_PATH, lambda: self._git_commit(bare, auth)),
         ]
-        if method == "GET" and bare in ("/_standin/statuses", "/_standin/checks"):
+        if method == "GET" and bare.startswith("/_standin/"):
             # what a `distkpi local` attached to `distkpi local up` reads back
+            kept = {"statuses": self.statuses, "checks": self.check_runs}
+            kept["deliveries"] = self.deliveries
             with self._lock:
-                return 200, list(self.statuses if bare.endswith("statuses") else self.check_runs)
+                found = kept.get(bare.removeprefix("/_standin/"))
+                return (404, {"message": "Not Found"}) if found is None else (200, list(found))
         for verb, pattern, handle in routes:
             if verb == method and pattern.match(bare):
                 return handle()
@@ -377,6 +398,68 @@ class GitHubStandIn:
             found = GitRepository(self.repository).git_commit(match["sha"], self.url, repo)
         return (404, {"message": "Not Found"}) if found is None else (200, found)
 
+    def _dispatch(self, path: str, auth: str | None, raw: bytes) -> tuple[int, Any]:
+        """POST /repos/{owner}/{repo}/dispatches: 204, and a repository_dispatch delivery
+        queued (GitHub's payload: action = event_type, the default branch, client_payload,
+        repository, sender, and the App's installation when it is one)."""
+        match = DISPATCHES_PATH.match(path)
+        assert match is not None
+        with self._lock:
+            self.requests += 1
+        if not self._authorized(auth):
+            return 401, {"message": "Bad credentials"}
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return 400, {"message": "Problems parsing JSON"}
+        problem = _invalid_dispatch(body)
+        if problem:
+            return 422, {"message": problem}
+        owner, name = match["owner"], match["repo"]
+        payload: dict[str, Any] = {
+            "action": body["event_type"],
+            "branch": DEFAULT_BRANCH,
+            "client_payload": body.get("client_payload") or {},
+            "repository": {
+                "name": name,
+                "full_name": f"{owner}/{name}",
+                "owner": {"login": owner},
+                "default_branch": DEFAULT_BRANCH,
+            },
+            "sender": {"login": owner},
+        }
+        if self.app is not None:
+            payload["installation"] = {"id": self.app.installation}
+        data = json.dumps(payload).encode()
+        headers = {
+            "X-GitHub-Event": "repository_dispatch",
+            "X-GitHub-Delivery": str(uuid.uuid4()),
+            "User-Agent": "GitHub-Hookshot/local",
+            "Content-Type": "application/json",
+            "X-Hub-Signature-256": sign(self.webhook_secret.encode(), data),
+        }
+        with self._lock:
+            self._outbox.append((headers, data))
+        return 204, None
+
+    def deliver_queued(self) -> None:
+        """Deliver the webhooks queued, each recorded with what the webhook answered."""
+        while True:
+            with self._lock:
+                if not self._outbox:
+                    return
+                headers, data = self._outbox.popleft()
+            code, answer = self.webhook(headers, data) if self.webhook else (None, None)
+            delivered = {
+                "event": headers["X-GitHub-Event"],
+                "delivery": headers["X-GitHub-Delivery"],
+                "payload": json.loads(data),
+                "status_code": code,
+                "answer": answer,
+            }
+            with self._lock:
+                self.deliveries.append(delivered)
+
     def _compare_entry(self, name: str) -> dict[str, Any]:
         """A file of a compare, as GitHub lists it: a rename names the path it came from."""
         if name in self.renamed_from:
@@ -450,6 +533,24 @@ def _invalid(body: Any) -> str | None:
     return None
 
 
+def _invalid_dispatch(body: Any) -> str | None:
+    """What GitHub refuses in a repository dispatch's body."""
+    if not isinstance(body, dict):
+        return "body must be an object"
+    event_type = body.get("event_type")
+    if not isinstance(event_type, str) or not 0 < len(event_type) <= MAX_EVENT_TYPE:
+        return "Invalid request.\n\nevent_type is required (1 to 100 characters)."
+    client_payload = body.get("client_payload", {})
+    if not isinstance(client_payload, dict):
+        return "Invalid request.\n\nclient_payload is not an object."
+    if len(client_payload) > MAX_CLIENT_PAYLOAD_KEYS:
+        return (
+            f"Invalid request.\n\nNo more than {MAX_CLIENT_PAYLOAD_KEYS} properties are "
+            f"allowed; {len(client_payload)} were supplied."
+        )
+    return None
+
+
 def _invalid_check(body: Any, *, creating: bool) -> str | None:
     """What GitHub refuses in a check run's POST or PATCH body."""
     if not isinstance(body, dict):
@@ -495,3 +596,7 @@ class RemoteStandIn:
     @property
     def checks(self) -> list[dict[str, Any]]:
         return self._get("/_standin/checks")
+
+    @property
+    def deliveries(self) -> list[dict[str, Any]]:
+        return self._get("/_standin/deliveries")

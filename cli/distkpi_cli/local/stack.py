@@ -35,6 +35,7 @@ from distkpi_cli.local.github_standin import GitHubApp, GitHubStandIn, RemoteSta
 from distkpi_cli.local.handlers import (
     LambdaContext,
     batch_job_event,
+    function_url_event,
     load_handlers,
     project_root,
     pull_request_delivery,
@@ -72,7 +73,13 @@ class LocalStack:
     def deliver(self, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
         """A delivery signed with the local webhook secret, to the real webhook handler: its
         status code and JSON answer."""
-        event = signed_function_url_event(self.aws.webhook_secret, headers, body)
+        return self._webhook(signed_function_url_event(self.aws.webhook_secret, headers, body))
+
+    def receive(self, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
+        """A delivery as GitHub (the stand-in) signed it, to the real webhook handler."""
+        return self._webhook(function_url_event(headers, body))
+
+    def _webhook(self, event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         response = self.handlers["webhook"].lambda_handler(event, LambdaContext())
         return int(response["statusCode"]), json.loads(response.get("body") or "{}")
 
@@ -231,6 +238,7 @@ def _local_stack(
 
             wiring.reset()
             stack = LocalStack(root, aws, github, load_handlers(root), progress)
+            github.webhook, github.webhook_secret = stack.receive, aws.webhook_secret
             if state is not None and loaded:
                 items, objects = loaded[0]
                 stack.say(f"state from {state.path}: {items} item(s), {objects} object(s)")
