@@ -45,7 +45,7 @@ def _start(args: argparse.Namespace) -> int:
     return 0
 
 
-def _drop(text: str) -> float:
+def drop_share(text: str) -> float:
     value = float(text)
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"{text}: a share of the throughput between 0 and 1")
@@ -69,7 +69,7 @@ def add(sub: Subcommands) -> None:
         "--api-url", default="https://api.github.com", help="with --start: GitHub's REST API"
     )
     p.add_argument(
-        "--drop", type=_drop, default=0.25, help="the throughput drop the designs are ranked by"
+        "--drop", type=drop_share, default=0.25, help="the throughput drop to rank the designs by"
     )
     p.add_argument(
         "--suite", help="suite file whose verdict settings to use (default: the runs' own)"

@@ -5,9 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from distkpi_cli.commands.calibrate import drop_share
 from distkpi_cli.commands.common import DEFAULT_STATE, FAILURE, Subcommands
+
+if TYPE_CHECKING:
+    from distkpi_cli.local.state import StateFolder
+
+DEFAULT_SUITE = "infra/suites/local.yaml"
+CALIBRATED_SUITE = "infra/suites/local-paired.yaml"  # what `distkpi local calibrate` runs
 
 
 def _fault(text: str) -> tuple[str, int, int]:
@@ -21,6 +28,9 @@ def run(args: argparse.Namespace) -> int:
 
     source = Path(args.repo) if args.repo else None
     state = StateFolder(Path(args.state))
+    if args.action == "calibrate":
+        return _calibrate(args, source, state)
+    args.suite = args.suite or DEFAULT_SUITE
     if args.action == "up":
         from distkpi_cli.local.up import serve
 
@@ -50,6 +60,24 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_result(result)
     return 0 if result.ok else FAILURE
+
+
+def _calibrate(args: argparse.Namespace, source: Path | None, state: StateFolder) -> int:
+    from distkpi_cli.calibration_report import render
+    from distkpi_cli.local.calibrate import calibrate_local
+
+    report = calibrate_local(
+        Path(args.suite or CALIBRATED_SUITE),
+        Path(args.out),
+        args.sha,
+        jobs=args.jobs,
+        drop=args.drop,
+        source=source,
+        state=state,
+        fresh=args.fresh,
+    )
+    print(json.dumps(report.calibration.to_json(), indent=2) if args.json else render(report))
+    return 0
 
 
 def _replay(args: argparse.Namespace, source: Path | None) -> int:
@@ -106,10 +134,14 @@ def add(sub: Subcommands) -> None:
     p.add_argument(
         "action",
         nargs="?",
-        choices=["up"],
-        help="up: keep the local stack running (until Ctrl-C) for the other commands",
+        choices=["up", "calibrate"],
+        help="up: keep the local stack running (until Ctrl-C) for the other commands; "
+        "calibrate: --jobs A/A jobs of the suite through the webhook, then their calibration",
     )
-    p.add_argument("--suite", default="infra/suites/local.yaml", help="suite file to run")
+    p.add_argument(
+        "--suite",
+        help=f"suite file to run (default {DEFAULT_SUITE}; calibrate: {CALIBRATED_SUITE})",
+    )
     p.add_argument(
         "--state",
         default=str(DEFAULT_STATE),
@@ -162,6 +194,13 @@ def add(sub: Subcommands) -> None:
         metavar="NAME",
         help="the event of every --event (once), or of the n-th (once per --event); default: "
         "the file's X-GitHub-Event header",
+    )
+    p.add_argument("--jobs", type=int, default=3, help="calibrate: how many A/A jobs")
+    p.add_argument(
+        "--drop",
+        type=drop_share,
+        default=0.25,
+        help="calibrate: the throughput drop the designs are ranked by",
     )
     p.add_argument(
         "--fail",
