@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
+from dataclasses import replace
 
 import pytest
 
 from distkpi.domain.judging.settings import VerdictSettings
+from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus, PairKpis
+from distkpi.domain.records import HistoryRecord
 from distkpi.exceptions import CalibrationError
-from distkpi_cli.calibration import calibrate, components_of
+from distkpi_cli.calibration import aa_jobs_of, calibrate, components_of, run_order
 
 SETTINGS = VerdictSettings()
 SEED_MATRIX = {"1x1": 1.0, "1x8": 6.1, "2x8-4ps": 10.8, "4x8-8ps": 19.3}  # throughput levels
@@ -138,3 +142,53 @@ def test_without_throughput_no_design_is_ranked() -> None:
     jobs = {"1x8": {"test_accuracy": [[0.76, 0.761], [0.759, 0.76]]}}
     found = calibrate(jobs, SETTINGS)
     assert (found.designs, found.favoured) == ((), None)
+
+
+def arm(throughput: float, accuracy: float | None = 0.7) -> ConfigKpis:
+    return ConfigKpis("1x1", 1, ConfigStatus.OK, throughput, 60.0, accuracy, None, None, ())
+
+
+def aa_record(run_id: str, created: str, pairs: list[tuple[float, float]]) -> HistoryRecord:
+    """An A/A run's stored record: pair p's arms a and b, as the publisher stores them."""
+    kpis = replace(
+        arm(statistics.fmean(b for _, b in pairs)),
+        pairs=tuple(PairKpis(p, arm(a), arm(b)) for p, (a, b) in enumerate(pairs, 1)),
+    )
+    return HistoryRecord(
+        "local/demo", "develop", "tiny", "1x1", "c" * 40, run_id, created, created, kpis,
+        calibration=True,
+    )  # fmt: skip
+
+
+def test_a_jobs_runs_are_in_the_order_they_ran_a_then_b_then_b_then_a() -> None:
+    record = aa_record("cal1", "2026-12-01T10:00:00", [(1.0, 2.0), (4.0, 3.0), (5.0, 6.0)])
+    # W A B | B A | A B: pair 1 a then b, pair 2 b then a, pair 3 a then b
+    order = [run.throughput for run in run_order(record.kpis.pairs)]
+    assert order == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    # however the pairs were stored
+    shuffled = tuple(reversed(record.kpis.pairs))
+    assert [run.throughput for run in run_order(shuffled)] == order
+
+
+def test_the_a_a_jobs_of_a_history_are_its_calibration_runs_only() -> None:
+    first = aa_record("cal1", "2026-12-01T10:00:00", [(100.0, 102.0), (101.0, 99.0)])
+    second = aa_record("cal2", "2026-12-01T11:00:00", [(90.0, 91.0)])
+    pushed = replace(second, run_id="push-1", calibration=False, created_at="2026-12-01T12:00")
+    aa = aa_jobs_of([pushed, second, first])  # newest first, as the history gives them
+    assert aa.runs == ("cal1", "cal2")
+    assert aa.jobs["1x1"]["throughput"] == [[100.0, 102.0, 99.0, 101.0], [90.0, 91.0]]
+    # time to accuracy: every arm reported 60 s; memory: none did, so it is not there
+    assert aa.jobs["1x1"]["time_to_accuracy_s"] == [[60.0] * 4, [60.0] * 2]
+    assert "trainer_gpu_memory_mib" not in aa.jobs["1x1"]
+    assert aa.unsplit == {}
+
+
+def test_a_kpi_only_one_job_has_two_runs_of_is_said_not_split() -> None:
+    first = aa_record("cal1", "2026-12-01T10:00:00", [(100.0, 102.0)])
+    pairs = tuple(replace(p, b=arm(p.b.throughput or 0, None)) for p in first.kpis.pairs)
+    first = replace(first, kpis=replace(first.kpis, pairs=pairs))
+    second = aa_record("cal2", "2026-12-01T11:00:00", [(90.0, 91.0)])
+    aa = aa_jobs_of([first, second])
+    assert aa.unsplit == {("1x1", "test_accuracy"): 1}
+    assert "test_accuracy" not in aa.jobs["1x1"]
+    assert len(aa.jobs["1x1"]["throughput"]) == 2
