@@ -212,13 +212,14 @@ class FakeRuns:
 
 class FakeHistory:
     def __init__(self) -> None:
-        self.records: dict[tuple[str, str, str, str, str], HistoryRecord] = {}
+        # keyed as the table keys them: (repo, branch, model), then created#run#config
+        self.records: dict[tuple[str, str, str, str, str, str], HistoryRecord] = {}
         self.reset_records: list[ResetRecord] = []
         self.series_records: dict[tuple[str, str, str], SeriesRecord] = {}
 
     def put(self, records: Iterable[HistoryRecord]) -> None:
         for r in records:
-            self.records[(r.repo, r.branch, r.model, r.created_at, r.config)] = r
+            self.records[(r.repo, r.branch, r.model, r.created_at, r.run_id, r.config)] = r
 
     def history(
         self, repo: str, branch: str, model: str, since: str | None = None, limit: int | None = None

@@ -283,7 +283,7 @@ class AaJobs:
 def aa_jobs_of(records: Sequence[HistoryRecord]) -> AaJobs:
     """The calibration runs among ``records`` (a branch's history), each config's pairs as
     its runs in the order they ran, per KPI (a KPI a run did not report is left out)."""
-    ordered = sorted((r for r in records if r.calibration), key=lambda r: r.created_at)
+    ordered = sorted((r for r in records if r.calibration), key=lambda r: (r.created_at, r.run_id))
     found: dict[str, dict[str, list[list[float]]]] = {}
     for record in ordered:
         if record.kpis.status is not ConfigStatus.OK:
