@@ -160,6 +160,7 @@ class GitHubStandIn:
         # each webhook delivery made: event, delivery id, payload, status code and answer
         self.deliveries: list[dict[str, Any]] = []
         self._outbox: deque[tuple[dict[str, str], bytes]] = deque()
+        self._delivering = threading.Lock()
         self._scripted: deque[int] = deque()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -449,7 +450,8 @@ class GitHubStandIn:
                 if not self._outbox:
                     return
                 headers, data = self._outbox.popleft()
-            code, answer = self.webhook(headers, data) if self.webhook else (None, None)
+            with self._delivering:  # one at a time: the handler is one Lambda container
+                code, answer = self.webhook(headers, data) if self.webhook else (None, None)
             delivered = {
                 "event": headers["X-GitHub-Event"],
                 "delivery": headers["X-GitHub-Delivery"],
