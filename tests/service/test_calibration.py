@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from typing import Any
 
 from distkpi.domain.commit_status import State
-from distkpi.domain.github.webhook import CALIBRATION_EVENT, Calibrate, decide
+from distkpi.domain.github.webhook import CALIBRATION_EVENT, Calibrate, Rerun, decide
 from distkpi.domain.history_rows import rows_from_records
 from distkpi.domain.judging.history import series
 from distkpi.domain.layout import config_prefix, decision_key
@@ -160,3 +161,16 @@ def test_a_later_push_of_the_branch_is_judged_against_the_seeded_paired_history(
     assert pushed is not None
     rows = baseline_of(pipeline.history, pushed).rows
     assert len(series(rows, "1x1", "throughput", hardware=None, paired=True)) == 3
+
+
+def test_a_re_run_of_the_commits_checks_neither_repeats_nor_waits_for_its_a_a_runs() -> None:
+    pipeline = Pipeline()
+    cloned_suite(pipeline)
+    calibration = asked()
+    assert len(pipeline.starter.calibrate(calibration, "cal-1").runs) == 3  # still running
+    # "Re-run all checks" of the commit: no delivery admitted for it ran resnet50's check
+    rerun = Rerun(replace(calibration.trigger, event="push"), suites=None)
+    repeated = pipeline.starter.rerun(rerun, "rerun-1")
+    assert repeated.runs == [] and repeated.refused_for == []
+    assert repeated.never_admitted == ["resnet50"]
+    assert len(pipeline.launcher.submitted) == 3 * len(THROUGHPUT)

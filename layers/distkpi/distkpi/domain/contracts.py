@@ -157,6 +157,11 @@ class RunSpec(_Frozen):
             raise ValueError("a calibration run measures its own sha in both arms (base_sha)")
         return paired
 
+    @property
+    def calibration(self) -> bool:
+        """An A/A run of `distkpi calibrate` (PairedRun.calibration)."""
+        return self.paired is not None and self.paired.calibration
+
     def config(self, name: str) -> ConfigSpec:
         for spec in self.configs:
             if spec.name == name:

@@ -139,7 +139,10 @@ class RunStarter:
         fork's pull request awaiting approval: its check is `action_required`) starts
         nothing, and a fork's check naming no pull request is never taken for a push."""
         trigger = rerun.trigger
-        of_commit = self.runs.of_commit(trigger.repo, trigger.sha)
+        # A/A runs are no check of the commit's: a re-run neither repeats nor waits for them
+        of_commit = [
+            r for r in self.runs.of_commit(trigger.repo, trigger.sha) if not r.spec.calibration
+        ]
         going = {
             r.model: r
             for r in of_commit

@@ -67,7 +67,7 @@ class PairedLooks:
 
     def _decide(self, run: RunRecord, config: str, pair: int) -> LookDecision:
         spec = run.spec
-        if spec.paired is not None and spec.paired.calibration:
+        if spec.calibration:
             return self._store(spec, config, pair, CALIBRATION_GOES_ON)
         so_far = {
             c.name: config_kpis_of(self._looks(spec, c, n), spec)

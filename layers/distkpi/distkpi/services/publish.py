@@ -145,7 +145,7 @@ def history_records(run: RunRecord, evaluation: Evaluation) -> list[HistoryRecor
             kpis=c,
             judged=judged.get(c.name, {}),
             paired=first_pair_d(c, base) if c.pairs else {},
-            calibration=run.spec.paired is not None and run.spec.paired.calibration,
+            calibration=run.spec.calibration,
         )
         for c in evaluation.kpis.configs
     ]

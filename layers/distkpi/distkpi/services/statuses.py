@@ -30,7 +30,7 @@ def status_context(run: RunSpec) -> str:
     """The suite's context (and check run's name), `distkpi/<model>`; an A/A calibration
     run's is `distkpi/<model>/calibration`, which no branch protection requires, so that it
     never blocks or passes a merge."""
-    if run.paired is not None and run.paired.calibration:
+    if run.calibration:
         return f"distkpi/{run.model}/calibration"
     return f"distkpi/{run.model}"
 

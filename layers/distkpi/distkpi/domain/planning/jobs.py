@@ -20,16 +20,18 @@ from distkpi.domain.planning.suites import Suite
 NODE_ENTRYPOINT = ("distkpi", "node")
 
 
+def _of_delivery(suite: str, delivery: str) -> str:
+    return hashlib.sha256(f"{delivery}\0{suite}".encode()).hexdigest()[:8]
+
+
 def run_id_for(suite: str, sha: str, delivery: str) -> str:
     """Stable for one delivery and suite, so a retried delivery names the same run."""
-    digest = hashlib.sha256(f"{delivery}\0{suite}".encode()).hexdigest()[:8]
-    return f"{suite}-{sha[:10]}-{digest}"
+    return f"{suite}-{sha[:10]}-{_of_delivery(suite, delivery)}"
 
 
 def calibration_run_id(suite: str, sha: str, delivery: str, job: int) -> str:
     """The ``job``'th A/A run a calibration delivery starts: the same name on a redelivery."""
-    digest = hashlib.sha256(f"{delivery}\0{suite}".encode()).hexdigest()[:8]
-    return f"{suite}-{sha[:10]}-cal{job}-{digest}"
+    return f"{suite}-{sha[:10]}-cal{job}-{_of_delivery(suite, delivery)}"
 
 
 # how an unpaired suite's calibration jobs run: two pairs after a warm-up
