@@ -15,8 +15,9 @@ import requests
 from distkpi.domain.layout import run_spec_key
 from distkpi.exceptions import GitHubError
 from distkpi_cli.github_dispatch import ask_calibration
-from distkpi_cli.local.aws_stack import BUCKET
+from distkpi_cli.local.aws_stack import BUCKET, TABLE
 from distkpi_cli.local.handlers import LambdaContext, function_url_event
+from distkpi_cli.main import main
 from tests.integration.conftest import GITHUB_TOKEN, ROOT, WEBHOOK_SECRET, Stack
 
 REPO = "PaddlePaddle/Paddle"  # an allowed repository of the stack
@@ -124,3 +125,22 @@ def test_a_dispatch_the_webhook_refuses_starts_nothing(
     )
     assert forged["status_code"] == 401
     assert hooked.jobs() == [] and hooked.github.statuses == []
+
+
+def test_the_command_starts_them_and_reports_nothing_split_until_they_ran(
+    hooked: Stack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", GITHUB_TOKEN)
+    where = ["--repo", REPO, "--model", "local-paired"]
+    start = ["calibrate", "--start", *where, "--sha", SHA, "--jobs", "2"]
+    assert main([*start, "--api-url", hooked.github.url]) == 0
+    assert "asked GitHub for 2 A/A job(s) of local-paired at 9f4e1c2b7a" in capsys.readouterr().out
+    (delivery,) = delivered(hooked)
+    assert delivery["status_code"] == 201 and len(delivery["answer"]["runs"]) == 2
+    # their jobs have not run: the history holds no A/A job yet
+    assert main(["calibrate", *where, "--table", TABLE]) == 1
+    assert capsys.readouterr().err == (
+        "distkpi calibrate: 0 A/A job(s) of local-paired on PaddlePaddle/Paddle develop: "
+        "nothing can be split, the allocation's part of the noise needs 2 jobs or more "
+        "(distkpi calibrate --start --jobs N)\n"
+    )

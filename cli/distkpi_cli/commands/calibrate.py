@@ -45,6 +45,15 @@ def _start(args: argparse.Namespace) -> int:
     return 0
 
 
+def jobs_count(text: str) -> int:
+    from distkpi.domain.github.webhook import MAX_CALIBRATION_JOBS
+
+    jobs = int(text)
+    if not 0 < jobs <= MAX_CALIBRATION_JOBS:
+        raise argparse.ArgumentTypeError(f"{text}: from 1 to {MAX_CALIBRATION_JOBS} A/A jobs")
+    return jobs
+
+
 def drop_share(text: str) -> float:
     value = float(text)
     if not 0 < value < 1:
@@ -64,7 +73,7 @@ def add(sub: Subcommands) -> None:
         help="ask GitHub (repository_dispatch) for --jobs A/A jobs at --sha; needs $GITHUB_TOKEN",
     )
     p.add_argument("--sha", help="with --start: the commit measured in both arms")
-    p.add_argument("--jobs", type=int, default=3, help="with --start: how many A/A jobs")
+    p.add_argument("--jobs", type=jobs_count, default=3, help="with --start: how many A/A jobs")
     p.add_argument(
         "--api-url", default="https://api.github.com", help="with --start: GitHub's REST API"
     )

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from distkpi_cli.commands.calibrate import drop_share
+from distkpi_cli.commands.calibrate import drop_share, jobs_count
 from distkpi_cli.commands.common import DEFAULT_STATE, FAILURE, Subcommands
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def add(sub: Subcommands) -> None:
         help="the event of every --event (once), or of the n-th (once per --event); default: "
         "the file's X-GitHub-Event header",
     )
-    p.add_argument("--jobs", type=int, default=3, help="calibrate: how many A/A jobs")
+    p.add_argument("--jobs", type=jobs_count, default=3, help="calibrate: how many A/A jobs")
     p.add_argument(
         "--drop",
         type=drop_share,
