@@ -267,6 +267,15 @@ class GitHubStandIn:
                 return self.app.takes(auth)
         return self.token is None or auth == f"Bearer {self.token}"
 
+    def _body_of(self, auth: str | None, raw: bytes) -> tuple[Any, tuple[int, Any] | None]:
+        """A request's JSON body, or GitHub's answer refusing it (401, then 400)."""
+        if not self._authorized(auth):
+            return None, (401, {"message": "Bad credentials"})
+        try:
+            return json.loads(raw), None
+        except ValueError:
+            return None, (400, {"message": "Problems parsing JSON"})
+
     @property
     def checks(self) -> list[dict[str, Any]]:
         """Each check run as it stands now."""
@@ -319,12 +328,9 @@ class GitHubStandIn:
         self, auth: str | None, raw: bytes, *, creating: bool
     ) -> dict[str, Any] | tuple[int, Any]:
         """A check run's body, or the answer GitHub gives when it is refused."""
-        if not self._authorized(auth):
-            return 401, {"message": "Bad credentials"}
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            return 400, {"message": "Problems parsing JSON"}
+        body, refused = self._body_of(auth, raw)
+        if refused is not None:
+            return refused
         problem = _invalid_check(body, creating=creating)
         if problem:
             return 422, {"message": "Validation Failed", "errors": [problem]}
@@ -407,12 +413,9 @@ class GitHubStandIn:
         assert match is not None
         with self._lock:
             self.requests += 1
-        if not self._authorized(auth):
-            return 401, {"message": "Bad credentials"}
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            return 400, {"message": "Problems parsing JSON"}
+        body, refused = self._body_of(auth, raw)
+        if refused is not None:
+            return refused
         problem = _invalid_dispatch(body)
         if problem:
             return 422, {"message": problem}
@@ -501,12 +504,9 @@ class GitHubStandIn:
         match = STATUS_PATH.match(path)
         if not match:
             return 404, {"message": "Not Found"}
-        if not self._authorized(auth):
-            return 401, {"message": "Bad credentials"}
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            return 400, {"message": "Problems parsing JSON"}
+        body, refused = self._body_of(auth, raw)
+        if refused is not None:
+            return refused
         problem = _invalid(body)
         if problem:
             return 422, {"message": "Validation Failed", "errors": [problem]}
