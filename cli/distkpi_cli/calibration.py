@@ -295,7 +295,7 @@ def aa_jobs_of(records: Sequence[HistoryRecord]) -> AaJobs:
                 found.setdefault(record.config, {}).setdefault(kpi, []).append(values)
     jobs: dict[str, dict[str, list[list[float]]]] = {}
     unsplit: dict[tuple[str, str], int] = {}
-    for config, kpis in found.items():
+    for config, kpis in sorted(found.items()):
         for kpi, of_jobs in kpis.items():
             if len(of_jobs) >= 2:
                 jobs.setdefault(config, {})[kpi] = of_jobs
