@@ -105,6 +105,17 @@ class FakeRuns:
             )
             return True
 
+    def record_look(
+        self, run_id: str, config: str, pair: int, decision: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        with self._lock:
+            record = self.config(run_id, config)
+            if record is None:
+                raise NotFoundError(f"no config {config} of run {run_id}")
+            if pair not in record.looks:
+                self._update_config(run_id, config, looks={**record.looks, pair: dict(decision)})
+            return self._configs[run_id][config].looks[pair]
+
     def add_config_done(self, run_id: str, config: str) -> tuple[int, int]:
         with self._lock:
             run = self._run(run_id)

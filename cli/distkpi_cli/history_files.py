@@ -29,11 +29,11 @@ def read_history_csv(path: Path) -> list[HistoryRow]:
         raise ContractError(f"{path}: missing column(s) {', '.join(missing)}")
     if "status" not in frame.columns:
         frame["status"] = "ok"
-    for optional in ("hardware", "gpu_hours"):  # files written before runs knew them
+    for optional in ("hardware", "gpu_hours", "paired_d"):  # files from before runs had them
         if optional not in frame.columns:
             frame[optional] = None
-    frame["value"] = pd.to_numeric(frame["value"], errors="coerce")
-    frame["gpu_hours"] = pd.to_numeric(frame["gpu_hours"], errors="coerce")
+    for number in ("value", "gpu_hours", "paired_d"):
+        frame[number] = pd.to_numeric(frame[number], errors="coerce")
     frame = frame.sort_values("finished_at", kind="stable")
     return [
         HistoryRow(
@@ -49,6 +49,7 @@ def read_history_csv(path: Path) -> list[HistoryRow]:
             status=str(r["status"]),
             hardware=None if pd.isna(r["hardware"]) else str(r["hardware"]),
             gpu_hours=None if pd.isna(r["gpu_hours"]) else float(r["gpu_hours"]),
+            paired_d=None if pd.isna(r["paired_d"]) else float(r["paired_d"]),
         )
         for r in frame.to_dict(orient="records")
     ]

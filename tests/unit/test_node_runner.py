@@ -9,22 +9,18 @@ import hashlib
 import io
 import json
 import subprocess
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from distkpi.domain.logs.filesummary import ENGINE_VERSION, summarize, summary_from_json
 from distkpi.domain.logs.logsummary import Level
 from distkpi.domain.signing import sign, signed_by
 from distkpi_cli.node.runner import NodeRunner
-from tests.conftest import offline_aws
+from tests.unit.conftest import BUCKET
 
-BUCKET = "runs-bucket"
 SECRET = "super-secret-value-never-logged"
 TOKEN = "ghs_token_never_logged"
 WATCHED = [
@@ -75,15 +71,6 @@ def make_repo(path: Path) -> tuple[Path, str, str]:
     (path / "version.txt").write_text("two\n")
     git(path, "commit", "--quiet", "-am", "two")
     return path, first, git(path, "rev-parse", "HEAD")
-
-
-@pytest.fixture
-def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    offline_aws(monkeypatch)
-    with mock_aws():
-        client = boto3.client("s3")
-        client.create_bucket(Bucket=BUCKET)
-        yield client
 
 
 def node_env(

@@ -1,11 +1,12 @@
 """`distkpi judge`: run folders of one commit judged against a history file, as the
-collector judges them."""
+collector judges them; a paired run's folder by its pairs, against the history's paired
+differences (its `paired_d` column)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,9 @@ from distkpi_cli.commands.common import Subcommands, UsageError
 
 if TYPE_CHECKING:
     from distkpi.domain.contracts import RunSpec
+    from distkpi.domain.judging.evaluation import Evaluation
+    from distkpi.domain.judging.history import HistoryRow
+    from distkpi.domain.judging.settings import VerdictSettings
     from distkpi.domain.kpis.engine import ConfigKpis
 
 
@@ -38,6 +42,34 @@ def _commit_runs(run_dirs: Sequence[str]) -> tuple[RunSpec, list[dict[str, Confi
     return first.model_copy(update={"configs": tuple(configs.values())}), runs
 
 
+def _paired(
+    spec: RunSpec,
+    runs: Sequence[Mapping[str, ConfigKpis]],
+    history: Sequence[HistoryRow],
+    resets: Mapping[str, str],
+    settings: VerdictSettings,
+) -> Evaluation:
+    """A paired run folder judged by its pairs against the history's paired differences,
+    as the finisher judges it; the run's own pairs setting when the suite has none."""
+    from distkpi.domain.judging.history import after_resets
+    from distkpi.domain.judging.paired import evaluate_paired
+    from distkpi.domain.judging.settings import PairedSettings
+    from distkpi.domain.kpis.engine import run_kpis
+
+    if len(runs) != 1:
+        raise UsageError("a paired run is judged on its own: give one run folder")
+    assert spec.paired is not None
+    if settings.paired is None:
+        paired = PairedSettings(max_pairs=spec.paired.max_pairs, warmup=spec.paired.warmup)
+        settings = settings.model_copy(update={"paired": paired, "confirm": None})
+    return evaluate_paired(
+        run_kpis(spec, runs[0]),
+        after_resets(history, resets),
+        settings,
+        spec.accuracy_tolerance,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from distkpi.domain.judging.evaluation import evaluate
     from distkpi.domain.judging.settings import VerdictSettings
@@ -51,9 +83,12 @@ def run(args: argparse.Namespace) -> int:
     history = read_history_csv(Path(args.history))
     resets = latest_resets(read_resets_csv(Path(args.resets))) if args.resets else {}
     settings = load_suite(Path(args.suite)).verdict if args.suite else VerdictSettings()
-    evaluation = evaluate(
-        combine(spec, runs), history, settings, spec.accuracy_tolerance, resets, look=len(runs)
-    )
+    if spec.paired is not None:
+        evaluation = _paired(spec, runs, history, resets, settings)
+    else:
+        evaluation = evaluate(
+            combine(spec, runs), history, settings, spec.accuracy_tolerance, resets, look=len(runs)
+        )
     if args.json:
         print(json.dumps([j.to_json() for j in evaluation.judgements], indent=2))
         return 0

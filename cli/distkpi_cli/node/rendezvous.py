@@ -48,13 +48,17 @@ def rendezvous(
     poll_s: float = 1.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    folder: str = FOLDER,
 ) -> dict[int, Endpoint]:
     """Every node's endpoint, this one's included; NodeProblem naming the nodes that never
     showed up by the deadline, or whose record is not signed with the config's ``key``.
-    ``config_key`` is runs/<run>/<config>/."""
+    ``config_key`` is runs/<run>/<config>/; ``folder`` the rendezvous' inside it (a paired
+    run meets again before each run, in rendezvous/run-<k>/). A node whose final manifest
+    is in has ended and will not come."""
     if place.num_nodes == 1:
         return {place.index: own}
-    folder = config_key + FOLDER
+    name = folder
+    folder = config_key + folder
     record = {
         "run_id": place.run_id,  # where it belongs, inside what is signed
         "config": place.config,
@@ -70,15 +74,24 @@ def rendezvous(
         present = {i for i in map(node_index, store.list_names(folder)) if i is not None}
         missing = [n for n in range(place.num_nodes) if n not in present]
         if not missing:
-            return {n: _endpoint(store, folder, place, n, key) for n in range(place.num_nodes)}
+            return {
+                n: _endpoint(store, folder, name, place, n, key=key) for n in range(place.num_nodes)
+            }
+        final = {node_index(name) for name in store.list_names(config_key)}
+        ended = [n for n in missing if n in final]
+        if ended:
+            names = ", ".join(map(str, ended))
+            raise NodeProblem(f"rendezvous: node(s) {names} ended before {name}")
         if clock() >= until:
             names = ", ".join(map(str, missing))
             raise NodeProblem(f"rendezvous: node(s) {names} never showed up in {deadline_s:g}s")
         sleep(poll_s)
 
 
-def _endpoint(store: S3RunStore, folder: str, place: Place, node: int, key: str | None) -> Endpoint:
-    name = f"{FOLDER}node-{node}.json"
+def _endpoint(
+    store: S3RunStore, folder: str, where: str, place: Place, node: int, *, key: str | None
+) -> Endpoint:
+    name = f"{where}node-{node}.json"
     try:
         record = json.loads(store.read_bytes(f"{folder}node-{node}.json"))
         if not isinstance(record, dict):

@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, BinaryIO
@@ -61,9 +61,17 @@ from distkpi_cli.node.isolation import (
     stop_code,
 )
 from distkpi_cli.node.logcap import cap_file
+from distkpi_cli.node.paired import (
+    DecisionWait,
+    PairedPlan,
+    Slot,
+    ended_nodes,
+    look_manifest_key,
+    schedule,
+)
 from distkpi_cli.node.placement import Endpoint, Place, expand, framework_environment
-from distkpi_cli.node.rendezvous import free_ports, own_address, rendezvous
-from distkpi_cli.node.source import NodeProblem, get_source, run_setup
+from distkpi_cli.node.rendezvous import FOLDER, free_ports, own_address, rendezvous
+from distkpi_cli.node.source import NO_SOURCE, NodeProblem, get_source, run_setup
 from distkpi_cli.node.summaries import describe
 
 GPU_QUERY = ["--query-gpu=timestamp,index,memory.used", "--format=csv", "-lms", "500"]
@@ -131,6 +139,11 @@ class NodeFiles:
     rank: int
     log_dir: Path
     owner: int | None = None  # the code's uid, when it is not the runner's
+    # a paired run's files of one run go under pair-<p>/<arm>/ (warmup/ for the warm-up)
+    prefix: str = ""
+    # whether its log and GPU samples are parsed for KPIs (not a warm-up's, nor the setup
+    # log of a paired run)
+    parsed: bool = True
 
     @property
     def stem(self) -> str:
@@ -138,11 +151,11 @@ class NodeFiles:
 
     @property
     def log(self) -> Path:
-        return self.work / "logs" / f"{self.stem}.log"
+        return self.work / self.prefix / "logs" / f"{self.stem}.log"
 
     @property
     def gpu_csv(self) -> Path:
-        return self.work / "logs" / f"{self.stem}.gpu.csv"
+        return self.work / self.prefix / "logs" / f"{self.stem}.gpu.csv"
 
     def make(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -151,9 +164,12 @@ class NodeFiles:
     def uploads(self) -> list[Upload]:
         """What exists of them, named as the manifest names them; files the command left
         are kept for people (kind `file`), never parsed: metrics go to stdout."""
+        log_kind: FileKind = "log" if self.parsed else "file"
+        gpu_kind: FileKind = "gpu_memory" if self.parsed else "file"
+        logs = f"{self.prefix}logs/"
         named = [
-            Upload(self.log, f"logs/{self.log.name}", self.role, self.rank, "log"),
-            Upload(self.gpu_csv, f"logs/{self.gpu_csv.name}", self.role, self.rank, "gpu_memory"),
+            Upload(self.log, f"{logs}{self.log.name}", self.role, self.rank, log_kind),
+            Upload(self.gpu_csv, f"{logs}{self.gpu_csv.name}", self.role, self.rank, gpu_kind),
         ]
         named = [u for u in named if u.local.exists()]
         for path in self.kept_files():
@@ -182,7 +198,7 @@ class NodeFiles:
         return sorted(found)
 
     def file_path(self, path: Path) -> str:
-        return f"files/{self.stem}/{path.relative_to(self.log_dir).as_posix()}"
+        return f"{self.prefix}files/{self.stem}/{path.relative_to(self.log_dir).as_posix()}"
 
     def is_environment_dump(self, path: Path) -> bool:
         if path.name.startswith(ENVIRONMENT_DUMP_NAMES):
@@ -218,6 +234,8 @@ class NodeReport:
     problem: str | None = None
     setup_s: float = 0.0
     started_at: str = field(default_factory=_now)
+    # a paired run's files already uploaded with its looks, named again in the manifest
+    sent: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _tee(stream: IO[bytes], log: IO[bytes], echo: IO[bytes] | None) -> None:
@@ -324,20 +342,23 @@ class NodeRunner:
             place.role_rank,
             sandbox.log_dir if sandbox else work / "no-sandbox",
             user.uid if user.separate else None,
+            # a paired run's measured logs are its pairs'; this one holds the setups
+            parsed="DISTKPI_PAIRED" not in self.env,
         )
         files.make()
         if sandbox is not None:
             try:
                 self._run(place, store, config_key, files=files, sandbox=sandbox, report=report)
             except NodeProblem as problem:
-                report.exit_code, report.problem = report.exit_code or 1, problem.problem
+                code = STOPPED if isinstance(problem, Stopped) else report.exit_code or 1
+                report.exit_code, report.problem = code, problem.problem
                 with files.log.open("a") as out:
                     out.write(f"distkpi node: {problem.problem}\n{problem.detail}\n")
             finally:  # nothing of the code left running before its files are read
                 self._stop_code(sandbox.user, report)
         files.note_withheld()
         manifest = self._manifest(place, report, self.clock() - started, hardware)
-        self._upload(store, config_key, place, files.uploads(), manifest)
+        self._upload(store, config_key, place, files.uploads(), manifest, sent=report.sent)
         if sandbox is not None:
             sandbox.remove()
         user.release()
@@ -364,48 +385,131 @@ class NodeRunner:
         report: NodeReport,
     ) -> None:
         setup_started = self.clock()
+        plan = PairedPlan.from_env(self.env)
         url = self.env.get("DISTKPI_SOURCE_URL") or f"https://github.com/{place.repo}.git"
+        if plan is not None and url == NO_SOURCE:
+            raise NodeProblem("a paired run needs a source to check out both commits from")
         source = get_source(url, place.sha, place.repo, sandbox.src, self.env)
+        sources = {"b": source}
+        if plan is not None:
+            sources["a"] = get_source(url, plan.base_sha, place.repo, sandbox.root / "a", self.env)
+            for slot in schedule(plan):  # made before the hand-over, so they are the code's
+                _run_log_dir(sandbox, slot).mkdir(mode=0o700, parents=True)
         sandbox.hand_over()  # checked out by the runner (the token is its), then the code's
         base = code_environment(self.env, sandbox)
         spawn = sandbox.user.popen_kwargs()
-        run_setup(_json_list(self.env, "DISTKPI_SETUP"), source, base, files.log, spawn)
+        for arm in sorted(sources):
+            run_setup(_json_list(self.env, "DISTKPI_SETUP"), sources[arm], base, files.log, spawn)
         report.setup_s = self.clock() - setup_started
-        address = own_address(self.env)
-        own = Endpoint(place.index, address, *free_ports(address, 2))
-        deadline = float(self.env.get("DISTKPI_RENDEZVOUS_S", "600"))
-        endpoints = rendezvous(
-            store,
-            config_key,
-            place,
-            own,
-            deadline,
-            key=self.env.get(KEY_VARIABLE),
-            clock=self.clock,
-            sleep=self.sleep,
-        )
-        env = base | framework_environment(place, endpoints, str(source), str(files.log_dir))
         command = list(self.command) or _json_list(self.env, "DISTKPI_COMMAND")
         if not command:
             raise NodeProblem("no command: the suite names none and none was given after --")
-        try:
-            args = expand(command, env)
-        except ContractError as exc:
-            raise NodeProblem(str(exc)) from exc
-        timeout_s = float(self.env.get("DISTKPI_COMMAND_TIMEOUT_S", "7200"))
-        code = run_command(
-            args,
-            source,
-            env,
-            files,
-            timeout_s,
-            spawn=spawn,
-            stop_the_rest=lambda: stop_code(sandbox.user),
+        one = _OneRun(self, place, store, config_key, sandbox, base, command)
+        if plan is None:
+            report.exit_code = one.run(source, files, FOLDER)
+            return
+        self._run_pairs(plan, one, sources, files, report)
+
+    def _run_pairs(
+        self,
+        plan: PairedPlan,
+        one: _OneRun,
+        sources: Mapping[str, Path],
+        files: NodeFiles,
+        report: NodeReport,
+    ) -> None:
+        """The plan's runs in order, each pair's files and look manifest sent once the pair
+        is done, then the collector's decision awaited: a stop ends the sequence. A run that
+        fails ends it too (the config fails with that run's exit code)."""
+        place, store, config_key = one.place, one.store, one.config_key
+        waiting = DecisionWait(
+            store,
+            config_key,
+            place.run_id,
+            place.config,
+            self.env.get(KEY_VARIABLE),
+            float(self.env.get("DISTKPI_DECISION_WAIT_S", "900")),
+            float(self.env.get("DISTKPI_DECISION_POLL_S", "2")),
+            self.clock,
+            self.sleep,
         )
-        if code is None:
-            report.exit_code = STOPPED
-            raise NodeProblem(f"command still running at its deadline of {timeout_s:g}s; stopped")
-        report.exit_code = code
+        arms: dict[str, dict[str, Any]] = {}
+        done: list[NodeFiles] = []
+        for slot in schedule(plan):
+            slot_files = replace(
+                files,
+                log_dir=_run_log_dir(one.sandbox, slot),
+                prefix=slot.prefix,
+                parsed=slot.pair is not None,
+            )
+            slot_files.make()
+            started = self.clock()
+            code = one.run(sources[slot.arm], slot_files, f"{FOLDER}run-{slot.seq}/")
+            arms[slot.arm] = {"exit_code": code, "wall_s": round(self.clock() - started, 3)}
+            done.append(slot_files)
+            if code != 0:
+                report.exit_code = code
+                report.problem = f"{slot.name}: the command exited {code}"
+                report.sent += self._send_all(store, config_key, done)
+                return
+            if slot.pair is None:
+                report.sent += self._send_all(store, config_key, done)
+                done = []
+            if not slot.closes_pair:
+                continue
+            assert slot.pair is not None
+            entries = self._send_all(store, config_key, done)
+            report.sent += entries
+            done = []
+            self._send_look(one, slot.pair, entries, arms)
+            if slot.pair == plan.max_pairs:
+                return
+            decision = waiting.decision(
+                slot.pair, lambda: ended_nodes(store, config_key, place.num_nodes)
+            )
+            with files.log.open("a") as out:
+                out.write(
+                    f"distkpi node: after pair {slot.pair}: {decision.decision}: {decision.why}\n"
+                )
+            if decision.decision == "stop":
+                return
+
+    def _send_all(
+        self, store: S3RunStore, config_key: str, runs: Sequence[NodeFiles]
+    ) -> list[dict[str, Any]]:
+        entries = []
+        for run in runs:
+            run.note_withheld()
+            entries += self._send(store, config_key, run.uploads())
+        return entries
+
+    def _send_look(
+        self,
+        one: _OneRun,
+        pair: int,
+        entries: list[dict[str, Any]],
+        arms: Mapping[str, Mapping[str, Any]],
+    ) -> None:
+        """pair-<p>/node-<i>.json: the pair's files (already sent) and how each arm ended,
+        signed like the node's manifest; the collector judges the look when every node's is
+        in."""
+        look = {
+            "schema": 1,
+            "run_id": one.place.run_id,
+            "config": one.place.config,
+            "node": one.place.index,
+            "pair": pair,
+            "arms": {arm: dict(run) for arm, run in arms.items()},
+            "exit_code": 0,
+            "started_at": _now(),
+            "finished_at": _now(),
+            "files": entries,
+            "engine_version": ENGINE_VERSION,
+        }
+        if signing_key := self.env.get(KEY_VARIABLE):
+            look = sign(signing_key, look)
+        key = look_manifest_key(one.config_key, pair, one.place.index)
+        one.store.put_bytes(key, json.dumps(look).encode())
 
     @staticmethod
     def _manifest(
@@ -438,10 +542,20 @@ class NodeRunner:
         place: Place,
         uploads: list[Upload],
         manifest: dict[str, Any],
+        *,
+        sent: Sequence[dict[str, Any]] = (),
     ) -> None:
-        """The files first, the manifest last, naming each file's sha256 and signed with the
-        config's key: the collector counts a node when its manifest lands, and reads what
-        it names."""
+        """The files first, the manifest last, naming each file's sha256 (and those ``sent``
+        before, with a paired run's looks) and signed with the config's key: the collector
+        counts a node when its manifest lands, and reads what it names."""
+        manifest["files"] = [*sent, *self._send(store, config_key, uploads)]
+        if signing_key := self.env.get(KEY_VARIABLE):
+            manifest = sign(signing_key, manifest)
+        key = f"{config_key}node-{place.index}.json"
+        store.put_bytes(key, json.dumps(manifest).encode())
+
+    @staticmethod
+    def _send(store: S3RunStore, config_key: str, uploads: list[Upload]) -> list[dict[str, Any]]:
         entries = []
         for upload in uploads:
             cut = cap_file(upload.local, MAX_LOG_BYTES) if upload.kind != "file" else None
@@ -450,11 +564,7 @@ class NodeRunner:
             except UnsafeFile:  # checked before (kept_files); nothing of the code runs now
                 continue
             entries.append(entry | ({"truncated_bytes": cut} if cut else {}))
-        manifest["files"] = entries
-        if signing_key := self.env.get(KEY_VARIABLE):
-            manifest = sign(signing_key, manifest)
-        key = f"{config_key}node-{place.index}.json"
-        store.put_bytes(key, json.dumps(manifest).encode())
+        return entries
 
     def _wait_for_others(self, store: S3RunStore, config_key: str, place: Place) -> None:
         """Batch stops every other node of a multi-node job when the main node exits."""
@@ -470,6 +580,69 @@ class NodeRunner:
                     print(f"distkpi node: {sorted(missing)} did not report", file=sys.stderr)
                 return
             self.sleep(2.0)
+
+
+@dataclass(frozen=True)
+class _OneRun:
+    """What every run of the command on this node shares: a run is a rendezvous (the
+    barrier with the job's other nodes, with fresh ports), then the command in a checkout,
+    as the code's user, until it exits or its deadline."""
+
+    runner: NodeRunner
+    place: Place
+    store: S3RunStore
+    config_key: str
+    sandbox: Sandbox
+    base: Mapping[str, str]
+    command: Sequence[Any]
+
+    def run(self, source: Path, files: NodeFiles, folder: str) -> int:
+        """The command's exit code (STOPPED at its deadline, with a NodeProblem)."""
+        env, runner = self.runner.env, self.runner
+        address = own_address(env)
+        own = Endpoint(self.place.index, address, *free_ports(address, 2))
+        endpoints = rendezvous(
+            self.store,
+            self.config_key,
+            self.place,
+            own,
+            float(env.get("DISTKPI_RENDEZVOUS_S", "600")),
+            key=env.get(KEY_VARIABLE),
+            clock=runner.clock,
+            sleep=runner.sleep,
+            folder=folder,
+        )
+        code_env = dict(self.base) | framework_environment(
+            self.place, endpoints, str(source), str(files.log_dir)
+        )
+        try:
+            args = expand(self.command, code_env)
+        except ContractError as exc:
+            raise NodeProblem(str(exc)) from exc
+        timeout_s = float(env.get("DISTKPI_COMMAND_TIMEOUT_S", "7200"))
+        code = run_command(
+            args,
+            source,
+            code_env,
+            files,
+            timeout_s,
+            spawn=self.sandbox.user.popen_kwargs(),
+            stop_the_rest=lambda: stop_code(self.sandbox.user),
+        )
+        if code is None:
+            raise Stopped(f"command still running at its deadline of {timeout_s:g}s; stopped")
+        return code
+
+
+class Stopped(NodeProblem):
+    """The command was still running at its deadline."""
+
+    exit_code = STOPPED
+
+
+def _run_log_dir(sandbox: Sandbox, slot: Slot) -> Path:
+    """DISTKPI_LOG_DIR of one run of a paired run: its own, empty when it starts."""
+    return sandbox.root / "runs" / slot.name
 
 
 def _bucket_and_key(prefix: str) -> tuple[str, str]:

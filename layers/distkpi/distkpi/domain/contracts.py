@@ -192,6 +192,13 @@ class NodeHardware(_Frozen):
         return f"{self.instance_type}/{self.gpu_model}"
 
 
+class ArmRun(_Frozen):
+    """One arm's run of a pair, as its node saw it."""
+
+    exit_code: int
+    wall_s: float
+
+
 class NodeManifest(_Frozen):
     schema_: Annotated[Literal[1], Field(alias="schema")]
     # where it belongs, inside what is signed (absent from manifests of unsigned nodes)
@@ -210,11 +217,31 @@ class NodeManifest(_Frozen):
     hardware: NodeHardware | None = None
     # the KPI engine that made its files' summaries (domain/logs/filesummary.ENGINE_VERSION)
     engine_version: int | None = None
+    # a paired run's look manifest (pair-<p>/node-<i>.json): the pair it reports, and how
+    # each arm's run of it ended
+    pair: Annotated[int, Field(ge=1)] | None = None
+    arms: dict[Literal["a", "b"], ArmRun] | None = None
     # HMAC-SHA256 of the rest under the config's key (domain/signing.py)
     signature: Annotated[str, Field(pattern=SHA256_HEX)] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class LookDecision(_Frozen):
+    """What the collector decided after a pair of a paired config (pair-<p>/decision.json,
+    signed with the config's key): stop, with the outcome so far, or go on to the next
+    pair. Every node of the job reads the same one, so they stop or go on together."""
+
+    run_id: str
+    config: str
+    pair: Annotated[int, Field(ge=1)]
+    decision: Literal["stop", "continue"]
+    outcome: Literal["pass", "fail"] | None = None
+    why: Annotated[str, Field(max_length=1000)] = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 def describe_errors(exc: ValidationError) -> str:

@@ -27,6 +27,7 @@ def rows_from_records(records: Iterable[HistoryRecord]) -> list[HistoryRow]:
             status=r.kpis.status.value,
             hardware=r.kpis.hardware,
             gpu_hours=r.kpis.gpu_hours,
+            paired_d=r.paired.get(kpi),
         )
         for r in records
         for kpi in KPIS

@@ -118,6 +118,8 @@ class ConfigRecord:
     nodes_reported: frozenset[int] = frozenset()
     kpis: ConfigKpis | None = None
     job_id: str | None = None
+    # a paired config's decisions after each pair (pair -> LookDecision.to_json())
+    looks: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,8 @@ class HistoryRecord:
     # per KPI, how this run's value was judged: {"low", "high", "verdict"} (the history site
     # shades the range and marks regressions); empty for records from before it was kept
     judged: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # a paired run's first pair, per KPI: the paired history's value (HistoryRow.paired_d)
+    paired: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

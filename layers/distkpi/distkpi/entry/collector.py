@@ -1,4 +1,5 @@
-"""S3 ObjectCreated on runs/<run>/<config>/node-<i>.json: a node has reported."""
+"""S3 ObjectCreated on runs/<run>/<config>/node-<i>.json: a node has reported; on
+runs/<run>/<config>/pair-<p>/node-<i>.json: a node of a paired run has done pair p."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Iterable
 from urllib.parse import unquote_plus
 
 from distkpi.domain.kpis.runfolder import node_index
-from distkpi.domain.layout import manifest_key
+from distkpi.domain.layout import LookKey, look_key, manifest_key
 from distkpi.entry.observability import count, logger
 from distkpi.entry.wiring import fanin
 from distkpi.exceptions import NotFoundError
@@ -18,6 +19,9 @@ def handle_keys(keys: Iterable[str]) -> int:
     handled = 0
     for raw in keys:
         key = unquote_plus(raw)
+        if (look := look_key(key)) is not None:
+            handled += _look(key, look)
+            continue
         found = manifest_key(key)
         if found is None:
             logger.info("object is not a node manifest", key=key)
@@ -36,3 +40,18 @@ def handle_keys(keys: Iterable[str]) -> int:
             continue
         handled += 1
     return handled
+
+
+def _look(key: str, look: LookKey) -> int:
+    if node_index(look.name) is None:
+        logger.warning("look manifest name not node-<i>.json; ignored", key=key)
+        count("ManifestsIgnored")
+        return 0
+    logger.append_keys(run_id=look.run_id)
+    try:
+        fanin().looks.on_look_manifest(look.run_id, look.config, look.pair)
+    except NotFoundError:
+        logger.warning("look manifest of an unknown run or unpaired config ignored", key=key)
+        count("ManifestsIgnored")
+        return 0
+    return 1

@@ -44,6 +44,7 @@ from distkpi.settings import (
 if TYPE_CHECKING:
     from distkpi.domain.records import RunRecord
     from distkpi.services.deadlines import RunDeadlines
+    from distkpi.services.looks import PairedLooks
     from distkpi.services.publish import Publisher
     from distkpi.services.settle import ConfigSettler
     from distkpi.services.site import SiteRefresher
@@ -229,6 +230,12 @@ class BatchWiring(Wiring):
     @property
     def confirm(self) -> Callable[[RunRecord, Sequence[str]], str | None] | None:
         return self.starter.confirm
+
+    @cached_property
+    def looks(self) -> PairedLooks:
+        from distkpi.services.looks import PairedLooks
+
+        return PairedLooks(self.runs, self.history, self.store, self.manifest_keys, count=count)
 
 
 class WebhookWiring(BatchWiring):

@@ -11,7 +11,10 @@ from dataclasses import dataclass, field, replace
 from aws_lambda_powertools import Logger
 
 from distkpi.domain.judging.evaluation import Evaluation, evaluate
+from distkpi.domain.judging.history import after_resets
+from distkpi.domain.judging.paired import evaluate_paired
 from distkpi.domain.kpis.combining import combine
+from distkpi.domain.kpis.engine import run_kpis
 from distkpi.domain.planning.jobs import confirmation_run_id
 from distkpi.domain.records import RunRecord, RunStatus
 from distkpi.exceptions import NotFoundError
@@ -91,7 +94,16 @@ class RunFinisher:
 
     def _evaluate(self, run: RunRecord, baseline: Baseline) -> Evaluation:
         """This run with the runs of its commit before it (a confirmation's), judged together
-        at this look; the first run's spec names every config and the base."""
+        at this look; the first run's spec names every config and the base. A paired run is
+        judged by its pairs against the paired history, replaying its looks."""
+        if run.spec.paired is not None:
+            configs = {c.name: c.kpis for c in self.runs.configs(run.run_id) if c.kpis is not None}
+            return evaluate_paired(
+                run_kpis(run.spec, configs),
+                after_resets(baseline.rows, baseline.resets),
+                run.verdict_settings,
+                run.spec.accuracy_tolerance,
+            )
         first = self._run(run.first_run_id) if run.confirms else run
         chain = [first] + [
             self._run(confirmation_run_id(first.run_id, attempt))

@@ -11,6 +11,7 @@ from aws_lambda_powertools import Logger
 
 from distkpi.domain.judging.evaluation import Evaluation
 from distkpi.domain.judging.history import HistoryRow
+from distkpi.domain.judging.paired import first_pair_d
 from distkpi.domain.layout import kpis_key, report_key
 from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord
 from distkpi.exceptions import StorageError
@@ -130,6 +131,7 @@ def history_records(run: RunRecord, evaluation: Evaluation) -> list[HistoryRecor
             "high": j.high,
             "verdict": j.verdict.value,
         }
+    base = next((c for c in evaluation.kpis.configs if c.name == evaluation.kpis.base_config), None)
     return [
         HistoryRecord(
             repo=run.trigger.repo,
@@ -142,6 +144,7 @@ def history_records(run: RunRecord, evaluation: Evaluation) -> list[HistoryRecor
             finished_at=run.finished_at or "",
             kpis=c,
             judged=judged.get(c.name, {}),
+            paired=first_pair_d(c, base) if c.pairs else {},
         )
         for c in evaluation.kpis.configs
     ]

@@ -26,6 +26,7 @@ def history_item(record: HistoryRecord) -> dict[str, Any]:
         "finished_at": record.finished_at,
         "kpis": record.kpis.to_record(),
         "judged": {kpi: dict(judged) for kpi, judged in record.judged.items()},
+        "paired": dict(record.paired),
     }
 
 
@@ -45,6 +46,7 @@ def history_record(item: Mapping[str, Any]) -> HistoryRecord:
         finished_at=str(item["finished_at"]),
         kpis=ConfigKpis.from_record({"name": item["config"], **item["kpis"]}),
         judged=item.get("judged") or {},
+        paired={str(k): float(v) for k, v in (item.get("paired") or {}).items()},
     )
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from boto3.dynamodb.conditions import Key
 
 from distkpi.adapters.dynamo import keys
-from distkpi.adapters.dynamo.table import DynamoTable, to_dynamo
+from distkpi.adapters.dynamo.table import DynamoTable, from_dynamo, to_dynamo
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.judging.settings import VerdictSettings
@@ -91,7 +91,15 @@ def config_record(item: Mapping[str, Any]) -> ConfigRecord:
         nodes_reported=frozenset(int(n) for n in item.get("nodes_reported", ())),
         kpis=kpis,
         job_id=item.get("job_id"),
+        looks={
+            int(name.removeprefix(LOOK)): from_dynamo(value)
+            for name, value in item.items()
+            if name.startswith(LOOK) and name.removeprefix(LOOK).isdigit()
+        },
     )
+
+
+LOOK = "look_"  # a paired config's decision after pair p is its attribute look_<p>
 
 
 class RunRepository:
@@ -182,6 +190,26 @@ class RunRepository:
             },
         )
         return response is not None
+
+    def record_look(
+        self, run_id: str, config: str, pair: int, decision: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """A paired config's decision after ``pair``, stored once: the one stored first,
+        whoever stored it (each node's look manifest may make a decision)."""
+        attribute = f"{LOOK}{pair}"
+        stored = self.table.conditional(
+            Key=keys.config(run_id, config),
+            UpdateExpression="SET #look = :decision",
+            ConditionExpression="attribute_exists(PK) AND attribute_not_exists(#look)",
+            ExpressionAttributeNames={"#look": attribute},
+            ExpressionAttributeValues={":decision": to_dynamo(dict(decision))},
+        )
+        if stored is not None:
+            return decision
+        record = self.config(run_id, config)
+        if record is None or pair not in record.looks:
+            raise NotFoundError(f"no config {config} of run {run_id}")
+        return record.looks[pair]
 
     def add_config_done(self, run_id: str, config: str) -> tuple[int, int]:
         """Record that a config settled (idempotent); (configs done, configs in the run)."""

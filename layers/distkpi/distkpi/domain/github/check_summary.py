@@ -107,6 +107,9 @@ def summary_markdown(
         facts.append(f"Hardware: {', '.join(_escape(h) for h in hardware)}")
     if run.gpu_hours is not None:
         facts.append(f"GPU-hours: {run.gpu_hours:.3g}")
+    if run.base_sha:
+        pairs = ", ".join(f"{_escape(c.name)} {len(c.pairs)}" for c in run.configs)
+        facts.append(f"Paired against `{run.base_sha[:10]}`, pairs run: {pairs}")
     if facts:
         head += ["", " · ".join(facts)]
     if report_url:

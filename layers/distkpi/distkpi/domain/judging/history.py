@@ -66,24 +66,38 @@ def series(
     kpi: str,
     reset_after: str | None = None,
     hardware: str | None = None,
+    *,
+    paired: bool = False,
 ) -> list[float]:
     """Values of one KPI of one config in time order: only ok runs on the same hardware,
     only after a reset, and a commit once, by its latest run (a re-run's earlier runs stay
-    in the history, but are not counted twice). Mixed hardware is compared with nothing."""
+    in the history, but are not counted twice). Mixed hardware is compared with nothing.
+    ``paired``: the paired runs' first-pair differences (``paired_d``) instead."""
     if hardware == MIXED:
         return []
     by_commit: dict[str, float] = {}
     for row in rows:
+        value = row.paired_d if paired else row.value
         if (
             row.config == config
             and row.kpi == kpi
-            and row.value is not None
+            and value is not None
             and row.status == ConfigStatus.OK.value
             and row.hardware == hardware
             and (reset_after is None or row.finished_at > reset_after)
         ):
-            by_commit[row.sha] = row.value
+            by_commit[row.sha] = value
     return list(by_commit.values())
+
+
+def after_resets(rows: Iterable[HistoryRow], resets: Mapping[str, str]) -> list[HistoryRow]:
+    """The rows that still count after the audited resets (config -> time, '*' all)."""
+    kept = []
+    for row in rows:
+        reset = max((resets[k] for k in (row.config, "*") if k in resets), default=None)
+        if reset is None or row.finished_at > reset:
+            kept.append(row)
+    return kept
 
 
 def evidence_of(

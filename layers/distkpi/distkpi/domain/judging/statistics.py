@@ -220,7 +220,8 @@ def _harm(higher: bool, value: float, baseline: float) -> float:
     return baseline - value if higher else value - baseline
 
 
-def _p_value(higher: bool, value: float, spread: Spread) -> float:
+def harm_p_value(higher: bool, value: float, spread: Spread) -> float:
+    """The chance of at least this much harm from the baseline by chance alone."""
     harm = _harm(higher, value, spread.baseline)
     if spread.error == 0:
         return 0.0 if harm > 0 else 1.0
@@ -271,7 +272,7 @@ def _tests(evidence: Iterable[KpiEvidence], settings: VerdictSettings) -> list[_
         )
         spread = spread_of(recent, values, samples, earlier, share)
         mean = statistics.fmean(values)
-        tests.append(_Test(e, spread, _p_value(e.better_higher, mean, spread), mean, log))
+        tests.append(_Test(e, spread, harm_p_value(e.better_higher, mean, spread), mean, log))
     return tests
 
 

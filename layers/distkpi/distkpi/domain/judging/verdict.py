@@ -95,5 +95,7 @@ def describe(run: RunKpis, verdict: Verdict, judgements: Sequence[Judgement] = (
     tail = "ok" if verdict.state is State.SUCCESS else "; ".join(verdict.reasons)
     described = f"{_headline(largest, judgements)}: {tail}"
     cost = f" · {run.gpu_hours:.3g} GPU-h" if run.gpu_hours is not None else ""
+    if any(c.pairs for c in run.configs):  # a paired run: what it took, config by config
+        cost += " · pairs " + "/".join(str(len(c.pairs)) for c in run.configs)
     # the cost only when it fits whole: the reasons matter more
     return clip(described + cost if len(described + cost) <= MAX_DESCRIPTION else described)

@@ -38,7 +38,7 @@ def _mean_of(kpi: str, runs: Sequence[ConfigKpis]) -> tuple[float | None, tuple[
     return statistics.fmean(values), values
 
 
-def _merged(runs: Sequence[ConfigKpis]) -> ConfigKpis:
+def merged_runs(runs: Sequence[ConfigKpis]) -> ConfigKpis:
     """One config's own KPIs (before the base config's) over its runs."""
     if len(runs) == 1:
         return runs[0]
@@ -72,7 +72,7 @@ def combine(spec: RunSpec, runs: Sequence[Mapping[str, ConfigKpis]]) -> RunKpis:
     every config and the base. With one run this is exactly domain.kpis.run_kpis."""
     base_spec = spec.base_config
     merged = {
-        c.name: _merged(found)
+        c.name: merged_runs(found)
         if (found := [run[c.name] for run in runs if c.name in run])
         else without_kpis(c)
         for c in spec.configs

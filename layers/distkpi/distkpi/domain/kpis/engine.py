@@ -185,7 +185,10 @@ class PairKpis:
         return {"pair": self.pair, "a": self.a.to_json(), "b": self.b.to_json()}
 
     def to_record(self) -> dict[str, Any]:
-        return {"pair": self.pair, "a": self.a.to_record(), "b": self.b.to_record()}
+        """Without the arms' within-run samples: a paired config is judged by its pairs, and
+        its stored item stays small whatever its runs reported."""
+        arms = {arm: getattr(self, arm).to_record() | {"throughput_samples": []} for arm in "ab"}
+        return {"pair": self.pair, **arms}
 
     @classmethod
     def from_record(cls, data: Mapping[str, Any], name: str) -> PairKpis:
@@ -577,10 +580,42 @@ def run_kpis(run: RunSpec, configs: Mapping[str, ConfigKpis]) -> RunKpis:
     base_spec = run.base_config
     base = configs.get(base_spec.name)
     out = [
-        against_base(configs.get(spec.name) or without_kpis(spec), base, base_spec)
+        pairs_against_base(
+            against_base(configs.get(spec.name) or without_kpis(spec), base, base_spec),
+            base,
+            base_spec,
+        )
         for spec in run.configs
     ]
-    return RunKpis(run.run_id, run.model, base_spec.name, tuple(out), run.accuracy_direction)
+    paired = run.paired
+    return RunKpis(
+        run.run_id,
+        run.model,
+        base_spec.name,
+        tuple(out),
+        run.accuracy_direction,
+        run.sha if paired else None,
+        paired.base_sha if paired else None,
+    )
+
+
+def pairs_against_base(
+    kpis: ConfigKpis, base: ConfigKpis | None, base_spec: ConfigSpec
+) -> ConfigKpis:
+    """A paired config's speedup per pair and arm: against the base config's same arm of
+    the same pair, when the base config ran that pair."""
+    if not kpis.pairs:
+        return kpis
+    base_pairs = {p.pair: p for p in base.pairs} if base is not None else {}
+
+    def arm(own: ConfigKpis, pair: int, name: str) -> ConfigKpis:
+        other = base_pairs.get(pair)
+        return against_base(own, getattr(other, name) if other else None, base_spec)
+
+    pairs = tuple(
+        PairKpis(p.pair, arm(p.a, p.pair, "a"), arm(p.b, p.pair, "b")) for p in kpis.pairs
+    )
+    return replace(kpis, pairs=pairs)
 
 
 def against_base(kpis: ConfigKpis, base: ConfigKpis | None, base_spec: ConfigSpec) -> ConfigKpis:

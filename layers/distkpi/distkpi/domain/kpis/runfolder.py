@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import BinaryIO, Protocol
 
 from distkpi.domain.accuracy import Direction, Target
@@ -25,15 +25,19 @@ from distkpi.domain.contracts import (
     parse_node_manifest,
     parse_run_spec,
 )
+from distkpi.domain.kpis.combining import merged_runs
 from distkpi.domain.kpis.engine import (
     ConfigEvidence,
     ConfigKpis,
+    ConfigStatus,
+    PairKpis,
     ParsedGpuMemory,
     ParsedLog,
     RunKpis,
     config_kpis,
     run_kpis,
 )
+from distkpi.domain.layout import ARMS, arm_prefix, pair_prefix
 from distkpi.domain.logs.filesummary import (
     ENGINE_VERSION,
     PARSED_KINDS,
@@ -111,12 +115,14 @@ def read_manifest(
     node: int,
     key: str | None = None,
     run_id: str | None = None,
+    *,
+    pair: int | None = None,
 ) -> NodeManifest:
-    """A node's manifest; ContractError (with the reason) when it is unreadable, invalid,
-    (given the config's key) not signed with it, or signed for another run, config or node
-    than where it was found (a signed manifest must say which; given ``run_id``, that
-    one)."""
-    where = f"{config}/node-{node}.json"
+    """A node's manifest (given ``pair``, its look manifest after that pair); ContractError
+    (with the reason) when it is unreadable, invalid, (given the config's key) not signed
+    with it, or signed for another run, config, node or pair than where it was found (a
+    signed manifest must say which; given ``run_id``, that one)."""
+    where = f"{config}/{pair_prefix(pair) if pair else ''}node-{node}.json"
     try:
         data = json.loads(source.read_bytes(where))
     except NotFoundError:
@@ -128,6 +134,8 @@ def read_manifest(
     manifest = parse_node_manifest(data, where)
     if manifest.node != node:
         raise ContractError(f"{where} says it is node {manifest.node}")
+    if manifest.pair != pair:
+        raise ContractError(f"{where} says it reports pair {manifest.pair}")
     _check_bound(manifest, where, key is not None, run_id, config)
     return manifest
 
@@ -410,8 +418,91 @@ def gather_config(
     return evidence
 
 
+def gather_looks(
+    source: RunSource, spec: ConfigSpec, pairs: int, reading: Reading = Reading()
+) -> ConfigEvidence:
+    """A paired config's evidence from its nodes' look manifests of pairs 1..``pairs``
+    (pair-<p>/node-<i>.json), read and verified as final manifests are; a node's manifest
+    stands for it as the look manifest of the last of those pairs."""
+    manifests: dict[int, NodeManifest] = {}
+    invalid: dict[int, str] = {}
+    evidence = ConfigEvidence(spec=spec, manifests=manifests, invalid_nodes=invalid)
+    fell_back: dict[str, list[int]] = {}
+    budget = _Budget(MAX_CONFIG_LOG_BYTES if reading.capped else None)
+    for pair in range(1, pairs + 1):
+        for node in range(spec.nodes):
+            try:
+                look = read_manifest(
+                    source, spec.name, node, reading.key, reading.run_id, pair=pair
+                )
+            except NotFoundError:
+                invalid[node] = f"node {node} has not reported pair {pair}"
+                continue
+            except (ContractError, StorageError) as exc:
+                invalid[node] = str(exc)
+                continue
+            manifests[node] = look
+            why = _parse_files(source, spec.name, look, evidence, reading, budget=budget)
+            if why is not None:
+                fell_back.setdefault(why, []).append(node)
+    evidence.problems.extend(_say_why_parsed(reading, fell_back))
+    return evidence
+
+
 def config_kpis_of(evidence: ConfigEvidence, run: RunSpec) -> ConfigKpis:
+    if run.paired is not None:
+        return paired_config_kpis(evidence, run)
     return config_kpis(evidence, run.target_accuracy, run.accuracy_pass, run.accuracy_direction)
+
+
+def paired_config_kpis(evidence: ConfigEvidence, run: RunSpec) -> ConfigKpis:
+    """A paired config: each pair's KPIs of arm A and of arm B, from the files under
+    pair-<p>/<arm>/, and the config's own values B's mean over its pairs (its status,
+    problems and GPU-hours the whole job's: every run that ran counts)."""
+
+    def kpis(part: ConfigEvidence) -> ConfigKpis:
+        return config_kpis(part, run.target_accuracy, run.accuracy_pass, run.accuracy_direction)
+
+    whole = kpis(replace(evidence, logs=[], gpu_memory=[]))
+    pairs = tuple(
+        PairKpis(p, kpis(arm_evidence(evidence, p, "a")), kpis(arm_evidence(evidence, p, "b")))
+        for p in paired_pairs(evidence)
+    )
+    if not pairs:
+        return replace(whole, problems=(*whole.problems, "no pair of runs completed"))
+    heads = merged_runs([pair.b for pair in pairs])
+    problems = tuple(dict.fromkeys((*evidence.problems, *(p for x in pairs for p in x.b.problems))))
+    return replace(
+        heads,
+        status=whole.status if whole.status is not ConfigStatus.OK else heads.status,
+        problems=problems,
+        gpu_hours=whole.gpu_hours,
+        hardware=whole.hardware,
+        pairs=pairs,
+    )
+
+
+def arm_evidence(evidence: ConfigEvidence, pair: int, arm: str) -> ConfigEvidence:
+    """The part of a paired config's evidence one arm's run of one pair left."""
+    prefix = arm_prefix(pair, arm)
+    return replace(
+        evidence,
+        logs=[log for log in evidence.logs if log.path.startswith(prefix)],
+        gpu_memory=[g for g in evidence.gpu_memory if g.path.startswith(prefix)],
+        problems=[p for p in evidence.problems if p.startswith(prefix)],
+    )
+
+
+_PAIR_PATH = re.compile(r"^pair-([1-9][0-9]?)/([ab])/")
+
+
+def paired_pairs(evidence: ConfigEvidence) -> list[int]:
+    """The pairs of which both arms left a log, in order."""
+    arms: dict[int, set[str]] = {}
+    for log in evidence.logs:
+        if match := _PAIR_PATH.match(log.path):
+            arms.setdefault(int(match[1]), set()).add(match[2])
+    return sorted(p for p, seen in arms.items() if seen == set(ARMS))
 
 
 def config_kpis_from(

@@ -1,0 +1,122 @@
+"""A paired config's looks: when every node of it has sent its look manifest after a pair,
+the pair is judged with the run's pairs so far against the paired history, and the decision
+(stop, with pass or fail, or go on) is stored once on the config and written, signed with
+the config's key, where the job's nodes wait for it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from aws_lambda_powertools import Logger
+
+from distkpi.domain.contracts import ConfigSpec, LookDecision, RunSpec
+from distkpi.domain.judging.paired import judge_look
+from distkpi.domain.kpis.engine import ConfigEvidence, run_kpis
+from distkpi.domain.kpis.runfolder import (
+    Reading,
+    RunSource,
+    config_kpis_of,
+    gather_looks,
+    parse_settings,
+)
+from distkpi.domain.layout import decision_key, pair_prefix
+from distkpi.domain.records import RunRecord
+from distkpi.domain.signing import ManifestKeys, sign
+from distkpi.exceptions import NotFoundError, StorageError
+from distkpi.services.baseline import baseline_of
+from distkpi.services.ports import Counter, History, RunFolders, Runs, no_metrics
+
+logger = Logger(child=True)
+
+
+@dataclass
+class PairedLooks:
+    runs: Runs
+    history: History
+    store: RunFolders
+    keys: ManifestKeys
+    count: Counter = no_metrics
+
+    def on_look_manifest(self, run_id: str, config: str, pair: int) -> LookDecision | None:
+        """A node's look manifest after ``pair`` landed: the decision once every node's is
+        in and verified (None before, or after the run's last pair, when nobody waits);
+        NotFoundError when it is no pair of a paired config of a known run."""
+        run = self.runs.get(run_id)
+        if run is None:
+            raise NotFoundError(f"no run {run_id}")
+        spec = run.spec
+        if spec.paired is None or config not in {c.name for c in spec.configs}:
+            raise NotFoundError(f"{config} of run {run_id} is no paired config")
+        if not 1 <= pair < spec.paired.max_pairs:
+            return None
+        evidence = self._looks(spec, spec.config(config), pair)
+        if evidence.invalid_nodes:
+            logger.info(
+                "look not complete",
+                run_id=run_id,
+                config=config,
+                pair=pair,
+                waiting=evidence.invalid_nodes,
+            )
+            return None
+        return self._decide(run, config, pair)
+
+    def _decide(self, run: RunRecord, config: str, pair: int) -> LookDecision:
+        spec = run.spec
+        so_far = {
+            c.name: config_kpis_of(self._looks(spec, c, n), spec)
+            for c in spec.configs
+            if (n := pair if c.name == config else self._complete_pairs(spec, c))
+        }
+        judged = judge_look(
+            run_kpis(spec, so_far),
+            baseline_of(self.history, run).rows,
+            run.verdict_settings,
+            config,
+            pair,
+        )
+        decision = LookDecision.model_validate(
+            {"run_id": spec.run_id, **judged.to_json(), "why": judged.why[:1000]}
+        )
+        stored = LookDecision.model_validate(
+            self.runs.record_look(spec.run_id, config, pair, decision.to_json())
+        )
+        key = self.keys.for_config(spec.run_id, config)
+        body = json.dumps(sign(key, stored.to_json())).encode()
+        self.store.put_bytes(decision_key(spec.run_id, config, pair), body)
+        self.count("LooksDecided")
+        logger.info(
+            "look decided",
+            run_id=spec.run_id,
+            config=config,
+            pair=pair,
+            decision=stored.decision,
+            outcome=stored.outcome,
+            why=stored.why,
+        )
+        return stored
+
+    def _complete_pairs(self, spec: RunSpec, config: ConfigSpec) -> int:
+        """How many pairs every node of another config has sent its look manifest of."""
+        source = self._source(spec.run_id)
+        pairs = 0
+        assert spec.paired is not None
+        for pair in range(1, spec.paired.max_pairs + 1):
+            try:
+                names = set(source.list_names(f"{config.name}/{pair_prefix(pair)}".rstrip("/")))
+            except StorageError:
+                break
+            if not all(f"node-{n}.json" in names for n in range(config.nodes)):
+                break
+            pairs = pair
+        return pairs
+
+    def _source(self, run_id: str) -> RunSource:
+        return self.store.run(run_id)
+
+    def _looks(self, spec: RunSpec, config: ConfigSpec, pairs: int) -> ConfigEvidence:
+        """The config's look manifests of pairs 1..``pairs``, verified with its key."""
+        key = self.keys.for_config(spec.run_id, config.name)
+        reading = Reading(key, True, spec.run_id, settings=parse_settings(spec))
+        return gather_looks(self._source(spec.run_id), config, pairs, reading)
