@@ -27,7 +27,7 @@ from distkpi.domain.judging.paired import (
 )
 from distkpi.domain.judging.settings import KPIS, PairedSettings, VerdictSettings
 from distkpi.domain.judging.statistics import Judgement, KpiVerdict
-from distkpi.domain.kpis.engine import ConfigKpis, PairKpis, RunKpis
+from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus, PairKpis, RunKpis
 from tests.unit.test_check_summary import seed_run
 
 SETTINGS = VerdictSettings(paired=PairedSettings())
@@ -166,9 +166,17 @@ def test_the_reference_designs_spending() -> None:
     assert look_shares(1) == (1.0,)
 
 
-def test_holm_splits_over_every_family_of_the_run_also_configs_not_yet_reported() -> None:
-    # Given only 1x8 has reported (two pairs), the others none
+@pytest.mark.parametrize("unreported", [ConfigStatus.OK, ConfigStatus.FAILED])
+def test_holm_splits_over_every_family_of_the_run_also_configs_not_yet_reported(
+    unreported: ConfigStatus,
+) -> None:
+    # Given only 1x8 has reported (two pairs), the others none (as engine.run_kpis gives
+    # them, failed for now, or ok and empty)
     run = paired_run(2, random.Random(2), upto={"1x1": 0, "2x8-4ps": 0, "4x8-8ps": 0})
+    run = replace(
+        run,
+        configs=tuple(c if c.pairs else replace(c, status=unreported) for c in run.configs),
+    )
     decision = judge_look(run, HISTORY, SETTINGS, "1x8", 2)
     # Then look 2 spends half of 1% over all 21 families of the run, Holm's first step
     throughput = by_kpi(decision.judgements, "throughput")
@@ -338,6 +346,28 @@ def test_a_look_that_cannot_be_judged_says_why(config: str, look: int, message: 
         judge_look(run, HISTORY, SETTINGS, config, look)
 
 
+def test_a_broken_config_stops_at_its_look() -> None:
+    run = paired_run(1, random.Random(16))
+    broken = replace(
+        run,
+        configs=tuple(
+            replace(c, status=ConfigStatus.FAILED, problems=("node 1 exited 137",))
+            if c.name == "1x8"
+            else c
+            for c in run.configs
+        ),
+    )
+    decision = judge_look(broken, HISTORY, SETTINGS, "1x8", 1)
+    assert decision.to_json() == {
+        "config": "1x8",
+        "pair": 1,
+        "decision": "stop",
+        "outcome": "fail",
+        "why": "1x8: failed: node 1 exited 137; no more pairs",
+    }
+    assert evaluate_paired(broken, HISTORY, SETTINGS, 1.0).verdict.state is State.ERROR
+
+
 def test_a_suite_that_is_not_paired_cannot_judge_a_look() -> None:
     run = paired_run(1, random.Random(14))
     with pytest.raises(ValueError, match="not paired"):
@@ -353,3 +383,30 @@ def test_a_config_without_pairs_at_the_end_is_judged_as_not_measured() -> None:
     strict = evaluate_paired(run, HISTORY, enforced, 1.0)
     assert strict.verdict.state is State.ERROR
     assert strict.verdict.reasons == ("2x8-4ps throughput not reported",)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_final_verdict_agrees_with_the_looks(seed: int) -> None:
+    """Configs looked at after every pair, each going on as its look decides; the final
+    evaluation then fails the run exactly when a look failed a config."""
+    rng = random.Random(100 + seed)
+    change = {SEED.configs[seed % 4].name: 0.75} if seed % 2 else {}
+    wild = {"1x8": (1, 0.6)} if seed % 3 == 0 else {}
+    whole = paired_run(4, rng, change, wild=wild)
+    ran = dict.fromkeys((c.name for c in whole.configs), 1)
+    going, failed = set(ran), False
+    for look in range(1, 5):
+        run = replace_pairs(whole, ran)
+        for name in sorted(going):
+            decision = judge_look(run, HISTORY, SETTINGS, name, look)
+            if decision.stop:
+                going.discard(name)
+                failed |= decision.outcome is LookOutcome.FAIL
+        for name in going:
+            ran[name] += 1
+    final = evaluate_paired(replace_pairs(whole, ran), HISTORY, SETTINGS, 1.0)
+    assert (final.verdict.state is State.FAILURE) == failed
+    assert not going  # the last look always stops
+    assert failed == bool(change)  # a 25% drop is caught, one wild pair is not a failure
+    runs = {j.config: j.runs for j in final.judgements if j.kpi == "throughput"}
+    assert runs == ran

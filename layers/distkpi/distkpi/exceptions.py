@@ -39,3 +39,7 @@ class GitHubAuthError(GitHubError):
 
 class SignatureError(DistkpiError):
     """A webhook's signature is missing or does not match."""
+
+
+class CalibrationError(DistkpiError):
+    """A/A jobs that the fleet's noise cannot be measured from (too few jobs or runs)."""

@@ -21,7 +21,15 @@ is in doubt (above its Holm level, at most its level at the suite's ``paired.scr
 or significant but held by that check), the base config also while any speedup is; else it
 stops with a pass. With fewer than ``min_history`` paired values a KPI is judged against
 the suite's tolerance instead (mean d's harm beyond ln(1 + tolerance); tolerance itself for
-test accuracy) and takes no part in Holm's split.
+test accuracy) and takes no part in Holm's split; it too fails only when the pairs without
+the most harmful one are still beyond it (or when a single pair is all the suite runs).
+With one pair the test alone never fails a config: there is nothing to check it against.
+
+The final verdict (evaluate_paired) judges each config at its last look as that look saw
+the run: every config's first as many pairs. A look that saw fewer of another config's
+pairs (they had not arrived) can only differ from it in its speedup (the base config's pairs
+as far as reported), where another family was itself significant, or in what was in doubt
+(a config that went on is judged at its later look).
 
 A paired judgement reads like an unpaired one: ``value`` is B's mean (geometric for the log
 scale: A's times e^mean d), ``baseline`` A's, ``low``..``high`` the range of B the test
@@ -104,7 +112,6 @@ def _arm_value(arm: ConfigKpis, kpi: str, base_arm: ConfigKpis | None) -> float 
 class PairedValues:
     """One KPI of one config over the pairs judged: each pair's A, B and d."""
 
-    config: str
     kpi: str
     a: tuple[float, ...]
     b: tuple[float, ...]
@@ -133,7 +140,6 @@ def paired_values(
 ) -> PairedValues | None:
     """The pairs of a config for one KPI (scaling KPIs: the pairs the base config also has);
     None when no pair measured it in both arms."""
-    name = config[0].a.name if config else ""
     base_arms = {p.pair: p for p in base or ()}
     a, b, d = [], [], []
     never = False
@@ -151,7 +157,7 @@ def paired_values(
             d.append(diff)
     if not d and not never:
         return None
-    return PairedValues(name, kpi, tuple(a), tuple(b), tuple(d), never)
+    return PairedValues(kpi, tuple(a), tuple(b), tuple(d), never)
 
 
 def first_pair_d(config: ConfigKpis, base: ConfigKpis | None) -> dict[str, float]:
@@ -180,10 +186,6 @@ class _Test:
     spread: Spread
     p: float
     higher: bool
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.values.d)
 
     def consistent(self, z: float) -> bool:
         """Without its most harmful pair, the rest still show harm at z (two pairs or more)."""
@@ -276,15 +278,13 @@ def _reported(run: RunKpis) -> list[ConfigKpis]:
 
 
 def _family_pvalues(view: _View, evidence: Sequence[_Evidence]) -> dict[Family, float]:
-    """Every enforced family of every ok config of the run: its members' smallest p, 1 while
+    """Every enforced family of every config of the run: its members' smallest p, 1 while
     it has no test yet (a config not yet reported, a speedup before the base config's pair);
     a family judged by the tolerance or exactly (no spread) spends none of the rate."""
     enforced = view.settings.enforced
     found = {(e.config.name, e.kpi): e for e in evidence}
     pvalues: dict[Family, float] = {}
-    for config in view.run.configs:
-        if config.status is not ConfigStatus.OK:
-            continue
+    for config in view.run.configs:  # also those not ok: not yet reported, or broken
         for kpi in enforced:
             e = found.get((config.name, kpi))
             if not _applicable(config, kpi, view.run) or (e is not None and _untested(e)):
@@ -316,7 +316,6 @@ class _Judged:
     judgement: Judgement
     fails: bool = False
     in_doubt: bool = False
-    family: Family | None = None
 
 
 @dataclass(frozen=True)
@@ -546,7 +545,7 @@ def _view(
         raise ValueError(f"config {config!r} is not one of the run's")
     if not 1 <= look <= max_pairs:
         raise ValueError(f"look {look} of config {config}: looks are 1..{max_pairs}")
-    if len(found.pairs) < look:
+    if found.status is ConfigStatus.OK and len(found.pairs) < look:
         raise ValueError(f"look {look} of config {config}: only {len(found.pairs)} pair(s)")
     return _View(run, rows, settings, look)
 
@@ -563,6 +562,11 @@ def judge_look(
     the suite's verdict (with ``paired``). The look sees every config's first ``look``
     pairs as far as reported."""
     view = _view(run, rows, settings, config, look)
+    broken = run.config(config)
+    if broken.status is not ConfigStatus.OK:  # its run's verdict is an error: stop it
+        problem = f": {broken.problems[0]}" if broken.problems else ""
+        why = f"{config}: {broken.status.value}{problem}; no more pairs"
+        return LookDecision(config, look, LookOutcome.FAIL, (), why)
     judged = _judged_look(view)
     outcome, why = _outcome(view, config, judged)
     judgements = tuple(j.judgement for j in judged.get(config, ()))

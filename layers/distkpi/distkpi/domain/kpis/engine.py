@@ -570,7 +570,16 @@ def without_kpis(spec: ConfigSpec) -> ConfigKpis:
     config vanished would otherwise pass on the others)."""
     problem = "no KPIs were stored for this config: counted as failed"
     return ConfigKpis(
-        spec.name, spec.gpus, ConfigStatus.FAILED, None, None, None, None, None, (problem,)
+        spec.name,
+        spec.gpus,
+        ConfigStatus.FAILED,
+        None,
+        None,
+        None,
+        None,
+        None,
+        (problem,),
+        pservers=spec.pservers,
     )
 
 
