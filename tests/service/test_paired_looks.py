@@ -19,14 +19,13 @@ from distkpi.domain.contracts import PairedRun
 from distkpi.domain.judging.settings import PairedSettings
 from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus
 from distkpi.domain.layout import config_prefix, decision_key
-from distkpi.domain.logs.filesummary import ENGINE_VERSION
 from distkpi.domain.records import HistoryRecord
 from distkpi.domain.signing import sign, signed_by
 from distkpi.exceptions import NotFoundError
 from distkpi.services.looks import PairedLooks
 from distkpi_cli.node.summaries import describe
 from tests.conftest import trainer_log
-from tests.service.pipeline import GPU_SAMPLES, THROUGHPUT, Pipeline, start
+from tests.service.pipeline import GPU_SAMPLES, THROUGHPUT, Pipeline, node_manifest, start
 
 BASE_SHA = "1" * 40
 
@@ -92,19 +91,7 @@ def files_of(pipeline: Pipeline, run_id: str, config: str, node: int, pair: int,
 
 
 def manifest(run_id: str, config: str, node: int, files: list[Any], **extra: Any):
-    return {
-        "schema": 1,
-        "run_id": run_id,
-        "config": config,
-        "node": node,
-        "exit_code": 0,
-        "started_at": "2026-11-30T03:00:00Z",
-        "finished_at": "2026-11-30T03:10:00Z",
-        "files": files,
-        "engine_version": ENGINE_VERSION,
-        "wall_s": 600.0,
-        **extra,
-    }
+    return node_manifest(run_id, config, node, files, wall_s=600.0, **extra)
 
 
 class Job:
