@@ -1,5 +1,6 @@
-"""`distkpi local` with a state folder: history that lasts across runs, the `--local`
-history commands and site, the folder's lock, a damaged folder, and `distkpi local up`."""
+"""`distkpi local` with a state folder: history that lasts across runs (the first as a GitHub
+App), the `--local` history commands and site, the folder's lock, a damaged folder, and
+`distkpi local up`."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from distkpi_cli.local.demo import run_local
 from distkpi_cli.local.state import StateError, StateFolder
 from distkpi_cli.local.up import serve
 from distkpi_cli.main import main
-from tests.e2e.test_local import repository, suite
+from tests.e2e.test_local import assert_one_check_run_with_the_kpi_table, repository, suite
 
 pytestmark = pytest.mark.e2e
 ON_LOCAL = ["--repo", "local/demo", "--model", "tiny"]
@@ -33,11 +34,20 @@ def history_run_ids(state: Path, capsys: pytest.CaptureFixture[str]) -> list[str
 def test_history_lasts_across_runs_and_local_up_and_the_site_shows_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """One stack's run, then a run on the stack `distkpi local up` keeps for the same state
-    folder (two runs of real training, not three: each run costs its jobs' start-up)."""
+    """One stack's run, as a GitHub App, then a run on the stack `distkpi local up` keeps for
+    the same state folder (two runs of real training, not four: each run costs its jobs'
+    start-up)."""
     state = StateFolder(tmp_path / "state")
     tiny, source = suite(tmp_path, "1x1"), repository(tmp_path)
-    first = run_local(tiny, tmp_path / "out", source=source, progress=io.StringIO(), state=state)
+    first = run_local(
+        tiny,
+        tmp_path / "out",
+        source=source,
+        progress=io.StringIO(),
+        state=state,
+        github_app=True,
+    )
+    assert_one_check_run_with_the_kpi_table(first, tmp_path / "out")
     (earlier,) = first.runs
     # `distkpi local up` keeps a stack on the folder for runs and queries, and saves on stop
     stop = threading.Event()
