@@ -277,21 +277,32 @@ class SharedAws:
     handlers: dict[str, ModuleType]
     github: GitHubStandIn
     manifest_master: str  # made once with the stack; no test changes it
+    clients: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def client(self, identity: str, service: str) -> Any:
+        """One boto3 client per identity and service for the package: a client keeps nothing
+        of one test's calls for the next, and making one costs tens of milliseconds."""
+        if (identity, service) not in self.clients:
+            self.clients[identity, service] = self.sessions[identity].client(service)
+        return self.clients[identity, service]
+
+    @functools.cached_property
+    def table(self) -> Any:
+        return self.sessions["tests"].resource("dynamodb").Table(TABLE)
 
     def reset(self, app: GitHubApp | None) -> None:
         """Every item, object, job, queue, subscription and recorded request a test left
         goes; the secrets hold what the stack was made with. What stays is what the
         template made, exactly as provision left it."""
-        tests = self.sessions["tests"]
         _empty_table()
-        _empty_bucket(tests.client("s3"))
+        _empty_bucket(self.client("tests", "s3"))
         _forget_jobs()
-        sqs, sns = tests.client("sqs"), tests.client("sns")
+        sqs, sns = self.client("tests", "sqs"), self.client("tests", "sns")
         for url in sqs.list_queues().get("QueueUrls", []):
             sqs.delete_queue(QueueUrl=url)
         for subscription in sns.list_subscriptions()["Subscriptions"]:
             sns.unsubscribe(SubscriptionArn=subscription["SubscriptionArn"])
-        sm = tests.client("secretsmanager")
+        sm = self.client("tests", "secretsmanager")
         for secret_id, value in {
             WEBHOOK_SECRET_ID: WEBHOOK_SECRET,
             GITHUB_TOKEN_SECRET_ID: GITHUB_TOKEN,
@@ -408,11 +419,11 @@ def _stack(
     identities = Identities(monkeypatch, aws.identities, aws.sessions)
     stack = Stack(
         github=github,
-        s3=aws.sessions["tests"].client("s3"),
-        batch=aws.sessions["tests"].client("batch"),
-        table=aws.sessions["tests"].resource("dynamodb").Table(TABLE),
+        s3=aws.client("tests", "s3"),
+        batch=aws.client("tests", "batch"),
+        table=aws.table,
         queue=made.job_queue,
-        job_s3=aws.sessions["job"].client("s3"),
+        job_s3=aws.client("job", "s3"),
         identities=identities,
         manifest_master=aws.manifest_master,
     )
