@@ -28,13 +28,15 @@ def cache() -> Path:
     folder = Path(os.environ.get("DISTKPI_CACHE_DIR") or ROOT / "out" / "cache").resolve()
     folder.mkdir(parents=True, exist_ok=True)
     python = Path(python_for_the_code()) / "python"  # the Python the nodes' code runs
-    subprocess.run(
+    made = subprocess.run(
         [str(python), "infra/job/paddle/env.py", "setup", "cpu"],
         cwd=ROOT,
         env={**os.environ, "DISTKPI_CACHE_DIR": str(folder)},
-        check=True,
         capture_output=True,
+        text=True,
+        check=False,
     )
+    assert made.returncode == 0, made.stdout + made.stderr
     for lock in (folder / "envs").glob("*.lock"):
         lock.chmod(0o666)  # each node's setup takes the lock as a user of its own
     return folder
