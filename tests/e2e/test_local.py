@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from distkpi.domain.kpis.runfolder import compute_run_kpis
-from distkpi_cli.local.demo import run_local
+from distkpi_cli.local.demo import LocalResult, run_local
 from distkpi_cli.localfs import LocalRunSource
 from tests.unit.test_cli_kpis import schema
 
@@ -213,23 +213,18 @@ def test_a_dry_run_prints_what_a_pull_request_would_submit(tmp_path: Path) -> No
         assert ("GPU" in wanted) == (group["targetNodes"] == "0:3")
 
 
-def test_as_a_github_app_the_run_is_one_check_run_with_the_kpi_table(tmp_path: Path) -> None:
-    result = run_local(
-        suite(tmp_path, "1x1"),
-        tmp_path / "out",
-        source=repository(tmp_path),
-        progress=io.StringIO(),
-        github_app=True,
-    )
-    out = result.to_json()
-    assert out["statuses"] == []  # an App answers with check runs
-    (check,) = out["checks"]
+def assert_one_check_run_with_the_kpi_table(result: LocalResult, out: Path) -> None:
+    """As a GitHub App the run is one check run with the KPI table (checked on the first run of
+    test_local_state's history, which runs as an App: a run of training fewer)."""
+    answered = result.to_json()
+    assert answered["statuses"] == []  # an App answers with check runs
+    (check,) = answered["checks"]
     assert set(check) == {"name", "status", "conclusion", "title", "summary"}
     assert (check["name"], check["status"]) == ("distkpi/tiny", "completed")
     assert check["conclusion"] == result.runs[0].state
     assert check["title"] == result.runs[0].description
     # the nodes' checkouts went with the run, which no node failed
-    assert (tmp_path / "out" / "work").is_dir()
-    assert not (tmp_path / "out" / "work" / result.runs[0].run_id).exists()
+    assert (out / "work").is_dir()
+    assert not (out / "work" / result.runs[0].run_id).exists()
     assert check["summary"].startswith("| KPI | 1x1 |")
     assert "| hardware | local/cpu |" in check["summary"]

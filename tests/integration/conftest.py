@@ -27,6 +27,7 @@ from distkpi_cli.local.aws_stack import (
     BUCKET,
     GITHUB_APP_SECRET_ID,
     GITHUB_TOKEN_SECRET_ID,
+    MANIFEST_SECRET_ID,
     REGION,
     STACK_NAME,
     TABLE,
@@ -69,6 +70,7 @@ class Stack:
     queue: str
     job_s3: Any = None
     identities: Any = None
+    manifest_master: str = ""  # the master secret the launcher derives each config's key from
     handlers: dict[str, Any] = field(default_factory=dict)
 
     def webhook(
@@ -274,21 +276,33 @@ class SharedAws:
     sessions: dict[str, boto3.Session]
     handlers: dict[str, ModuleType]
     github: GitHubStandIn
+    manifest_master: str  # made once with the stack; no test changes it
+    clients: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def client(self, identity: str, service: str) -> Any:
+        """One boto3 client per identity and service for the package: a client keeps nothing
+        of one test's calls for the next, and making one costs tens of milliseconds."""
+        if (identity, service) not in self.clients:
+            self.clients[identity, service] = self.sessions[identity].client(service)
+        return self.clients[identity, service]
+
+    @functools.cached_property
+    def table(self) -> Any:
+        return self.sessions["tests"].resource("dynamodb").Table(TABLE)
 
     def reset(self, app: GitHubApp | None) -> None:
         """Every item, object, job, queue, subscription and recorded request a test left
         goes; the secrets hold what the stack was made with. What stays is what the
         template made, exactly as provision left it."""
-        tests = self.sessions["tests"]
-        _empty_table(tests.resource("dynamodb").Table(TABLE))
-        _empty_bucket(tests.client("s3"))
+        _empty_table()
+        _empty_bucket(self.client("tests", "s3"))
         _forget_jobs()
-        sqs, sns = tests.client("sqs"), tests.client("sns")
+        sqs, sns = self.client("tests", "sqs"), self.client("tests", "sns")
         for url in sqs.list_queues().get("QueueUrls", []):
             sqs.delete_queue(QueueUrl=url)
         for subscription in sns.list_subscriptions()["Subscriptions"]:
             sns.unsubscribe(SubscriptionArn=subscription["SubscriptionArn"])
-        sm = tests.client("secretsmanager")
+        sm = self.client("tests", "secretsmanager")
         for secret_id, value in {
             WEBHOOK_SECRET_ID: WEBHOOK_SECRET,
             GITHUB_TOKEN_SECRET_ID: GITHUB_TOKEN,
@@ -304,12 +318,13 @@ class SharedAws:
 SUITES = [ROOT / "infra" / "suites" / "resnet50.yaml"]
 
 
-def _empty_table(table: Any) -> None:
-    keys = [a["AttributeName"] for a in table.key_schema]
-    with table.batch_writer() as batch:
-        for page in _pages(table.scan, ProjectionExpression=", ".join(keys)):
-            for item in page["Items"]:
-                batch.delete_item(Key={k: item[k] for k in keys})
+def _empty_table() -> None:
+    """Every item goes, as if each were deleted (the table has no stream to tell): its
+    backend forgets them at once, where a scan and batched deletes took up to a second
+    after a test that wrote a long history."""
+    from moto.dynamodb.models import dynamodb_backends
+
+    dynamodb_backends[ACCOUNT][REGION].tables[TABLE].items.clear()
 
 
 def _empty_bucket(s3: Any) -> None:
@@ -332,13 +347,14 @@ def _forget_jobs() -> None:
         queue.jobs.clear()
 
 
-def _pages(call: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
-    while True:
-        page = call(**kwargs)
-        yield page
-        if "LastEvaluatedKey" not in page:
-            return
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+def _s3_urls_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto's S3 backend reloads its URL module on every request, in case the variables
+    that name custom endpoints changed (no test sets them): about 2% of this package's time.
+    The module is read once for the package instead."""
+    import moto.s3.urls
+    from moto.s3.models import S3Backend
+
+    monkeypatch.setattr(S3Backend, "_url_module", property(lambda self: moto.s3.urls))
 
 
 @pytest.fixture(scope="package")
@@ -347,6 +363,7 @@ def shared_aws() -> Iterator[SharedAws]:
     server, which an in-process mock would intercept)."""
     with pytest.MonkeyPatch.context() as monkeypatch:
         offline_aws(monkeypatch)
+        _s3_urls_read_once(monkeypatch)
         github = GitHubStandIn(token=GITHUB_TOKEN)
         github.start()
         with mock_aws(config={"batch": {"use_docker": False}}):
@@ -361,7 +378,9 @@ def shared_aws() -> Iterator[SharedAws]:
             identities = function_identities(boto3.client("iam"))
             # one boto3 session per identity: a new one would build its clients anew
             sessions = {name: boto3.Session(**i.credentials()) for name, i in identities.items()}
-            yield SharedAws(made, identities, sessions, load_handlers(ROOT), github)
+            master = boto3.client("secretsmanager").get_secret_value(SecretId=MANIFEST_SECRET_ID)
+            handlers = load_handlers(ROOT)
+            yield SharedAws(made, identities, sessions, handlers, github, master["SecretString"])
         github.stop()
 
 
@@ -400,12 +419,13 @@ def _stack(
     identities = Identities(monkeypatch, aws.identities, aws.sessions)
     stack = Stack(
         github=github,
-        s3=aws.sessions["tests"].client("s3"),
-        batch=aws.sessions["tests"].client("batch"),
-        table=aws.sessions["tests"].resource("dynamodb").Table(TABLE),
+        s3=aws.client("tests", "s3"),
+        batch=aws.client("tests", "batch"),
+        table=aws.table,
         queue=made.job_queue,
-        job_s3=aws.sessions["job"].client("s3"),
+        job_s3=aws.client("job", "s3"),
         identities=identities,
+        manifest_master=aws.manifest_master,
     )
     stack.handlers = {
         name: HandlerAs(module, name, identities)  # type: ignore[misc]

@@ -9,13 +9,11 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import boto3
 import pytest
 
 from distkpi.domain.logs.filesummary import ENGINE_VERSION
 from distkpi.domain.signing import config_key, sign
 from distkpi.entry import wiring
-from distkpi_cli.local.aws_stack import MANIFEST_SECRET_ID
 from distkpi_cli.local.handlers import LambdaContext
 from distkpi_cli.node.summaries import describe
 from tests.conftest import trainer_log
@@ -78,9 +76,7 @@ def upload_node(
 def config_key_of(stack: Stack, run_id: str, config: str) -> str:
     """The manifest key the launcher gave the config's job: derived from the stack's master
     secret over the run and config (a config that does not exist has one too)."""
-    secrets = boto3.client("secretsmanager")
-    master = secrets.get_secret_value(SecretId=MANIFEST_SECRET_ID)["SecretString"]
-    return config_key(master, run_id, config)
+    return config_key(stack.manifest_master, run_id, config)
 
 
 def run_all_nodes(
