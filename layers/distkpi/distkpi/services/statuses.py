@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
+from distkpi.domain.bisect.line import Commit, NoLine, first_parent_line
 from distkpi.domain.commit_status import CommitStatus, State
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.github.checks import CheckRun, conclusion_of
@@ -189,6 +190,17 @@ class StatusPublisher:
             logger.error("commit's parents unknown", extra={"sha": trigger.sha, "error": str(exc)})
             self.count("CommitLookupFailures")
             return str(exc)
+
+    def first_parent_line(self, repo: str, good: str, bad: str) -> tuple[Commit, ...] | NoLine:
+        """The commits after ``good`` up to ``bad`` on bad's first-parent line, from GitHub's
+        compare of good...bad, or why there is none (GitHub down counted)."""
+        try:
+            commits = self.github.compare_commits(repo, good, bad)
+        except GitHubError as exc:
+            logger.error("compare not answered", extra={"sha": bad, "error": str(exc)})
+            self.count("CommitLookupFailures")
+            return NoLine(f"GitHub's compare {good[:10]}...{bad[:10]}: {exc}")
+        return first_parent_line(commits, good, bad)
 
     def withdraw_approval(self, trigger: Trigger, label: str) -> bool:
         """Take the approval label off the pull request (it was given to an earlier head)."""

@@ -85,6 +85,9 @@ class Bisection:
     max_runs: int
     created_at: str
     paired: bool = False  # each step an A/B of the good commit against the midpoint
+    # what each step runs: the regressed configs, and the base config where a speedup or
+    # efficiency regressed (they are measured against it); empty: ``configs``
+    step_configs: tuple[str, ...] = ()
     steps: tuple[Step, ...] = ()
     state: BisectState = BisectState.RUNNING
     culprit: str | None = None
@@ -92,6 +95,11 @@ class Bisection:
     low: int = -1  # the range narrowed to: line[low] good (-1: the good commit) ...
     high: int = -1  # ... line[high] bad (-1 until set: the last)
     updated_at: str = ""
+    revision: int = 0  # how often it was stored (the repository's condition)
+
+    @property
+    def runs_configs(self) -> tuple[str, ...]:
+        return self.step_configs or self.configs
 
     @property
     def gpu_hours(self) -> float:
@@ -114,6 +122,7 @@ class Bisection:
             "max_runs": self.max_runs,
             "created_at": self.created_at,
             "paired": self.paired,
+            "step_configs": list(self.step_configs),
             "steps": [s.to_json() for s in self.steps],
             "state": self.state.value,
             "culprit": self.culprit,
@@ -138,6 +147,7 @@ class Bisection:
             max_runs=int(data["max_runs"]),
             created_at=str(data["created_at"]),
             paired=bool(data.get("paired", False)),
+            step_configs=tuple(str(c) for c in data.get("step_configs", ())),
             steps=tuple(Step.from_json(s) for s in data.get("steps", ())),
             state=BisectState(data.get("state", BisectState.RUNNING.value)),
             culprit=data.get("culprit"),
