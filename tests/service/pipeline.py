@@ -104,6 +104,7 @@ class Pipeline:
             self.store,
             self.starter.start_step,
             self.starter.cancel_step,
+            alerts,
             count=self.counts,
             clock=self.clock,
         )

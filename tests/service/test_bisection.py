@@ -11,6 +11,7 @@ from typing import Any
 from distkpi.domain.bisect.deciding import Side
 from distkpi.domain.bisect.plan import Bisection, BisectState
 from distkpi.domain.records import RunStatus
+from tests.conftest import assert_golden
 from tests.fakes import ROOT
 from tests.service.pipeline import Pipeline, report_all, start
 
@@ -169,3 +170,35 @@ def test_a_compare_github_cannot_answer_starts_nothing_and_the_status_goes_out()
     assert pipeline.bisections.stored == {}
     assert pipeline.counts.totals["BisectionsNotStarted"] == 1
     assert pipeline.states()[-1][0] == "failure"
+
+
+def test_the_alert_and_the_check_run_name_the_culprit_in_the_golden_texts() -> None:
+    pipeline = Pipeline(checks=True)
+    with_history(pipeline)
+    pipeline.github.commits[(GOOD, LINE[-1])] = listed(LINE)
+    bad_run = start(pipeline, "d-bad", LINE[-1])
+    report_all(pipeline, bad_run, **{SLOW: 0.7})
+    assert len(pipeline.topic.messages) == 1  # the regression, as before
+    run_steps(pipeline, bad_run, culprit=5)
+    subject, body = pipeline.topic.messages[-1]
+    assert subject == "distkpi: resnet50 on PaddlePaddle/Paddle develop bisected: ffffffffff"
+    assert_golden("bisection_alert.txt", body)
+    (check,) = [c for c in pipeline.github.checks.values() if c["head_sha"] == LINE[-1]]
+    assert check["conclusion"] == "failure"
+    assert_golden("bisection_check_summary.md", check["output"]["summary"])
+    assert all(c["head_sha"] not in LINE[:-1] for c in pipeline.github.checks.values())
+
+
+def test_an_inconclusive_bisection_alerts_with_the_range_it_narrowed_to() -> None:
+    pipeline = Pipeline()
+    with_history(pipeline)
+    pipeline.github.commits[(GOOD, LINE[-1])] = listed(LINE)
+    bad_run = start(pipeline, "d-bad", LINE[-1])
+    report_all(pipeline, bad_run, **{SLOW: 0.7})
+    report_all(pipeline, f"{bad_run}-b1", **{SLOW: 0.7})  # LINE[3] bad
+    for number in (2, 3):  # LINE[1] fails twice
+        for config in ("1x1", SLOW):
+            pipeline.settler.fail_config(f"{bad_run}-b{number}", config, "Host EC2 terminated")
+    subject, body = pipeline.topic.messages[-1]
+    assert subject.endswith("bisected: inconclusive")
+    assert_golden("bisection_inconclusive_alert.txt", body)

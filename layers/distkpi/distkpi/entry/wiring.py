@@ -171,7 +171,7 @@ class Wiring:
     def bisector(self, alerts: RegressionAlerts | None) -> Bisector | None:
         """How a publisher bisects a regression: only where jobs can be submitted, and the
         alarms (which keep the last passing commit) are kept."""
-        del alerts
+        del alerts  # a stack that submits no jobs has nothing to bisect with
         return None
 
     @cached_property
@@ -263,6 +263,7 @@ class BatchWiring(Wiring):
             self.starter.catalog,
             self.starter.start_step,
             self.starter.cancel_step,
+            alerts,
             count=count,
         )
 

@@ -30,6 +30,7 @@ from distkpi.domain.judging.history import HistoryRow, evidence_of
 from distkpi.domain.judging.statistics import SCALING, KpiVerdict
 from distkpi.domain.planning.suites import Suite
 from distkpi.domain.records import RunRecord
+from distkpi.services.alerts import RegressionAlerts
 from distkpi.services.baseline import baseline_of
 from distkpi.services.ports import (
     Alarms,
@@ -61,8 +62,8 @@ class Bisector:
     catalog: SuiteSource
     start_step: StartStep
     cancel_step: CancelStep
-    # told of each bisection that ended (the alert and the pushed head's check run)
-    ended: Callable[[Bisection], None] | None = None
+    # told of each bisection that ended, as of its regression (None: no topic)
+    alerts: RegressionAlerts | None = None
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
 
@@ -183,9 +184,18 @@ class Bisector:
         logger.info(
             "bisection ended", run_id=ended.bad_run_id, state=end.state, culprit=end.culprit
         )
-        if self.ended is not None:
-            self.ended(ended)
+        self._tell(ended)
         return ended
+
+    def _tell(self, bisection: Bisection) -> None:
+        """The alert again, and the pushed head's check run, with the bisection's end."""
+        if self.alerts is not None:
+            self.alerts.bisected(bisection)
+        run = self.runs.get(bisection.bad_run_id)
+        while run is not None and run.confirmed_by is not None:  # the run that gave the verdict
+            run = self.runs.get(run.confirmed_by)
+        if run is not None and run.evaluation is not None:
+            self.statuses.bisected(run.spec, run.evaluation, bisection)
 
     def _judged(
         self, bisection: Bisection, step: Step, evaluation: Evaluation, rate: float
