@@ -7,11 +7,22 @@ import sys
 from collections.abc import Callable, Sequence
 
 from distkpi.exceptions import ContractError, DistkpiError, RunFolderError
-from distkpi_cli.commands import baseline, history, judge, kpis, local, node, report, runs, site
+from distkpi_cli.commands import (
+    baseline,
+    bisections,
+    history,
+    judge,
+    kpis,
+    local,
+    node,
+    report,
+    runs,
+    site,
+)
 from distkpi_cli.commands.common import FAILURE, USAGE_ERROR, UsageError
 
 Command = Callable[[argparse.Namespace], int]
-COMMANDS = (kpis, local, node, judge, history, baseline, report, runs, site)
+COMMANDS = (kpis, local, node, judge, history, baseline, report, runs, site, bisections)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -105,6 +105,36 @@ class Bisection:
     def gpu_hours(self) -> float:
         return sum(s.gpu_hours for s in self.steps)
 
+    def summary(self) -> dict[str, Any]:
+        """What `distkpi bisections --json` and `distkpi local --json` say of it. A cancelled
+        one (a newer bisection covers it) is inconclusive, its ``why`` says so; a step's side
+        is null while it runs, and `error` or `neither` for a step that was run again."""
+        state = BisectState.INCONCLUSIVE if self.state is BisectState.CANCELLED else self.state
+        return {
+            "repo": self.repo,
+            "branch": self.branch,
+            "model": self.model,
+            "bad_run_id": self.bad_run_id,
+            "good": self.good,
+            "bad": self.bad,
+            "culprit": self.culprit,
+            "state": state.value,
+            "why": self.why,
+            "steps": [
+                {
+                    "sha": s.sha,
+                    "run_id": s.run_id,
+                    "side": None if s.side is None else s.side.value,
+                    "gpu_hours": s.gpu_hours,
+                }
+                for s in self.steps
+            ],
+            "configs": list(self.configs),
+            "gpu_hours": self.gpu_hours,
+            "commits": len(self.line),
+            "created_at": self.created_at,
+        }
+
     def commit(self, sha: str) -> Commit | None:
         return next((c for c in self.line if c.sha == sha), None)
 
