@@ -43,7 +43,7 @@ def _line(b: Bisection) -> str:
     return (
         f"{b.created_at}  {b.repo} {b.branch} {b.model}  {b.good[:10]}...{b.bad[:10]}  "
         f"{s['state']:12s} culprit {culprit:10s} {len(b.steps)} steps "
-        f"{b.gpu_hours:.2f} GPU-hours  {','.join(b.configs)}  {b.why}"
+        f"{b.gpu_hours:.3g} GPU-hours  {','.join(b.configs)}  {b.why}"
     )
 
 

@@ -332,7 +332,7 @@ def print_result(result: LocalResult, out: TextIO = sys.stdout) -> None:
                 f"{step['run_id']}",
                 file=out,
             )
-        print(f"  {b['gpu_hours']:.4f} GPU-hours\n", file=out)
+        print(f"  {b['gpu_hours']:.3g} GPU-hours\n", file=out)
     if result.checks is not None:
         print("check runs GitHub holds:", file=out)
         for check in result.checks:
