@@ -6,14 +6,22 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import random
 from typing import Any
+
+import pytest
 
 from distkpi.domain.bisect.deciding import Side
 from distkpi.domain.bisect.plan import Bisection, BisectState
-from distkpi.domain.records import RunStatus
+from distkpi.domain.github.alerts import AlarmState
+from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus
+from distkpi.domain.records import HistoryRecord, RunStatus
+from distkpi.services.looks import PairedLooks
 from tests.conftest import assert_golden
 from tests.fakes import ROOT
-from tests.service.pipeline import Pipeline, report_all, start
+from tests.service.pipeline import THROUGHPUT, Pipeline, report_all, start
+from tests.service.test_paired_looks import Job
 
 REPO = "PaddlePaddle/Paddle"  # the recorded push delivery's
 RECORDED = json.loads((ROOT / "tests" / "data" / "github" / "compare.json").read_text())
@@ -202,3 +210,82 @@ def test_an_inconclusive_bisection_alerts_with_the_range_it_narrowed_to() -> Non
     subject, body = pipeline.topic.messages[-1]
     assert subject.endswith("bisected: inconclusive")
     assert_golden("bisection_inconclusive_alert.txt", body)
+
+
+PAIRED_SUITE = b"""name: resnet50
+command: ["python", "reference.py"]
+target_accuracy: 0.6
+accuracy_pass: 4
+accuracy_tolerance: 0.001
+configs:
+  - {name: 1x1, trainers: 1, gpus_per_trainer: 1, pservers: 0, batch_size: 64}
+  - {name: 1x8, trainers: 1, gpus_per_trainer: 8, pservers: 0, batch_size: 512}
+verdict:
+  enforced: [throughput, speedup, efficiency]
+  paired: {max_pairs: 4, warmup: true}
+"""
+
+
+def paired_history(pipeline: Pipeline) -> str:
+    """30 earlier paired pushes (their first pairs' d), the last of them passing: GOOD."""
+    rng = random.Random(11)
+    for i in range(30):
+        created = f"2026-11-{1 + i // 24:02d}T{i % 24:02d}:00:00Z"
+        for name, gpus in (("1x1", 1), ("1x8", 8)):
+            kpis = ConfigKpis(
+                name, gpus, ConfigStatus.OK, THROUGHPUT[name], 60.0, 0.7, 9e3, None, ()
+            )
+            paired = {"throughput": rng.gauss(0, 0.03)}
+            if gpus > 1:
+                paired |= {"speedup": rng.gauss(0, 0.04), "efficiency": rng.gauss(0, 0.04)}
+            pipeline.history.put([HistoryRecord(
+                REPO, "develop", "resnet50", name, f"{i:040x}", f"past-{i}", created, created,
+                kpis, paired=paired,
+            )])  # fmt: skip
+    good = f"{29:040x}"
+    pipeline.alarms.put(REPO, "develop", "resnet50", AlarmState(last_pass_sha=good))
+    return good
+
+
+def run_paired(pipeline: Pipeline, looks: PairedLooks, run_id: str, slow: bool) -> None:
+    """Each config's job pair by pair until its look says stop; B of 1x8 25% slower."""
+    run = pipeline.runs.get(run_id)
+    assert run is not None
+    for config in [c.name for c in run.spec.configs]:
+        job = Job(pipeline, looks, run_id, config)
+        scale = {"b": 0.75} if slow and config == "1x8" else {}
+        for pair in range(1, 5):
+            decision = job.pair(pair, **scale)
+            if decision is None or decision["decision"] == "stop":
+                break
+        job.end()
+
+
+def test_a_paired_suite_bisects_by_a_b_runs_of_the_good_commit_against_each_midpoint() -> None:
+    pipeline = Pipeline()
+    del pipeline.store.objects["suites/resnet50.yaml"]
+    pipeline.store.put_bytes("suites/resnet50.yaml", PAIRED_SUITE)
+    looks = PairedLooks(pipeline.runs, pipeline.history, pipeline.store, pipeline.keys)
+    good = paired_history(pipeline)
+    line = list(LINE)
+    pipeline.github.commits[(good, line[-1])] = listed(line, good)
+    pipeline.github.parents[line[-1]] = (line[-2],)
+    bad_run = start(pipeline, "d-bad", line[-1])
+    run_paired(pipeline, looks, bad_run, slow=True)
+    assert pipeline.states()[-1][0] == "failure", pipeline.states()[-1]
+    b = bisection_of(pipeline, bad_run)
+    assert b.paired and b.configs == ("1x8",) and b.runs_configs == ("1x8",)
+    (throughput,) = b.ends  # the head's pairs regressed its throughput
+    assert throughput.good == 0.0 and throughput.bad == pytest.approx(math.log(0.75))
+    while (b := bisection_of(pipeline, bad_run)).state is BisectState.RUNNING:
+        step = pipeline.runs.get(b.steps[-1].run_id)
+        assert step is not None and step.spec.paired is not None
+        assert step.spec.paired.base_sha == good  # arm A: the good commit, arm B the midpoint
+        run_paired(pipeline, looks, step.run_id, slow=line.index(step.spec.sha) >= 2)
+    assert b.state is BisectState.FOUND and b.culprit == line[2], b.why
+    assert [(line.index(s.sha), s.side) for s in b.steps] == [
+        (3, Side.BAD),
+        (1, Side.GOOD),
+        (2, Side.BAD),
+    ]
+    assert b.steps[0].values["1x8/throughput"] == pytest.approx(math.log(0.75))

@@ -6,6 +6,7 @@ step starts, until the culprit is found or the bisection is inconclusive."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -26,7 +27,8 @@ from distkpi.domain.bisect.plan import (
 from distkpi.domain.commit_status import State
 from distkpi.domain.github.alerts import regressed_configs
 from distkpi.domain.judging.evaluation import Evaluation
-from distkpi.domain.judging.history import HistoryRow, evidence_of
+from distkpi.domain.judging.history import HistoryRow, after_resets, evidence_of, series
+from distkpi.domain.judging.paired import pair_d, paired_values
 from distkpi.domain.judging.statistics import SCALING, KpiVerdict
 from distkpi.domain.planning.suites import Suite
 from distkpi.domain.records import RunRecord
@@ -205,12 +207,7 @@ class Bisector:
         gpu_hours = sum(c.gpu_hours or 0.0 for c in configs.values())
         if evaluation.verdict.state is State.ERROR:
             return replace(step, side=Side.ERROR, gpu_hours=gpu_hours)
-        values: dict[str, float] = {}
-        for e in bisection.ends:
-            config = configs.get(e.config)
-            value = None if config is None else config.to_json().get(e.kpi)
-            if isinstance(value, int | float):
-                values[e.key] = float(value)
+        values = _step_values(bisection, evaluation)
         # a step on neither side is judged again on the mean of its runs
         runs: dict[str, list[float]] = {k: [v] for k, v in values.items()}
         for earlier in bisection.steps:
@@ -233,20 +230,29 @@ class Bisector:
                 evaluation.kpis, baseline.rows, run.verdict_settings, baseline.resets
             )
         }
+        kept = after_resets(baseline.rows, baseline.resets)
         out = []
         for j in evaluation.judgements:
             if j.verdict is not KpiVerdict.REGRESSED or j.config not in configs:
                 continue
             e = evidence.get((j.config, j.kpi))
-            if j.value is None or e is None:
-                continue
             at_good = _value_at(baseline.rows, good, j.config, j.kpi)
             good_value = at_good if at_good is not None else j.baseline
-            if good_value is None:
+            if j.value is None or e is None or good_value is None:
                 continue
-            out.append(
-                Ends(j.config, j.kpi, good_value, j.value, e.history, e.earlier, e.higher_is_better)
-            )
+            if run.spec.paired is None:
+                history, earlier = e.history, e.earlier
+                out.append(
+                    Ends(j.config, j.kpi, good_value, j.value, history, earlier, e.higher_is_better)
+                )
+                continue
+            # a paired step is an A/B of the good commit: judged by its d against d = 0
+            # (good) and the bad run's d from the good value, by the paired history's noise
+            bad_d = pair_d(j.kpi, good_value, j.value)
+            hardware = evaluation.kpis.config(j.config).hardware
+            paired = series(kept, j.config, j.kpi, hardware=hardware, paired=True)
+            if bad_d is not None:
+                out.append(Ends(j.config, j.kpi, 0.0, bad_d, tuple(paired), (), e.higher_is_better))
         return out
 
     def _cancel_older(self, newer: Bisection) -> None:
@@ -274,6 +280,28 @@ class Bisector:
 
     def _now(self) -> str:
         return self.clock().isoformat(timespec="seconds")
+
+
+def _step_values(bisection: Bisection, evaluation: Evaluation) -> dict[str, float]:
+    """The step run's value of each regressed KPI (deciding.kpi_key): a paired step's mean d
+    over its pairs (scaling KPIs against the base config's same pairs)."""
+    configs = {c.name: c for c in evaluation.kpis.configs}
+    base = configs.get(evaluation.kpis.base_config or "")
+    values: dict[str, float] = {}
+    for e in bisection.ends:
+        config = configs.get(e.config)
+        if config is None:
+            continue
+        if bisection.paired:
+            own_base = None if base is None or base.name == config.name else base.pairs
+            found = paired_values(config.pairs, e.kpi, own_base)
+            if found is not None and found.d:
+                values[e.key] = statistics.fmean(found.d)
+            continue
+        value = config.to_json().get(e.kpi)
+        if isinstance(value, int | float):
+            values[e.key] = float(value)
+    return values
 
 
 def _value_at(rows: Sequence[HistoryRow], sha: str, config: str, kpi: str) -> float | None:

@@ -232,11 +232,17 @@ def next_move(bisection: Bisection) -> RunAt | Ended | None:
         tries = [s for s in steps if s.sha == last.sha]
         if len(tries) < 2:
             return RunAt(last.sha, run_id)
-        why = (
-            f"the step at {last.sha[:10]} ended error twice"
-            if all(s.side is Side.ERROR for s in tries)
-            else f"the step at {last.sha[:10]} was on neither side twice"
+        sides = {s.side for s in tries}
+        how = (
+            "ended error twice"
+            if sides == {Side.ERROR}
+            else "was on neither side twice"
+            if sides == {Side.NEITHER}
+            else "was on neither side, and its run again ended error"
+            if tries[0].side is Side.NEITHER
+            else "ended error, and its run again was on neither side"
         )
+        why = f"the step at {last.sha[:10]} {how}"
         return Ended(BisectState.INCONCLUSIVE, None, why, low, high)
     if high - low == 1:
         culprit = line[high].sha
