@@ -6,13 +6,13 @@ step starts, until the culprit is found or the bisection is inconclusive."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from aws_lambda_powertools import Logger
 
 from distkpi.domain.bisect.deciding import Ends, Side, step_side
+from distkpi.domain.bisect.ends import regression_ends, step_values
 from distkpi.domain.bisect.line import NoLine
 from distkpi.domain.bisect.plan import (
     Bisection,
@@ -27,9 +27,7 @@ from distkpi.domain.bisect.plan import (
 from distkpi.domain.commit_status import State
 from distkpi.domain.github.alerts import regressed_configs
 from distkpi.domain.judging.evaluation import Evaluation
-from distkpi.domain.judging.history import HistoryRow, after_resets, evidence_of, series
-from distkpi.domain.judging.paired import pair_d, paired_values
-from distkpi.domain.judging.statistics import SCALING, KpiVerdict
+from distkpi.domain.judging.statistics import SCALING
 from distkpi.domain.planning.suites import Suite
 from distkpi.domain.records import RunRecord
 from distkpi.services.alerts import RegressionAlerts
@@ -89,7 +87,7 @@ class Bisector:
         if len(line) < 2:  # the pushed head alone: it is the culprit, nothing to search
             return None
         assert run.evaluation is not None
-        ends = tuple(self._ends(run, run.evaluation, good, configs))
+        ends = tuple(self._ends(run, good, configs))
         base = run.evaluation.kpis.base_config
         scaling = any(e.kpi in SCALING for e in ends) and base not in configs
         bisection = Bisection(
@@ -207,7 +205,7 @@ class Bisector:
         gpu_hours = sum(c.gpu_hours or 0.0 for c in configs.values())
         if evaluation.verdict.state is State.ERROR:
             return replace(step, side=Side.ERROR, gpu_hours=gpu_hours)
-        values = _step_values(bisection, evaluation)
+        values = step_values(bisection, evaluation)
         # a step on neither side is judged again on the mean of its runs
         runs: dict[str, list[float]] = {k: [v] for k, v in values.items()}
         for earlier in bisection.steps:
@@ -217,43 +215,18 @@ class Bisector:
         side = step_side(bisection.ends, runs, rate)
         return replace(step, side=side, gpu_hours=gpu_hours, values=values)
 
-    def _ends(
-        self, run: RunRecord, evaluation: Evaluation, good: str, configs: Sequence[str]
-    ) -> list[Ends]:
-        """Each regressed KPI of the regressed configs: the good commit's value (its run in
-        the history, else the baseline's mean), the bad run's, and the history it was
-        judged by."""
+    def _ends(self, run: RunRecord, good: str, configs: Sequence[str]) -> list[Ends]:
         baseline = baseline_of(self.history, run)
-        evidence = {
-            (e.config, e.kpi): e
-            for e in evidence_of(
-                evaluation.kpis, baseline.rows, run.verdict_settings, baseline.resets
-            )
-        }
-        kept = after_resets(baseline.rows, baseline.resets)
-        out = []
-        for j in evaluation.judgements:
-            if j.verdict is not KpiVerdict.REGRESSED or j.config not in configs:
-                continue
-            e = evidence.get((j.config, j.kpi))
-            at_good = _value_at(baseline.rows, good, j.config, j.kpi)
-            good_value = at_good if at_good is not None else j.baseline
-            if j.value is None or e is None or good_value is None:
-                continue
-            if run.spec.paired is None:
-                history, earlier = e.history, e.earlier
-                out.append(
-                    Ends(j.config, j.kpi, good_value, j.value, history, earlier, e.higher_is_better)
-                )
-                continue
-            # a paired step is an A/B of the good commit: judged by its d against d = 0
-            # (good) and the bad run's d from the good value, by the paired history's noise
-            bad_d = pair_d(j.kpi, good_value, j.value)
-            hardware = evaluation.kpis.config(j.config).hardware
-            paired = series(kept, j.config, j.kpi, hardware=hardware, paired=True)
-            if bad_d is not None:
-                out.append(Ends(j.config, j.kpi, 0.0, bad_d, tuple(paired), (), e.higher_is_better))
-        return out
+        assert run.evaluation is not None
+        return regression_ends(
+            run.evaluation,
+            baseline.rows,
+            baseline.resets,
+            run.verdict_settings,
+            good=good,
+            configs=configs,
+            paired=run.spec.paired is not None,
+        )
 
     def _cancel_older(self, newer: Bisection) -> None:
         """Never two bisections of one branch, model and configs: the older stops."""
@@ -280,34 +253,3 @@ class Bisector:
 
     def _now(self) -> str:
         return self.clock().isoformat(timespec="seconds")
-
-
-def _step_values(bisection: Bisection, evaluation: Evaluation) -> dict[str, float]:
-    """The step run's value of each regressed KPI (deciding.kpi_key): a paired step's mean d
-    over its pairs (scaling KPIs against the base config's same pairs)."""
-    configs = {c.name: c for c in evaluation.kpis.configs}
-    base = configs.get(evaluation.kpis.base_config or "")
-    values: dict[str, float] = {}
-    for e in bisection.ends:
-        config = configs.get(e.config)
-        if config is None:
-            continue
-        if bisection.paired:
-            own_base = None if base is None or base.name == config.name else base.pairs
-            found = paired_values(config.pairs, e.kpi, own_base)
-            if found is not None and found.d:
-                values[e.key] = statistics.fmean(found.d)
-            continue
-        value = config.to_json().get(e.kpi)
-        if isinstance(value, int | float):
-            values[e.key] = float(value)
-    return values
-
-
-def _value_at(rows: Sequence[HistoryRow], sha: str, config: str, kpi: str) -> float | None:
-    values = [
-        r.value
-        for r in rows
-        if r.sha == sha and r.config == config and r.kpi == kpi and r.value is not None
-    ]
-    return values[-1] if values else None
