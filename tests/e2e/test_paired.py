@@ -24,7 +24,7 @@ import pytest
 
 from distkpi_cli.local.demo import run_local
 from distkpi_cli.local.state import StateFolder
-from tests.e2e.test_local import commit_all, git
+from tests.e2e.test_local import BENCH, commit_all, git
 from tests.unit.test_cli_kpis import schema
 
 pytestmark = pytest.mark.e2e
@@ -42,12 +42,6 @@ verdict:
   enforced: [throughput]
   default_tolerance: 0.15
   paired: {max_pairs: 3, warmup: true}
-"""
-BENCH = """
-import pathlib
-speed = pathlib.Path("built.txt").read_text().strip()
-for n in range(3):
-    print(f"Pass = {n}, Training performance = {speed} imgs/s, Test accuracy = 0.9")
 """
 
 

@@ -150,3 +150,21 @@ def test_a_root_commit_pushed_through_the_webhook_is_an_error_with_no_job(
         f"all 3 configs failed: not submitted: no base to pair with: {history['root'][:10]} is "
         "a root commit (no parent)",
     )
+
+
+def test_a_push_whose_parent_github_cannot_tell_is_an_error_with_no_job(
+    stack: Stack, history: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(stack.github, "repository", Path(history["path"]))
+    deploy_paired(stack)
+    stack.github.fail_next(*[503] * 5)  # GitHub down through every retry of the lookup
+    payload = copy.deepcopy(event("push")["payload"])
+    payload["after"] = history["merge"]
+    (run_id,) = stack.webhook("push", payload=payload)["json"]["runs"]
+    assert jobs_by_config(stack, run_id) == {}
+    (final,) = final_statuses(stack)
+    assert final["state"] == "error"
+    assert final["description"].startswith(
+        f"all 3 configs failed: not submitted: no base to pair with: the parent of "
+        f"{history['merge'][:10]}: GitHub answered 503"
+    ), final

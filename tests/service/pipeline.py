@@ -146,7 +146,18 @@ def report_node(
         pipeline.store.put_bytes(prefix + path, body.encode())
         entry = {"path": path, "role": role, "rank": rank, "kind": kind}
         files.append(entry | describe(io.BytesIO(body.encode()), kind))
-    manifest: dict[str, Any] = {
+    signed = sign(
+        pipeline.keys.for_config(run_id, config), node_manifest(run_id, config, node, files)
+    )
+    pipeline.store.put_bytes(f"{prefix}node-{node}.json", json.dumps(signed).encode())
+    pipeline.settler.on_node_manifest(run_id, config, node)
+
+
+def node_manifest(
+    run_id: str, config: str, node: int, files: list[Any], **extra: Any
+) -> dict[str, Any]:
+    """A node's manifest (or, with ``pair`` and ``arms``, its look manifest), unsigned."""
+    return {
         "schema": 1,
         "run_id": run_id,
         "config": config,
@@ -156,10 +167,8 @@ def report_node(
         "finished_at": "2026-11-30T03:10:00Z",
         "files": files,
         "engine_version": ENGINE_VERSION,
+        **extra,
     }
-    signed = sign(pipeline.keys.for_config(run_id, config), manifest)
-    pipeline.store.put_bytes(f"{prefix}node-{node}.json", json.dumps(signed).encode())
-    pipeline.settler.on_node_manifest(run_id, config, node)
 
 
 def report_all(pipeline: Pipeline, run_id: str, **scale: float) -> None:

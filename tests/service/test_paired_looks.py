@@ -19,13 +19,13 @@ from distkpi.domain.contracts import PairedRun
 from distkpi.domain.judging.settings import PairedSettings
 from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus
 from distkpi.domain.layout import config_prefix, decision_key
-from distkpi.domain.logs.filesummary import ENGINE_VERSION
 from distkpi.domain.records import HistoryRecord
 from distkpi.domain.signing import sign, signed_by
+from distkpi.exceptions import NotFoundError
 from distkpi.services.looks import PairedLooks
 from distkpi_cli.node.summaries import describe
 from tests.conftest import trainer_log
-from tests.service.pipeline import GPU_SAMPLES, THROUGHPUT, Pipeline, start
+from tests.service.pipeline import GPU_SAMPLES, THROUGHPUT, Pipeline, node_manifest, start
 
 BASE_SHA = "1" * 40
 
@@ -91,19 +91,7 @@ def files_of(pipeline: Pipeline, run_id: str, config: str, node: int, pair: int,
 
 
 def manifest(run_id: str, config: str, node: int, files: list[Any], **extra: Any):
-    return {
-        "schema": 1,
-        "run_id": run_id,
-        "config": config,
-        "node": node,
-        "exit_code": 0,
-        "started_at": "2026-11-30T03:00:00Z",
-        "finished_at": "2026-11-30T03:10:00Z",
-        "files": files,
-        "engine_version": ENGINE_VERSION,
-        "wall_s": 600.0,
-        **extra,
-    }
+    return node_manifest(run_id, config, node, files, wall_s=600.0, **extra)
 
 
 class Job:
@@ -221,3 +209,20 @@ def test_a_look_manifest_not_signed_with_the_configs_key_decides_nothing() -> No
     pipeline.store.put_bytes(key, json.dumps(forged).encode())
     assert looks.on_look_manifest(run_id, "1x1", 1) is None
     assert decision_key(run_id, "1x1", 1) not in pipeline.store.objects
+
+
+def test_a_look_manifest_of_an_unpaired_run_or_an_unknown_one_is_refused() -> None:
+    pipeline = Pipeline()
+    run_id = start(pipeline)  # the bundled resnet50 suite confirms; it does not pair
+    looks = PairedLooks(pipeline.runs, pipeline.history, pipeline.store, pipeline.keys)
+    with pytest.raises(NotFoundError, match="no paired config"):
+        looks.on_look_manifest(run_id, "1x1", 1)
+    with pytest.raises(NotFoundError, match="no run"):
+        looks.on_look_manifest("never-started", "1x1", 1)
+
+
+def test_no_look_is_decided_after_the_last_pair_nor_for_a_pair_past_it() -> None:
+    pipeline, looks, run_id = paired_pipeline()
+    job = Job(pipeline, looks, run_id, "1x1")
+    assert job.pair(4) is None  # the last: the nodes go on to their final manifests
+    assert looks.on_look_manifest(run_id, "1x1", 9) is None

@@ -21,8 +21,9 @@ from distkpi.domain.contracts import parse_run_spec
 from distkpi.domain.kpis.runfolder import Reading, compute_run_kpis, config_kpis_of, gather_looks
 from distkpi.domain.signing import sign, signed_by
 from distkpi_cli.node.paired import PairedPlan, schedule
+from distkpi_cli.node.runner import NodeRunner
 from tests.unit.conftest import BUCKET
-from tests.unit.test_node_runner import git, make_repo, manifest, run_job, uploaded
+from tests.unit.test_node_runner import git, make_repo, manifest, node_env, run_job, uploaded
 
 KEY = "k" * 64
 
@@ -239,3 +240,18 @@ def test_the_folder_a_paired_job_leaves_reads_as_each_pairs_kpis_of_both_arms(
     s3.put_object(Bucket=BUCKET, Key="runs/r1/c/pair-2/node-1.json", Body=json.dumps(forged))
     evidence = gather_looks(store.run("r1"), spec.configs[0], 2, reading)
     assert "not signed with this config's key" in evidence.invalid_nodes[1]
+
+
+def test_a_paired_node_nobody_meets_ends_with_the_problem_and_its_setups_log(
+    s3: Any, tmp_path: Path, collector: Callable[..., Collector]
+) -> None:
+    path, base, head = make_repo(tmp_path / "bench")
+    collector(2, lambda p: {"decision": "continue"})
+    # node 1 never comes: node 0 meets nobody before its first run
+    env = paired(base, 2, DISTKPI_RENDEZVOUS_S="1")
+
+    node0 = node_env(path, head, tmp_path / "work", 0, 2, 0, **env)
+    assert NodeRunner(node0, ["python3", "bench.py"]).run() == 1
+    final = manifest(s3, 0)
+    assert "rendezvous: node(s) 1 never showed up" in final["problem"]
+    assert "cat version.txt" in uploaded(s3, "logs/trainer-0.log")  # both setups ran

@@ -157,3 +157,15 @@ def test_a_confirmation_of_a_paired_spec_keeps_its_base() -> None:
     spec = run_spec_for("r1", TRIGGER, load_suite(PAIRED), BASE)
     again = confirmation_spec(spec, "r1-r2", ["1x2"])
     assert again.paired == spec.paired
+
+
+def test_the_job_margin_is_what_the_job_definitions_leave_one_run() -> None:
+    from distkpi.domain.planning.suites import Suite
+    from distkpi_cli.local.template import load_template, resources_of_type
+
+    template = load_template((ROOT / "template.yaml").read_text())
+    definitions = resources_of_type(template, "AWS::Batch::JobDefinition")
+    default_timeout = Suite.model_fields["command_timeout_s"].default
+    for definition in definitions.values():
+        attempt = definition["Timeout"]["AttemptDurationSeconds"]
+        assert attempt - default_timeout == JOB_MARGIN_S

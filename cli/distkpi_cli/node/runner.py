@@ -444,9 +444,13 @@ class NodeRunner:
             )
             slot_files.make()
             started = self.clock()
-            code = one.run(sources[slot.arm], slot_files, f"{FOLDER}run-{slot.seq}/")
-            arms[slot.arm] = {"exit_code": code, "wall_s": round(self.clock() - started, 3)}
             done.append(slot_files)
+            try:
+                code = one.run(sources[slot.arm], slot_files, f"{FOLDER}run-{slot.seq}/")
+            except NodeProblem:  # what ran is still sent, for people to see
+                report.sent += self._send_all(store, config_key, done)
+                raise
+            arms[slot.arm] = {"exit_code": code, "wall_s": round(self.clock() - started, 3)}
             if code != 0:
                 report.exit_code = code
                 report.problem = f"{slot.name}: the command exited {code}"

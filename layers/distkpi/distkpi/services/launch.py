@@ -300,7 +300,7 @@ class RunStarter:
         if description is not None:
             self.statuses.post(spec, State.PENDING, description)
         if no_base is not None:
-            self._refuse_unpaired(spec, no_base)
+            self._refuse_without_base(spec, no_base)
             return True
         self._submit(spec, suite)
         logger.info(
@@ -434,7 +434,7 @@ class RunStarter:
             reason = plan.refusal or f"not submitted: {first_refusal}"
             self._fail(run.run_id, plan.config, reason, prefix="")
 
-    def _refuse_unpaired(self, run: RunSpec, no_base: NoBase) -> None:
+    def _refuse_without_base(self, run: RunSpec, no_base: NoBase) -> None:
         """A paired run with nothing to measure its head against ends `error` at once."""
         logger.error("paired run has no base", run_id=run.run_id, reason=no_base.reason)
         self.count("RunsWithoutBase")
