@@ -1,8 +1,8 @@
 """A bisection through `distkpi local --push-from`: a generated repository whose benchmark
 slows down at a known commit, its base judged `success` on the local history first, then
 four commits pushed at once. The benchmark is a real process in a real checkout of each
-step's commit, but it prints the throughput its commit's speed.txt names (as test_paired.py
-does), so the steps' sides are the commits' and not this shared machine's noise."""
+step's commit, but it prints the throughput its commit's speed.txt names (test_local.py's speed
+benchmark), so the steps' sides are the commits' and not this shared machine's noise."""
 
 from __future__ import annotations
 
@@ -15,28 +15,11 @@ import pytest
 
 from distkpi_cli.local.demo import run_local
 from distkpi_cli.local.state import StateFolder
-from tests.e2e.test_local import commit_all, git
+from tests.e2e.test_local import BENCH, SPEED, commit_all, git
 
 pytestmark = pytest.mark.e2e
 
-SUITE = """
-name: speed
-command: ["python", "bench.py"]
-target_accuracy: 0.5
-accuracy_pass: 0
-accuracy_tolerance: 0.5
-configs:
-  - {name: 1x1, trainers: 1, gpus_per_trainer: 1, pservers: 0, batch_size: 8}
-verdict:
-  enforced: [throughput]
-  default_tolerance: 0.15
-"""
-BENCH = """
-import pathlib
-speed = pathlib.Path("speed.txt").read_text().strip()
-for n in range(3):
-    print(f"Pass = {n}, Training performance = {speed} imgs/s, Test accuracy = 0.9")
-"""
+SUITE = SPEED + "verdict: {enforced: [throughput], default_tolerance: 0.15}\n"
 
 
 def test_a_push_of_four_commits_is_bisected_to_the_one_that_slowed_it(tmp_path: Path) -> None:
