@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from distkpi.domain.bisect.plan import (
     default_max_runs,
     next_move,
 )
+from distkpi.domain.bisect.texts import bisection_alert, bisection_markdown
 from distkpi.domain.planning.suites import parse_suite
 from distkpi.exceptions import ContractError
 from tests.fakes import ROOT
@@ -271,3 +273,24 @@ def test_a_bad_bisect_field_names_the_file_and_field(bisect: Any, error: str) ->
     with pytest.raises(ContractError, match=r"resnet50\.yaml: invalid suite") as caught:
         parse_suite(suite(bisect), "resnet50.yaml")
     assert error in str(caught.value)
+
+
+def test_a_commit_s_title_and_author_reach_the_texts_as_nobody_s_markup() -> None:
+    hostile = Commit(LINE[5].sha, "@octocat", "Fix [it](https://evil.example) **now** @team")
+    found = replace(
+        bisection(done(3, 1, Side.GOOD), done(5, 2, Side.BAD), done(4, 3, Side.GOOD)),
+        line=(*LINE[:5], hostile, *LINE[6:]),
+        state=BisectState.FOUND,
+        culprit=hostile.sha,
+        why="found",
+        low=4,
+        high=5,
+    )
+    markdown = bisection_markdown(found, web_url="https://github.com", report_url=lambda r: None)
+    alert = bisection_alert(
+        found, web_url="https://github.com", report_url=lambda r: None, run_report=None
+    )
+    for text in (markdown, alert.body):
+        assert "@team" not in text and "@octocat" not in text
+        assert "](https://evil.example)" not in text
+    assert "\\*\\*now\\*\\*" in markdown
