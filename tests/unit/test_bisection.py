@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +25,8 @@ from distkpi.domain.bisect.plan import (
 )
 from distkpi.domain.bisect.texts import bisection_alert, bisection_markdown
 from distkpi.domain.planning.suites import parse_suite
-from distkpi.exceptions import ContractError
+from distkpi.exceptions import ContractError, DistkpiError
+from distkpi_cli.local.demo import run_local
 from tests.fakes import ROOT
 
 ANSWER = json.loads((ROOT / "tests" / "data" / "github" / "compare.json").read_text())
@@ -294,3 +297,22 @@ def test_a_commit_s_title_and_author_reach_the_texts_as_nobody_s_markup() -> Non
         assert "@team" not in text and "@octocat" not in text
         assert "](https://evil.example)" not in text
     assert "\\*\\*now\\*\\*" in markdown
+
+
+def test_push_from_refuses_what_it_cannot_push_before_any_stack_starts(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.txt").write_text("a\n")
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=ci@example.com", "-c", "user.name=ci",
+         "commit", "-qm", "a"],
+        check=True,
+    )  # fmt: skip
+    suite = ROOT / "infra" / "suites" / "local.yaml"
+    with pytest.raises(DistkpiError, match="--push-from pushes one commit: not with --commits"):
+        run_local(suite, tmp_path / "out", source=repo, commits=2, push_from="HEAD")
+    with pytest.raises(DistkpiError, match="nope is not a commit of"):
+        run_local(suite, tmp_path / "out", source=repo, push_from="nope")
+    assert not (tmp_path / "out").exists()

@@ -132,6 +132,7 @@ def run_local(
     if push_from is not None and (commits != 1 or pull_request):
         raise DistkpiError("--push-from pushes one commit: not with --commits or --pull-request")
     chain = commits_of(source, rev, commits)
+    pushed_from = commits_of(source, push_from, 1)[0] if push_from else None
     opened = local_stack(
         suite, progress, github_app=github_app, state=state, fresh=fresh, repository=source
     )
@@ -143,7 +144,7 @@ def run_local(
         dispatch = Dispatcher(stack, out, source, keep_work=keep_work)
         runs: list[RunRecord] = []
         jobs: list[JobOutcome] = []
-        base = commits_of(source, push_from, 1)[0] if push_from else _base_of(source, chain[0])
+        base = pushed_from or _base_of(source, chain[0])
         for pushed in chain[:-1]:
             runs += _run_commit(stack, dispatch, repo, pushed, base, push=True, jobs=jobs)
             base = pushed
