@@ -53,7 +53,8 @@ class LocalResult:
     events_delivered: int
     seconds: float
     checks: list[dict[str, Any]] | None = None  # with --github-app
-    # the bisections of the pushes' regressions (Bisection.summary()), with --push-from
+    # the bisections of the pushes' regressions (Bisection.summary()): with --push-from,
+    # or when a push started one
     bisections: list[dict[str, Any]] | None = None
 
     @property
@@ -125,7 +126,7 @@ def run_local(
     is pushed to develop and judged against develop's earlier runs, except that with
     ``pull_request`` ``rev`` comes as a pull request onto its parent. With ``push_from``,
     ``rev`` is pushed as one push whose `before` is that commit (the commits between come
-    in one push), and the bisection a regression starts runs to its end. With a ``state``
+    in one push). A bisection a push's regression starts runs to its end. With a ``state``
     folder the history goes on from the runs before, and is kept for the next. Each run's
     node work dirs are removed when its jobs end, unless ``keep_work`` or a node failed."""
     source = source or project_root()
@@ -152,7 +153,9 @@ def run_local(
         runs += _run_commit(
             stack, dispatch, repo, last, base, push=not pull_request, jobs=jobs, faults=faults or {}
         )
-        bisections = _bisect(stack, dispatch, repo, runs, jobs) if push_from else None
+        # a bisection any push started runs to its end here, so none is left running in the
+        # state folder with no one to run its steps
+        bisections = _bisect(stack, dispatch, repo, runs, jobs)
         results = [_result(dispatch, run) for run in runs]
         stack.say(f"done: {len(jobs)} job(s), {stack.events_delivered} S3 event(s) delivered")
         return LocalResult(
@@ -162,7 +165,7 @@ def run_local(
             stack.events_delivered,
             time.monotonic() - stack.started,
             checks_of(stack.github) if github_app else None,
-            bisections,
+            bisections if bisections or push_from else None,
         )
 
 
