@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from distkpi.domain.bisect.plan import Bisection
 from distkpi.domain.commit_status import CommitStatus
 from distkpi.domain.github.alerts import AlarmState
 from distkpi.domain.github.commits import Comparison
@@ -368,6 +369,8 @@ class FakeGitHub:
         # what a compare of (base, head) names as its merge base, and each commit's parents
         self.merge_bases: dict[tuple[str, str], str] = {}
         self.parents: dict[str, tuple[str, ...]] = {}
+        # a compare's `commits`, as GitHub lists them, per (base, head)
+        self.commits: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self.asked: list[str] = []  # each compare and commit lookup, in order
         self.down = False
 
@@ -385,6 +388,14 @@ class FakeGitHub:
         if self.down:
             return Comparison(problem="GitHub answered 503")
         return Comparison(self.changed, self.merge_bases.get((base, head)))
+
+    def compare_commits(self, repo: str, base: str, head: str) -> list[dict[str, Any]]:
+        del repo
+        self.asked.append(f"compare commits {base}...{head}")
+        self._answer()
+        if (base, head) not in self.commits:
+            raise GitHubError("GitHub answered 404 to GET for the compare")
+        return self.commits[(base, head)]
 
     def commit_parents(self, repo: str, sha: str) -> tuple[str, ...]:
         del repo
@@ -425,6 +436,38 @@ class FakeAlarms:
 
     def put(self, repo: str, branch: str, model: str, state: AlarmState) -> None:
         self.states[(repo, branch, model)] = state
+
+
+class FakeBisections:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.stored: dict[tuple[str, str, str, str], Bisection] = {}
+
+    @staticmethod
+    def _key(b: Bisection) -> tuple[str, str, str, str]:
+        return b.repo, b.branch, b.model, b.bad_run_id
+
+    def get(self, repo: str, branch: str, model: str, bad_run_id: str) -> Bisection | None:
+        return self.stored.get((repo, branch, model, bad_run_id))
+
+    def of_branch(self, repo: str, branch: str, model: str) -> list[Bisection]:
+        found = [b for k, b in self.stored.items() if k[:3] == (repo, branch, model)]
+        return sorted(found, key=lambda b: (b.created_at, b.bad_run_id))
+
+    def create(self, bisection: Bisection) -> bool:
+        with self._lock:
+            if self._key(bisection) in self.stored:
+                return False
+            self.stored[self._key(bisection)] = bisection
+            return True
+
+    def save(self, bisection: Bisection) -> bool:
+        with self._lock:
+            current = self.stored.get(self._key(bisection))
+            if current is None or current.revision != bisection.revision:
+                return False
+            self.stored[self._key(bisection)] = replace(bisection, revision=bisection.revision + 1)
+            return True
 
 
 class FakeTopic:

@@ -4,7 +4,7 @@ parquet (needs pyarrow), or a terminal table."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -59,12 +59,20 @@ def read_history_csv(path: Path) -> list[HistoryRow]:
 
 
 def write_history(
-    rows: Sequence[HistoryRow], fmt: str, out: TextIO | None = None, path: Path | None = None
+    rows: Sequence[HistoryRow],
+    fmt: str,
+    out: TextIO | None = None,
+    path: Path | None = None,
+    culprits: Mapping[str, str] | None = None,
 ) -> None:
+    """The rows in ``fmt``; with ``culprits`` (a regressed run's id -> the commit its
+    bisection found), a last column `culprit` on the rows of those runs."""
     import pandas as pd
 
     out = out or sys.stdout
     frame = pd.DataFrame([r.to_json() for r in rows], columns=list(HISTORY_COLUMNS))
+    if culprits and any(r.run_id in culprits for r in rows):
+        frame["culprit"] = [culprits.get(r.run_id, "") for r in rows]
     if fmt == "csv":
         frame.to_csv(out, index=False)
     elif fmt == "json":

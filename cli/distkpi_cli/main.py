@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from distkpi.exceptions import ContractError, DistkpiError, RunFolderError
 from distkpi_cli.commands import (
     baseline,
+    bisections,
     calibrate,
     history,
     judge,
@@ -22,7 +23,7 @@ from distkpi_cli.commands import (
 from distkpi_cli.commands.common import FAILURE, USAGE_ERROR, UsageError
 
 Command = Callable[[argparse.Namespace], int]
-COMMANDS = (kpis, local, node, judge, history, baseline, calibrate, report, runs, site)
+COMMANDS = (kpis, local, node, judge, history, baseline, calibrate, report, runs, site, bisections)
 
 
 def build_parser() -> argparse.ArgumentParser:

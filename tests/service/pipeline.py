@@ -14,6 +14,7 @@ from distkpi.domain.layout import config_prefix
 from distkpi.domain.logs.filesummary import ENGINE_VERSION
 from distkpi.domain.signing import ManifestKeys, sign
 from distkpi.services.alerts import RegressionAlerts
+from distkpi.services.bisect import Bisector
 from distkpi.services.deadlines import RunDeadlines
 from distkpi.services.finish import RunFinisher
 from distkpi.services.launch import Outcome, RunStarter
@@ -27,6 +28,7 @@ from tests.fakes import (
     Clock,
     Counts,
     FakeAlarms,
+    FakeBisections,
     FakeDeliveries,
     FakeGitHub,
     FakeHistory,
@@ -61,6 +63,7 @@ class Pipeline:
     checks: bool = False  # signed in as a GitHub App: check runs instead of statuses
     alarms: FakeAlarms = field(default_factory=FakeAlarms)
     topic: FakeTopic = field(default_factory=FakeTopic)
+    bisections: FakeBisections = field(default_factory=FakeBisections)
     # each config's key, from a master secret as the stack's
     keys: ManifestKeys = field(default_factory=lambda: ManifestKeys(lambda: "master secret"))
 
@@ -92,6 +95,20 @@ class Pipeline:
             count=self.counts,
             clock=self.clock,
         )
+        self.bisector = Bisector(
+            self.runs,
+            self.bisections,
+            self.alarms,
+            self.history,
+            self.statuses,
+            self.store,
+            self.starter.start_step,
+            self.starter.cancel_step,
+            alerts,
+            count=self.counts,
+            clock=self.clock,
+        )
+        self.publisher.bisector = self.bisector
         self.deadlines = RunDeadlines(
             self.runs, self.settler, self.launcher, 3600, self.counts, self.clock
         )

@@ -43,6 +43,7 @@ DOMAIN_BELOW = {
     "records": SHARED | {"github", "judging", "kpis"},
     "history_rows": SHARED | {"records", "judging", "kpis"},
     "planning": SHARED | {"github", "judging", "kpis", "records"},
+    "bisect": SHARED | {"github", "judging", "kpis", "records", "planning"},
 }
 
 

@@ -11,6 +11,7 @@ from distkpi_cli.history_files import FORMATS
 
 def run(args: argparse.Namespace) -> int:
     from distkpi.adapters.dynamo import HistoryRepository
+    from distkpi.adapters.dynamo.bisections import BisectionRepository
     from distkpi.domain.history_rows import rows_from_records
     from distkpi_cli.history_files import write_history
 
@@ -24,11 +25,14 @@ def run(args: argparse.Namespace) -> int:
             if (args.config is None or r.config == args.config)
             and (args.kpi is None or r.kpi == args.kpi)
         ]
+        bisected = BisectionRepository(table).of_branch(args.repo, args.branch, args.model)
+    # the run whose regression a bisection traced names the commit that did it
+    culprits = {b.bad_run_id: b.culprit for b in bisected if b.culprit is not None}
     if args.limit is not None:
         runs = sorted({r.run_id: r.finished_at for r in rows}.items(), key=lambda x: x[1])
         keep = {run for run, _ in runs[-args.limit :]}
         rows = [r for r in rows if r.run_id in keep]
-    write_history(rows, args.format, path=Path(args.out) if args.out else None)
+    write_history(rows, args.format, path=Path(args.out) if args.out else None, culprits=culprits)
     return 0
 
 

@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         state=state,
         fresh=args.fresh,
         keep_work=args.keep_work,
+        push_from=args.push_from,
     )
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
@@ -180,6 +181,13 @@ def add(sub: Subcommands) -> None:
         default=1,
         help="N merges: --sha and the N-1 commits before it (first parent) are pushed to "
         "develop, oldest first, each judged against the runs before it",
+    )
+    p.add_argument(
+        "--push-from",
+        metavar="BASE",
+        help="push --sha to develop as one push whose `before` is BASE (the commits between "
+        "come in one push); a regression bisects them, its steps run here (JSON adds "
+        "`bisections`)",
     )
     p.add_argument(
         "--event",

@@ -12,7 +12,9 @@ from typing import Any, TextIO
 
 from distkpi.adapters.batch import gpus_requested
 from distkpi.adapters.dynamo import DynamoTable, HistoryRepository
+from distkpi.adapters.dynamo.bisections import BisectionRepository
 from distkpi.domain.accuracy import Target
+from distkpi.domain.bisect.plan import Bisection, BisectState
 from distkpi.domain.history_rows import recent_gpu_hours
 from distkpi.domain.judging.statistics import Judgement
 from distkpi.domain.kpis.engine import RunKpis
@@ -51,6 +53,9 @@ class LocalResult:
     events_delivered: int
     seconds: float
     checks: list[dict[str, Any]] | None = None  # with --github-app
+    # the bisections of the pushes' regressions (Bisection.summary()): with --push-from,
+    # or when a push started one
+    bisections: list[dict[str, Any]] | None = None
 
     @property
     def ok(self) -> bool:
@@ -64,6 +69,7 @@ class LocalResult:
             ],
             "runs": [r.kpis.to_json() for r in self.runs],
             **({"checks": self.checks} if self.checks is not None else {}),
+            **({"bisections": self.bisections} if self.bisections is not None else {}),
         }
 
 
@@ -113,15 +119,21 @@ def run_local(
     state: StateFolder | None = None,
     fresh: bool = False,
     keep_work: bool = False,
+    push_from: str | None = None,
 ) -> LocalResult:
     """``commits`` merges on one stack, measuring the code of ``source`` (a git repository,
     default this checkout) at ``rev`` and its first-parent predecessors, oldest first: each
     is pushed to develop and judged against develop's earlier runs, except that with
-    ``pull_request`` ``rev`` comes as a pull request onto its parent. With a ``state``
+    ``pull_request`` ``rev`` comes as a pull request onto its parent. With ``push_from``,
+    ``rev`` is pushed as one push whose `before` is that commit (the commits between come
+    in one push). A bisection a push's regression starts runs to its end. With a ``state``
     folder the history goes on from the runs before, and is kept for the next. Each run's
     node work dirs are removed when its jobs end, unless ``keep_work`` or a node failed."""
     source = source or project_root()
+    if push_from is not None and (commits != 1 or pull_request):
+        raise DistkpiError("--push-from pushes one commit: not with --commits or --pull-request")
     chain = commits_of(source, rev, commits)
+    pushed_from = commits_of(source, push_from, 1)[0] if push_from else None
     opened = local_stack(
         suite, progress, github_app=github_app, state=state, fresh=fresh, repository=source
     )
@@ -133,7 +145,7 @@ def run_local(
         dispatch = Dispatcher(stack, out, source, keep_work=keep_work)
         runs: list[RunRecord] = []
         jobs: list[JobOutcome] = []
-        base = _base_of(source, chain[0])
+        base = pushed_from or _base_of(source, chain[0])
         for pushed in chain[:-1]:
             runs += _run_commit(stack, dispatch, repo, pushed, base, push=True, jobs=jobs)
             base = pushed
@@ -141,6 +153,9 @@ def run_local(
         runs += _run_commit(
             stack, dispatch, repo, last, base, push=not pull_request, jobs=jobs, faults=faults or {}
         )
+        # a bisection any push started runs to its end here, so none is left running in the
+        # state folder with no one to run its steps
+        bisections = _bisect(stack, dispatch, repo, runs, jobs)
         results = [_result(dispatch, run) for run in runs]
         stack.say(f"done: {len(jobs)} job(s), {stack.events_delivered} S3 event(s) delivered")
         return LocalResult(
@@ -150,7 +165,42 @@ def run_local(
             stack.events_delivered,
             time.monotonic() - stack.started,
             checks_of(stack.github) if github_app else None,
+            bisections if bisections or push_from else None,
         )
+
+
+def _bisect(
+    stack: LocalStack,
+    dispatch: Dispatcher,
+    repo: str,
+    runs: list[RunRecord],
+    jobs: list[JobOutcome],
+) -> list[dict[str, Any]]:
+    """Run each step the pushes' bisections start, until none is left running (the
+    collector starts the next step as each finishes); their summaries."""
+    bisections = BisectionRepository(DynamoTable(TABLE))
+    ids = {r.first_run_id for r in runs}
+
+    def current() -> list[Bisection]:
+        models = sorted({r.model for r in runs})
+        found = [b for m in models for b in bisections.of_branch(repo, "develop", m)]
+        return [b for b in found if b.bad_run_id in ids]
+
+    while steps := [
+        b.steps[-1].run_id
+        for b in current()
+        if b.state is BisectState.RUNNING and b.steps and b.steps[-1].side is None
+    ]:
+        for run_id in steps:
+            step = dispatch.run(run_id)
+            stack.say(f"bisection: step {run_id} at {step.trigger.sha[:10]}")
+        jobs += dispatch.run_jobs(steps, {})
+        dispatch.wait_settled(steps)
+    ended = current()
+    for b in ended:
+        culprit = b.culprit[:10] if b.culprit else "none"
+        stack.say(f"bisection of {b.bad_run_id}: {b.state.value}, culprit {culprit} - {b.why}")
+    return [b.summary() for b in ended]
 
 
 def checks_of(github: GitHubStandIn | RemoteStandIn) -> list[dict[str, Any]]:
@@ -273,6 +323,20 @@ def print_result(result: LocalResult, out: TextIO = sys.stdout) -> None:
     print(f"\nverdict: {last.state} - {last.description}", file=out)
     print(f"logs and KPIs: {last.folder}  (distkpi kpis {last.folder})", file=out)
     print(f"report: {last.report}\n", file=out)
+    for b in result.bisections or []:
+        culprit = b["culprit"] or "none"
+        print(
+            f"bisection of {b['good'][:10]}...{b['bad'][:10]} ({b['commits']} commits, "
+            f"{', '.join(b['configs'])}): {b['state']}, culprit {culprit} - {b['why']}",
+            file=out,
+        )
+        for number, step in enumerate(b["steps"], 1):
+            print(
+                f"  step {number}: {step['sha'][:10]} {step['side'] or 'running':8s} "
+                f"{step['run_id']}",
+                file=out,
+            )
+        print(f"  {b['gpu_hours']:.3g} GPU-hours\n", file=out)
     if result.checks is not None:
         print("check runs GitHub holds:", file=out)
         for check in result.checks:

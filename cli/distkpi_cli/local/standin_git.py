@@ -1,6 +1,7 @@
 """What the GitHub stand-in answers from the git repository it serves, in GitHub's shapes:
-a compare (`git merge-base`, the commits each side is ahead by, the files changed since the
-merge base) and a Git commit object (its parents, first parent first)."""
+a compare (`git merge-base`, the commits each side is ahead by and those of the head's side
+with their parents, the files changed since the merge base) and a Git commit object (its
+parents, first parent first)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ REF = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._/-]*$")
 # a commit's tree, parents, author, committer and message, NUL-separated
 COMMIT_FORMAT = "%T%x00%P%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B"
 UNSIGNED = {"verified": False, "reason": "unsigned", "signature": None, "payload": None}
+MAX_COMMITS = 250  # GitHub's compare lists at most this many commits
 GIT_STATUSES = {"A": "added", "D": "removed", "M": "modified", "T": "changed"}
 
 
@@ -56,8 +58,30 @@ class GitRepository:
             "ahead_by": ahead,
             "behind_by": behind,
             "total_commits": ahead,
+            "commits": self._commits(merge_base, head),
             "files": files if files is not None else self._changed(merge_base, head),
         }
+
+    def _commits(self, merge_base: str, head: str) -> list[dict[str, Any]]:
+        """The commits after the merge base up to head, oldest first (GitHub's order: `git
+        log --reverse`, at most 250), each with its parents, first parent first."""
+        listed = self._git("rev-list", "--reverse", "--topo-order", f"{merge_base}..{head}") or ""
+        out = []
+        for sha in listed.split()[:MAX_COMMITS]:
+            line = self._git("show", "-s", f"--format={COMMIT_FORMAT}", sha, "--") or ""
+            _, parents, an, ae, ad, cn, ce, cd, message = line.split("\0", 8)
+            out.append(
+                {
+                    "sha": sha,
+                    "commit": {
+                        "author": {"name": an, "email": ae, "date": ad},
+                        "committer": {"name": cn, "email": ce, "date": cd},
+                        "message": message.rstrip("\n"),
+                    },
+                    "parents": [{"sha": p} for p in parents.split()],
+                }
+            )
+        return out
 
     def _changed(self, merge_base: str, head: str) -> list[dict[str, Any]]:
         """The files of ``git diff -M merge_base head`` as GitHub's compare lists them."""

@@ -133,6 +133,20 @@ class GitHubStatusClient:
                 return Comparison(list(paths), merge_base)
         return Comparison(None, merge_base)
 
+    def compare_commits(self, repo: str, base: str, head: str) -> list[dict[str, Any]]:
+        """The ``commits`` of GET /repos/{repo}/compare/base...head, oldest first, page by
+        page (GitHub lists at most 250 in all); GitHubError when GitHub refuses or is down."""
+        url = f"{self.api_url}/repos/{repo}/compare/{base}...{head}"
+        commits: list[dict[str, Any]] = []
+        for page in range(1, 4):
+            answer = self._send("GET", url, repo, params={"per_page": 100, "page": page})
+            listed = answer.get("commits")
+            entries = [c for c in listed if isinstance(c, dict)] if isinstance(listed, list) else []
+            commits += entries
+            if len(entries) < 100:
+                break
+        return commits
+
     def commit_parents(self, repo: str, sha: str) -> tuple[str, ...]:
         """The parents of commit ``sha``, the first parent first (none: a root commit), from
         GET /repos/{repo}/git/commits/{sha}: the commit object alone, which GitHub answers

@@ -82,6 +82,8 @@ class RunRecord:
     # how much longer than the stack's run timeout it may take (a paired job's further runs
     # of the command: domain/planning/jobs.extra_run_time_s)
     extra_time_s: int = 0
+    # a bisection's step: the id of the regressed run it bisects (in no history, no status)
+    bisection: str | None = None
 
     @property
     def timeout_counted_from(self) -> str:

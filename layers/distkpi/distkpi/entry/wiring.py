@@ -43,6 +43,8 @@ from distkpi.settings import (
 
 if TYPE_CHECKING:
     from distkpi.domain.records import RunRecord
+    from distkpi.services.alerts import RegressionAlerts
+    from distkpi.services.bisect import Bisector
     from distkpi.services.deadlines import RunDeadlines
     from distkpi.services.looks import PairedLooks
     from distkpi.services.publish import Publisher
@@ -156,7 +158,21 @@ class Wiring:
                 self.settings.github_web_url,
                 count,
             )
-        return Publisher(self.runs, self.history, self.store, self.statuses, count, alerts=alerts)
+        return Publisher(
+            self.runs,
+            self.history,
+            self.store,
+            self.statuses,
+            count,
+            alerts=alerts,
+            bisector=self.bisector(alerts),
+        )
+
+    def bisector(self, alerts: RegressionAlerts | None) -> Bisector | None:
+        """How a publisher bisects a regression: only where jobs can be submitted, and the
+        alarms (which keep the last passing commit) are kept."""
+        del alerts  # a stack that submits no jobs has nothing to bisect with
+        return None
 
     @cached_property
     def settler(self) -> ConfigSettler:
@@ -230,6 +246,26 @@ class BatchWiring(Wiring):
     @property
     def confirm(self) -> Callable[[RunRecord, Sequence[str]], str | None] | None:
         return self.starter.confirm
+
+    def bisector(self, alerts: RegressionAlerts | None) -> Bisector | None:
+        from distkpi.adapters.dynamo.alarms import AlarmRepository
+        from distkpi.adapters.dynamo.bisections import BisectionRepository
+        from distkpi.services.bisect import Bisector
+
+        if alerts is None:
+            return None
+        return Bisector(
+            self.runs,
+            BisectionRepository(self.table),
+            AlarmRepository(self.table),
+            self.history,
+            self.statuses,
+            self.starter.catalog,
+            self.starter.start_step,
+            self.starter.cancel_step,
+            alerts,
+            count=count,
+        )
 
     @cached_property
     def looks(self) -> PairedLooks:

@@ -1,6 +1,7 @@
 """Default-branch alerts: a `failure` on a push to a configured branch publishes one
 message per run to the stack's topic, unless every config it regressed was alarmed of
-already and has not passed since (domain/github/alerts.py)."""
+already and has not passed since (domain/github/alerts.py); a bisection of it that ended
+publishes another, naming the culprit (domain/bisect/texts.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
+from distkpi.domain.bisect.plan import Bisection
+from distkpi.domain.bisect.texts import bisection_alert
 from distkpi.domain.github.alerts import Alerted, alert_message, next_state
 from distkpi.domain.records import RunRecord
 from distkpi.exceptions import StorageError
@@ -54,3 +57,21 @@ class RegressionAlerts:
         if after != before:
             self.alarms.put(trigger.repo, trigger.branch, run.model, after)
         return bool(new)
+
+    def bisected(self, bisection: Bisection) -> None:
+        """The regression's alert again, now with how its bisection ended; a topic that
+        refuses is logged and counted (the bisection's end stays stored)."""
+        message = bisection_alert(
+            bisection,
+            web_url=self.web_url,
+            report_url=self.report_url,
+            run_report=self.report_url(bisection.bad_run_id),
+        )
+        try:
+            self.topic.publish(message.subject, message.body)
+        except StorageError:
+            logger.exception("bisection alert not published", run_id=bisection.bad_run_id)
+            self.count("AlertFailures")
+            return
+        self.count("AlertsPublished")
+        logger.info("bisection alert published", run_id=bisection.bad_run_id)

@@ -48,7 +48,7 @@ class RunFinisher:
         if run.evaluation is None:
             baseline = baseline_of(self.history, run)
             evaluation = self._evaluate(run, baseline)
-            if evaluation.in_doubt and self.confirm is not None:
+            if evaluation.in_doubt and self.confirm is not None and run.bisection is None:
                 self._hand_over(run, evaluation)
                 return
             finished_at = self.clock().isoformat(timespec="seconds")

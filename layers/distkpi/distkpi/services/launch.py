@@ -275,12 +275,61 @@ class RunStarter:
             self.count("ConfirmationRuns")
         return run_id
 
-    def launch(
-        self, record: RunRecord, suite: Suite, description: str, no_base: NoBase | None = None
+    def start_step(
+        self, bad: RunRecord, run_id: str, sha: str, configs: Sequence[str], good: str
     ) -> bool:
-        """Record the run, submit its jobs and post `pending`; False when it exists already
-        (a retried delivery, or a confirmation that another finisher started). A paired
-        run with ``no_base`` submits nothing: each config fails with the reason."""
+        """A bisection's step: ``configs`` of ``bad``'s run at commit ``sha`` (a paired suite's
+        as an A/B of the good commit against it), linked to ``bad``; no status is posted (the
+        commit was never asked about). Whether the step's run exists now (another finisher
+        may have started it); False when the suite is gone."""
+        suites, _ = self.catalog.suites()
+        suite = next((s for s in suites if s.name == bad.model), None)
+        if suite is None:
+            logger.warning("suite gone; no bisection step", run_id=bad.run_id, model=bad.model)
+            return False
+        trigger = replace(bad.trigger, sha=sha, before=None)
+        spec = confirmation_spec(
+            run_spec_for(run_id, trigger, suite, good if suite.verdict.paired else None),
+            run_id,
+            configs,
+        )
+        record = RunRecord(
+            run_id=run_id,
+            trigger=trigger,
+            model=bad.model,
+            spec=spec,
+            delivery=bad.delivery,
+            verdict_settings=suite.verdict,
+            created_at=self.clock().isoformat(timespec="milliseconds"),
+            configs_total=len(spec.configs),
+            extra_time_s=extra_run_time_s(spec, suite),
+            bisection=bad.run_id,
+        )
+        if self.launch(record, suite, None):
+            self.count("BisectionRuns")
+        return True
+
+    def cancel_step(self, run_id: str, reason: str) -> bool:
+        """Cancel a bisection's step run and stop its jobs (it posted no status)."""
+        if not self.runs.cancel(run_id, reason, self.clock().isoformat(timespec="seconds")):
+            return False
+        pending = [c for c in self.runs.configs(run_id) if c.state is ConfigState.PENDING]
+        jobs = [c.job_id for c in pending if c.job_id is not None]
+        stop_jobs(self.launcher, jobs, run_id, reason, self.count)
+        logger.info("bisection step cancelled", run_id=run_id, reason=reason)
+        return True
+
+    def launch(
+        self,
+        record: RunRecord,
+        suite: Suite,
+        description: str | None,
+        no_base: NoBase | None = None,
+    ) -> bool:
+        """Record the run, submit its jobs and post `pending` (none without ``description``);
+        False when it exists already (a retried delivery, or a confirmation that another
+        finisher started). A paired run with ``no_base`` submits nothing: each config fails
+        with the reason."""
         spec, trigger = record.spec, record.trigger
         if not self.runs.create(record, {c.name: c.nodes for c in spec.configs}):
             logger.info("run exists already", run_id=record.run_id)
@@ -292,7 +341,8 @@ class RunStarter:
             self.pull_requests.add(trigger.repo, trigger.pull_request, entry)
         self.store.put_json(run_spec_key(record.run_id), spec.to_json())
         self.count("RunsStarted")
-        self.statuses.post(spec, State.PENDING, description)
+        if description is not None:
+            self.statuses.post(spec, State.PENDING, description)
         if no_base is not None:
             self._refuse_without_base(spec, no_base)
             return True

@@ -17,6 +17,7 @@ from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord
 from distkpi.exceptions import StorageError
 from distkpi.services.alerts import RegressionAlerts
 from distkpi.services.baseline import baseline_of
+from distkpi.services.bisect import Bisector
 from distkpi.services.ports import Clock, Counter, History, RunFolders, Runs, no_metrics, utcnow
 from distkpi.services.statuses import StatusPublisher
 
@@ -32,6 +33,7 @@ class Publisher:
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
     alerts: RegressionAlerts | None = None  # a stack with a regression topic
+    bisector: Bisector | None = None  # a stack that submits jobs: bisects regressions
 
     def publish(self, run: RunRecord, baseline: Sequence[HistoryRow] | None = None) -> bool:
         """Publish a finished run's stored evaluation (its report drawn against ``baseline``,
@@ -43,6 +45,8 @@ class Publisher:
         now = int(self.clock().timestamp())
         if not self.runs.claim_publication(run.run_id, now):
             return False
+        if run.bisection is not None:
+            return self._publish_step(run, baseline, now)
         self.history.put(history_records(run, evaluation))
         self.history.record_series(series_record(run, evaluation))
         self.store.put_json(kpis_key(run.run_id), evaluation.kpis.to_json())
@@ -50,6 +54,7 @@ class Publisher:
         if self.alerts is not None and not self._alerted(run):
             self.runs.release_publication(run.run_id)
             return False
+        self._bisect(run)
         state, description = evaluation.verdict.state, evaluation.description
         if self.statuses.post(run.spec, state, description, report=written, evaluation=evaluation):
             self.runs.mark_published(run.run_id, now)
@@ -66,6 +71,34 @@ class Publisher:
         except StorageError:
             return False
         return True
+
+    def _publish_step(
+        self, run: RunRecord, baseline: Sequence[HistoryRow] | None, now: int
+    ) -> bool:
+        """A bisection's step joins no history and posts no status: its kpis.json and report
+        are written, and its bisection moves on (a failure leaves it to the sweeper)."""
+        assert run.evaluation is not None
+        self.store.put_json(kpis_key(run.run_id), run.evaluation.kpis.to_json())
+        self._write_report(run, baseline)
+        try:
+            if self.bisector is not None:
+                self.bisector.step_finished(run)
+        except Exception:
+            self.runs.release_publication(run.run_id)
+            raise
+        self.runs.mark_published(run.run_id, now)
+        return True
+
+    def _bisect(self, run: RunRecord) -> None:
+        """Start the bisection of a push's regression; a failure is logged and counted, and
+        the status still goes out."""
+        if self.bisector is None:
+            return
+        try:
+            self.bisector.after_push(run)
+        except Exception:
+            logger.exception("bisection not started", run_id=run.run_id)
+            self.count("BisectionFailures")
 
     def republish_unpublished(self) -> int:
         """Publish the runs that finished while GitHub was down; how many went out now."""

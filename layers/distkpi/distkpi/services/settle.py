@@ -92,8 +92,12 @@ class ConfigSettler:
         return None
 
     def _first_node(self, run_id: str) -> None:
-        """The run's check run goes `in_progress` with its first node, once."""
+        """The run's check run goes `in_progress` with its first node, once (a bisection's
+        step has no check run)."""
         if self.runs.mark_started(run_id, utcnow().isoformat(timespec="seconds")):
+            run = self.runs.get(run_id)
+            if run is not None and run.bisection is not None:
+                return
             assert self.statuses is not None
             self.statuses.started(self._spec(run_id), "running: the first node has reported")
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
+from distkpi.domain.bisect.line import Commit, NoLine, first_parent_line
 from distkpi.domain.commit_status import CommitStatus, State
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.github.checks import CheckRun, conclusion_of
@@ -21,6 +22,7 @@ from distkpi.exceptions import GitHubAuthError, GitHubError
 from distkpi.services.ports import Counter, GitHub, no_metrics
 
 if TYPE_CHECKING:
+    from distkpi.domain.bisect.plan import Bisection
     from distkpi.domain.judging.evaluation import Evaluation
 
 logger = Logger(child=True)
@@ -53,9 +55,11 @@ class StatusPublisher:
         *,
         report: bool = False,
         evaluation: Evaluation | None = None,
+        appendix: str = "",
     ) -> bool:
-        """Post one status (or check run), linking the run's report when there is one;
-        False (logged and counted) when GitHub refused or was down."""
+        """Post one status (or check run), linking the run's report when there is one, a
+        check run's summary followed by ``appendix`` (markdown made of neutral text); False
+        (logged and counted) when GitHub refused or was down."""
         target = self.report_url(run.run_id) if report else None
         if self.checks:
             conclusion, title = conclusion_of(state, description)
@@ -64,7 +68,7 @@ class StatusPublisher:
             if evaluation is not None:
                 from distkpi.domain.github.check_summary import problems_text, summary_markdown
 
-                summary = summary_markdown(evaluation, target, run.target_accuracy)
+                summary = summary_markdown(evaluation, target, run.target_accuracy) + appendix
                 text = problems_text(evaluation.kpis.configs)
             check = CheckRun(
                 name=status_context(run),
@@ -198,6 +202,30 @@ class StatusPublisher:
             logger.error("commit's parents unknown", extra={"sha": trigger.sha, "error": str(exc)})
             self.count("CommitLookupFailures")
             return str(exc)
+
+    def bisected(self, run: RunSpec, evaluation: Evaluation, bisection: Bisection) -> bool:
+        """The pushed head's check run again, its summary ending with how its bisection
+        ended (a commit status has no room for it: nothing is posted)."""
+        if not self.checks:
+            return True
+        from distkpi.domain.bisect.texts import bisection_markdown
+
+        section = bisection_markdown(bisection, web_url=self.web_url, report_url=self.report_url)
+        state, description = evaluation.verdict.state, evaluation.description
+        return self.post(
+            run, state, description, report=True, evaluation=evaluation, appendix=section
+        )
+
+    def first_parent_line(self, repo: str, good: str, bad: str) -> tuple[Commit, ...] | NoLine:
+        """The commits after ``good`` up to ``bad`` on bad's first-parent line, from GitHub's
+        compare of good...bad, or why there is none (GitHub down counted)."""
+        try:
+            commits = self.github.compare_commits(repo, good, bad)
+        except GitHubError as exc:
+            logger.error("compare not answered", extra={"sha": bad, "error": str(exc)})
+            self.count("CommitLookupFailures")
+            return NoLine(f"GitHub's compare {good[:10]}...{bad[:10]}: {exc}")
+        return first_parent_line(commits, good, bad)
 
     def withdraw_approval(self, trigger: Trigger, label: str) -> bool:
         """Take the approval label off the pull request (it was given to an earlier head)."""

@@ -10,6 +10,7 @@ PR#<repo>#<number>            / <created>#<run_id>  a run of a pull request (TTL
 HIST#<repo>#<branch>#<model>  / <created>#<run_id>#<config>  one config's KPIs of a run
 RESET#<repo>#<branch>#<model> / <at>#<config>       an audited baseline reset
 ALARM#<repo>#<branch>#<model> / ALARM               the configs alarmed of, the last pass
+BISECT#<repo>#<branch>#<model> / <bad run_id>       a bisection of a regression
 SERIES                        / <repo>#<branch>#<model>  a history's latest run (site index)
 """
 
@@ -73,6 +74,14 @@ def reset(repo: str, branch: str, model: str) -> str:
 
 def alarm(repo: str, branch: str, model: str) -> Key:
     return {"PK": f"ALARM#{repo}#{branch}#{model}", "SK": "ALARM"}
+
+
+def bisections(repo: str, branch: str, model: str) -> str:
+    return f"BISECT#{repo}#{branch}#{model}"
+
+
+def bisection(repo: str, branch: str, model: str, bad_run_id: str) -> Key:
+    return {"PK": bisections(repo, branch, model), "SK": bad_run_id}
 
 
 SERIES = "SERIES"

@@ -39,6 +39,7 @@ def run_item(run: RunRecord) -> dict[str, Any]:
         "attempt": run.attempt,
         **({"confirms": run.confirms} if run.confirms else {}),
         **({"extra_time_s": run.extra_time_s} if run.extra_time_s else {}),
+        **({"bisection": run.bisection} if run.bisection else {}),
         "GSI1PK": keys.commit(run.trigger.repo, run.trigger.sha),
         "GSI1SK": keys.ordered(run.created_at, run.run_id),
         # the sweeper's deadline query: by when the stack's run timeout starts counting
@@ -74,6 +75,7 @@ def run_record(item: Mapping[str, Any]) -> RunRecord:
         confirms=item.get("confirms"),
         confirmed_by=item.get("confirmed_by"),
         extra_time_s=int(item.get("extra_time_s", 0)),
+        bisection=item.get("bisection"),
     )
 
 

@@ -54,6 +54,17 @@ class SuiteConfig(BaseModel):
         )
 
 
+class BisectSettings(BaseModel):
+    """Bisect a branch's regression to the commit that did it (suite `bisect:`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = True
+    # the midpoints a bisection may measure (a step's one retry or re-run not counted);
+    # unset: enough for its range, ceil(log2(commits)), at most MAX_BISECT_RUNS
+    max_runs: Annotated[int, Field(ge=1, le=16)] | None = None
+
+
 DEFAULT_SOURCE = "https://github.com/{repo}.git"
 NO_SOURCE = "none"
 SetupCommand = (
@@ -97,6 +108,7 @@ class Suite(BaseModel):
     # how this suite's logs state KPIs: RE2 patterns, before the built-in readers
     metrics: DeclaredMetrics | None = None
     verdict: VerdictSettings = Field(default_factory=VerdictSettings)
+    bisect: BisectSettings = Field(default_factory=BisectSettings)
     # what a trainer node asks for per GPU, and a parameter-server node (never a GPU);
     # unset: the stack's defaults
     resources: TrainerResources | None = None

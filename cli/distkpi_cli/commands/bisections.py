@@ -1,0 +1,57 @@
+"""`distkpi bisections`: the bisections of regressions, by key (each history's `SERIES` entry
+names its (repo, branch, model), whose bisections are one Query)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from distkpi_cli.commands.common import Subcommands, open_table, table_options
+
+if TYPE_CHECKING:
+    from distkpi.domain.bisect.plan import Bisection
+
+
+def run(args: argparse.Namespace) -> int:
+    from distkpi.adapters.dynamo import HistoryRepository
+    from distkpi.adapters.dynamo.bisections import BisectionRepository
+
+    with open_table(args) as table:
+        histories = {
+            (s.repo, s.branch, s.model)
+            for s in HistoryRepository(table).series(args.repo)
+            if (args.model is None or s.model == args.model)
+            and (args.branch is None or s.branch == args.branch)
+        }
+        repository = BisectionRepository(table)
+        found = [b for key in sorted(histories) for b in repository.of_branch(*key)]
+    found.sort(key=lambda b: (b.created_at, b.bad_run_id))
+    if args.json:
+        print(json.dumps([b.summary() for b in found], indent=2))
+        return 0
+    if not found:
+        print("no bisections")
+    for b in found:
+        print(_line(b))
+    return 0
+
+
+def _line(b: Bisection) -> str:
+    s = b.summary()
+    culprit = (b.culprit or "-")[:10]
+    return (
+        f"{b.created_at}  {b.repo} {b.branch} {b.model}  {b.good[:10]}...{b.bad[:10]}  "
+        f"{s['state']:12s} culprit {culprit:10s} {len(b.steps)} steps "
+        f"{b.gpu_hours:.3g} GPU-hours  {','.join(b.configs)}  {b.why}"
+    )
+
+
+def add(sub: Subcommands) -> None:
+    p = sub.add_parser("bisections", help="bisections of regressions, newest last")
+    p.add_argument("--repo", help="owner/name (default: every repository)")
+    p.add_argument("--model", help="suite name (default: every suite)")
+    p.add_argument("--branch", help="default: every branch")
+    p.add_argument("--json", action="store_true")
+    table_options(p, suite=False)
+    p.set_defaults(func=run)
