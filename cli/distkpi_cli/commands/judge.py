@@ -51,7 +51,6 @@ def _paired(
 ) -> Evaluation:
     """A paired run folder judged by its pairs against the history's paired differences,
     as the finisher judges it; the run's own pairs setting when the suite has none."""
-    from distkpi.domain.judging.history import after_resets
     from distkpi.domain.judging.paired import evaluate_paired
     from distkpi.domain.judging.settings import PairedSettings
     from distkpi.domain.kpis.engine import run_kpis
@@ -63,10 +62,7 @@ def _paired(
         paired = PairedSettings(max_pairs=spec.paired.max_pairs, warmup=spec.paired.warmup)
         settings = settings.model_copy(update={"paired": paired, "confirm": None})
     return evaluate_paired(
-        run_kpis(spec, runs[0]),
-        after_resets(history, resets),
-        settings,
-        spec.accuracy_tolerance,
+        run_kpis(spec, runs[0]), history, settings, spec.accuracy_tolerance, resets
     )
 
 

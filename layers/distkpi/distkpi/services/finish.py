@@ -11,7 +11,6 @@ from dataclasses import dataclass, field, replace
 from aws_lambda_powertools import Logger
 
 from distkpi.domain.judging.evaluation import Evaluation, evaluate
-from distkpi.domain.judging.history import after_resets
 from distkpi.domain.judging.paired import evaluate_paired
 from distkpi.domain.kpis.combining import combine
 from distkpi.domain.kpis.engine import run_kpis
@@ -100,9 +99,10 @@ class RunFinisher:
             configs = {c.name: c.kpis for c in self.runs.configs(run.run_id) if c.kpis is not None}
             return evaluate_paired(
                 run_kpis(run.spec, configs),
-                after_resets(baseline.rows, baseline.resets),
+                baseline.rows,
                 run.verdict_settings,
                 run.spec.accuracy_tolerance,
+                baseline.resets,
             )
         first = self._run(run.first_run_id) if run.confirms else run
         chain = [first] + [

@@ -46,7 +46,7 @@ from functools import cached_property
 
 from distkpi.domain.accuracy import Direction
 from distkpi.domain.judging.evaluation import Evaluation
-from distkpi.domain.judging.history import HistoryRow, series
+from distkpi.domain.judging.history import HistoryRow, after_resets, series
 from distkpi.domain.judging.settings import (
     FAMILY,
     HIGHER_IS_BETTER,
@@ -411,19 +411,27 @@ def _by_tolerance(e: _Evidence, view: _View, last_look: bool) -> _Judged:
     )
     if enforced and beyond and not confirmed:
         why += "; beyond it, but not without its most harmful pair"
-    judgement = Judgement(
-        e.config.name,
-        e.kpi,
-        values.centre(values.b),
-        values.centre(values.a),
-        low,
-        high,
-        verdict,
-        why,
-        k,
-    )
+    judgement = _of_b_against_a(e, values, (low, high), verdict, why)
     held = enforced and beyond and not confirmed
     return _Judged(judgement, fails=verdict is KpiVerdict.REGRESSED, in_doubt=held)
+
+
+def _of_b_against_a(
+    e: _Evidence,
+    values: PairedValues,
+    bounds: tuple[float | None, float | None],
+    verdict: KpiVerdict,
+    why: str,
+    *,
+    confidence: float | None = None,
+) -> Judgement:
+    """A paired KPI's judgement as people read any other: B's value against A's, the range
+    of B the judgement allows, the pairs as its runs."""
+    low, high = bounds
+    centre_b, centre_a = values.centre(values.b), values.centre(values.a)
+    return Judgement(
+        e.config.name, e.kpi, centre_b, centre_a, low, high, verdict, why, len(values.d), confidence
+    )
 
 
 def _by_test(e: _Evidence, view: _View, levels: _Levels) -> _Judged:
@@ -458,18 +466,7 @@ def _by_test(e: _Evidence, view: _View, levels: _Levels) -> _Judged:
         verdict = KpiVerdict.PASS
     if enforced and significant and not consistent:
         why += "; held: not without its most harmful pair"
-    judgement = Judgement(
-        e.config.name,
-        e.kpi,
-        values.centre(values.b),
-        values.centre(values.a),
-        low,
-        high,
-        verdict,
-        why,
-        k,
-        confidence,
-    )
+    judgement = _of_b_against_a(e, values, (low, high), verdict, why, confidence=confidence)
     doubt = enforced and ((significant and not consistent) or (not significant and screened))
     return _Judged(judgement, fails=verdict is KpiVerdict.REGRESSED, in_doubt=doubt)
 
@@ -578,10 +575,13 @@ def evaluate_paired(
     rows: Sequence[HistoryRow],
     settings: VerdictSettings,
     accuracy_tolerance: float,
+    resets: Mapping[str, str] | None = None,
 ) -> Evaluation:
     """A finished paired run judged: each ok config at its last look (its pairs all in),
     the other configs as that look saw them (their first as many pairs), so the verdict
-    agrees with the looks' decisions; then verdict.decide and verdict.describe."""
+    agrees with the looks' decisions; then verdict.decide and verdict.describe. ``resets``
+    (config or '*' -> time) set the history before them aside, as evaluate() does."""
+    rows = after_resets(rows, resets or {})
     judgements: list[Judgement] = []
     for config in run.configs:
         if config.status is not ConfigStatus.OK:
