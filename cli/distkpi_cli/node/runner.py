@@ -435,7 +435,10 @@ class NodeRunner:
         )
         arms: dict[str, dict[str, Any]] = {}
         done: list[NodeFiles] = []
+        began = _now()  # when the pair under way started
         for slot in schedule(plan):
+            if slot.pair is not None and not slot.closes_pair:
+                began = _now()
             slot_files = replace(
                 files,
                 log_dir=_run_log_dir(one.sandbox, slot),
@@ -465,7 +468,7 @@ class NodeRunner:
             entries = self._send_all(store, config_key, done)
             report.sent += entries
             done = []
-            self._send_look(one, slot.pair, entries, arms)
+            self._send_look(one, slot.pair, entries, arms, began)
             if slot.pair == plan.max_pairs:
                 return
             decision = waiting.decision(
@@ -493,6 +496,7 @@ class NodeRunner:
         pair: int,
         entries: list[dict[str, Any]],
         arms: Mapping[str, Mapping[str, Any]],
+        began: str,
     ) -> None:
         """pair-<p>/node-<i>.json: the pair's files (already sent) and how each arm ended,
         signed like the node's manifest; the collector judges the look when every node's is
@@ -505,7 +509,7 @@ class NodeRunner:
             "pair": pair,
             "arms": {arm: dict(run) for arm, run in arms.items()},
             "exit_code": 0,
-            "started_at": _now(),
+            "started_at": began,
             "finished_at": _now(),
             "files": entries,
             "engine_version": ENGINE_VERSION,
