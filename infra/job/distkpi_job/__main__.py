@@ -40,6 +40,9 @@ def _run(node: Node, args: argparse.Namespace, log: MLLog) -> None:
             log=log,
         )
         return
+    if node.gpus_per_trainer == 1:  # its only worker: no second interpreter to start
+        worker(0, node, hp)
+        return
     import torch.multiprocessing as mp
 
     mp.spawn(worker, args=(node, hp), nprocs=node.gpus_per_trainer, join=True)

@@ -1,4 +1,5 @@
-"""Trainer workers: one process per GPU (per CPU slot without one), collective or with pservers."""
+"""Trainer workers: one process per GPU (per CPU slot without one), collective or with
+pservers; a one-GPU trainer is its own worker."""
 
 from __future__ import annotations
 
@@ -39,8 +40,8 @@ def device_for(local_rank: int) -> torch.device:
 
 
 def worker(local_rank: int, node: Node, hp: Hyper) -> None:
-    """Entry point of each local worker process (torch.multiprocessing.spawn); local rank 0
-    prints the node's :::MLLOG lines to stdout."""
+    """Entry point of each local worker process (torch.multiprocessing.spawn, or the node's
+    own process when it has one GPU); local rank 0 prints the node's :::MLLOG lines to stdout."""
     rank = node.rank * node.gpus_per_trainer + local_rank
     device = device_for(local_rank)
     log = MLLog(sys.stdout) if local_rank == 0 else None
