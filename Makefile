@@ -33,15 +33,19 @@ typecheck: $(STAMP)
 
 # the test tiers: unit (pure code and the services on in-memory ports, no AWS; seconds),
 # integration (the handlers on moto and a GitHub stand-in; a minute or two), e2e
-# (`distkpi local` with real training; minutes)
+# (`distkpi local` with real training; minutes). Each runs its tests on every core, a
+# pytest-xdist worker per core (WORKERS=0: in this one process, as to debug)
+WORKERS ?= auto
+PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist worksteal
+
 unit: $(STAMP)
-	$(BIN)/pytest -q tests/unit tests/service
+	$(PYTEST) tests/unit tests/service
 
 integration: $(STAMP)
-	$(BIN)/pytest -q tests/integration
+	$(PYTEST) tests/integration
 
 e2e: $(STAMP)
-	$(BIN)/pytest -q tests/e2e
+	$(PYTEST) tests/e2e
 
 test: lint typecheck unit integration e2e
 
