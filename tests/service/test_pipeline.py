@@ -6,6 +6,7 @@ tests/integration."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from distkpi.domain.commit_status import State
 from distkpi.domain.layout import kpis_key, report_key
@@ -49,6 +50,31 @@ def test_nodes_fan_in_and_the_run_is_published_once() -> None:
     kpis = json.loads(pipeline.store.objects[kpis_key(run_id)])
     assert {name: c["throughput"] for name, c in kpis["configs"].items()} == THROUGHPUT
     assert report_key(run_id) in pipeline.store.objects
+
+
+class ReadsCounted:
+    """The runs port, counting how often a run item is read."""
+
+    def __init__(self, runs: Any) -> None:
+        self.runs, self.reads = runs, 0
+
+    def get(self, run_id: str) -> Any:
+        self.reads += 1
+        return self.runs.get(run_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.runs, name)
+
+
+def test_the_settler_reads_a_runs_spec_once_not_at_every_nodes_manifest() -> None:
+    pipeline = Pipeline()
+    run_id = start(pipeline)
+    counted = ReadsCounted(pipeline.runs)
+    pipeline.settler.runs = counted
+    report_all(pipeline, run_id)
+    run = pipeline.runs.get(run_id)
+    assert run is not None and run.status is RunStatus.DONE
+    assert sum(c.nodes for c in run.spec.configs) == 20 and counted.reads == 1
 
 
 def test_a_failed_job_fails_its_config_and_the_run_ends_in_error() -> None:

@@ -23,6 +23,7 @@ from distkpi.domain.contracts import SHA, LookDecision
 from distkpi.domain.layout import WARMUP, arm_prefix, pair_prefix
 from distkpi.domain.signing import signed_by
 from distkpi.exceptions import NotFoundError, StorageError
+from distkpi_cli.node.polling import pauses
 from distkpi_cli.node.source import NodeProblem
 
 
@@ -116,7 +117,7 @@ class DecisionWait:
         """The collector's decision on ``pair``; a stop when none comes by the deadline or a
         node of the job has ended (it would never join the next run). A record not signed
         with the config's key, or signed for another run, config or pair, is not one."""
-        until = self.clock() + self.deadline_s
+        until, pause = self.clock() + self.deadline_s, pauses(self.poll_s)
         key = f"{self.config_key}{pair_prefix(pair)}decision.json"
         while True:
             found = self._read(key, pair)
@@ -127,7 +128,7 @@ class DecisionWait:
                 return self._stop(pair, f"node(s) {names} ended before pair {pair} was decided")
             if self.clock() >= until:
                 return self._stop(pair, f"no decision on pair {pair} in {self.deadline_s:g}s")
-            self.sleep(self.poll_s)
+            self.sleep(next(pause))
 
     def _stop(self, pair: int, why: str) -> LookDecision:
         return LookDecision(

@@ -15,6 +15,7 @@ from distkpi.domain.kpis.runfolder import node_index
 from distkpi.domain.signing import sign, signed_by
 from distkpi.exceptions import NotFoundError
 from distkpi_cli.node.placement import Endpoint, Place
+from distkpi_cli.node.polling import pauses
 from distkpi_cli.node.source import NodeProblem
 
 FOLDER = "rendezvous/"
@@ -69,7 +70,7 @@ def rendezvous(
     }
     signed = sign(key, record) if key else record
     store.put_bytes(f"{folder}node-{place.index}.json", json.dumps(signed).encode())
-    until = clock() + deadline_s
+    until, pause = clock() + deadline_s, pauses(poll_s)
     while True:
         present = {i for i in map(node_index, store.list_names(folder)) if i is not None}
         missing = [n for n in range(place.num_nodes) if n not in present]
@@ -85,7 +86,7 @@ def rendezvous(
         if clock() >= until:
             names = ", ".join(map(str, missing))
             raise NodeProblem(f"rendezvous: node(s) {names} never showed up in {deadline_s:g}s")
-        sleep(poll_s)
+        sleep(next(pause))
 
 
 def _endpoint(

@@ -70,6 +70,7 @@ from distkpi_cli.node.paired import (
     schedule,
 )
 from distkpi_cli.node.placement import Endpoint, Place, expand, framework_environment
+from distkpi_cli.node.polling import pauses
 from distkpi_cli.node.rendezvous import FOLDER, free_ports, own_address, rendezvous
 from distkpi_cli.node.source import NO_SOURCE, NodeProblem, get_source, run_setup
 from distkpi_cli.node.summaries import describe
@@ -578,6 +579,7 @@ class NodeRunner:
         """Batch stops every other node of a multi-node job when the main node exits."""
         others = {f"node-{n}.json" for n in range(place.num_nodes) if n != place.index}
         until = self.clock() + float(self.env.get("DISTKPI_NODE_WAIT_S", "900"))
+        pause = pauses(2.0)
         while True:
             try:
                 missing = others - set(store.list_names(config_key))
@@ -587,7 +589,7 @@ class NodeRunner:
                 if missing:
                     print(f"distkpi node: {sorted(missing)} did not report", file=sys.stderr)
                 return
-            self.sleep(2.0)
+            self.sleep(next(pause))
 
 
 @dataclass(frozen=True)

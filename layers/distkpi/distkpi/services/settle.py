@@ -4,7 +4,7 @@ at the deadline), and the finisher is told."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from aws_lambda_powertools import Logger
 
@@ -36,6 +36,7 @@ SETTLED_METRIC = {
     ConfigStatus.FAILED: "ConfigsFailed",
     ConfigStatus.INCOMPLETE: "ConfigsIncomplete",
 }
+SPECS_KEPT = 64  # the runs a warm container reads manifests of, a few at a time
 
 
 @dataclass
@@ -47,6 +48,8 @@ class ConfigSettler:
     keys: ManifestKeys
     count: Counter = no_metrics
     statuses: StatusPublisher | None = None  # says `in_progress` with check runs
+    # a run's spec is written once, when it is created: read once per run, not per event
+    _specs: dict[str, RunSpec] = field(default_factory=dict, init=False, repr=False)
 
     def on_node_manifest(self, run_id: str, config: str, node: int) -> None:
         """A node's manifest landed; NotFoundError when it is no node of a known config. It
@@ -170,9 +173,15 @@ class ConfigSettler:
         return jobs
 
     def _spec(self, run_id: str) -> RunSpec:
+        spec = self._specs.get(run_id)
+        if spec is not None:
+            return spec
         run = self.runs.get(run_id)
         if run is None:
             raise NotFoundError(f"no run {run_id}")
+        if len(self._specs) >= SPECS_KEPT:
+            del self._specs[next(iter(self._specs))]  # the oldest run read
+        self._specs[run_id] = run.spec
         return run.spec
 
     def _settle_from_evidence(self, run: RunSpec, config: str, reason: str) -> None:
