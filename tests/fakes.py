@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import itertools
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -36,6 +36,7 @@ from distkpi.exceptions import GitHubError, LaunchError, NotFoundError
 
 if TYPE_CHECKING:
     from distkpi.domain.judging.evaluation import Evaluation
+    from distkpi.domain.judging.history import HistoryRow
     from distkpi.domain.kpis.engine import ConfigKpis
     from distkpi.domain.planning.jobs import JobPlan
 
@@ -499,3 +500,13 @@ class Counts:
 
     def __call__(self, name: str, value: int = 1) -> None:
         self.totals[name] = self.totals.get(name, 0) + value
+
+
+def plain_report(run: RunRecord, history: Sequence[HistoryRow]) -> dict[str, bytes]:
+    """A report page naming the run and its verdict, without charts: for the tests of what
+    follows a report (bisections publish a dozen runs each), where drawing the real one
+    (reporting/page.py, a second or so with its charts) shows nothing more."""
+    assert run.evaluation is not None
+    state = run.evaluation.verdict.state.value
+    page = f"<!doctype html><title>{run.run_id}</title><p>{state}; {len(history)} runs before"
+    return {"index.html": page.encode()}

@@ -18,7 +18,7 @@ from distkpi.services.bisect import Bisector
 from distkpi.services.deadlines import RunDeadlines
 from distkpi.services.finish import RunFinisher
 from distkpi.services.launch import Outcome, RunStarter
-from distkpi.services.publish import Publisher
+from distkpi.services.publish import DrawReport, Publisher, draw_report
 from distkpi.services.settle import ConfigSettler
 from distkpi.services.statuses import StatusPublisher
 from distkpi_cli.node.summaries import describe
@@ -66,6 +66,7 @@ class Pipeline:
     bisections: FakeBisections = field(default_factory=FakeBisections)
     # each config's key, from a master secret as the stack's
     keys: ManifestKeys = field(default_factory=lambda: ManifestKeys(lambda: "master secret"))
+    draw: DrawReport = draw_report  # the real report; tests/fakes.py's plain_report: none
 
     def __post_init__(self) -> None:
         suite = ROOT / "infra" / "suites" / "resnet50.yaml"
@@ -75,7 +76,14 @@ class Pipeline:
         )
         alerts = RegressionAlerts(self.alarms, self.topic, report_url, count=self.counts)
         self.publisher = Publisher(
-            self.runs, self.history, self.store, self.statuses, self.counts, self.clock, alerts
+            self.runs,
+            self.history,
+            self.store,
+            self.statuses,
+            self.counts,
+            self.clock,
+            alerts,
+            draw=self.draw,
         )
         finisher = RunFinisher(self.runs, self.history, self.publisher, self.clock)
         self.settler = ConfigSettler(

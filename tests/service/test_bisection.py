@@ -19,7 +19,7 @@ from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus
 from distkpi.domain.records import HistoryRecord, RunStatus
 from distkpi.services.looks import PairedLooks
 from tests.conftest import assert_golden
-from tests.fakes import ROOT
+from tests.fakes import ROOT, plain_report
 from tests.service.pipeline import THROUGHPUT, Pipeline, report_all, start
 from tests.service.test_paired_looks import Job
 
@@ -66,7 +66,7 @@ def run_steps(pipeline: Pipeline, bad_run: str, culprit: int) -> Bisection:
 
 
 def test_eight_commits_name_the_culprit_in_three_steps() -> None:
-    pipeline = Pipeline()
+    pipeline = Pipeline(draw=plain_report)
     with_history(pipeline)
     pipeline.github.commits[(GOOD, LINE[-1])] = listed(LINE)
     statuses_before = len(pipeline.github.statuses)
@@ -100,7 +100,7 @@ def test_eight_commits_name_the_culprit_in_three_steps() -> None:
 
 
 def test_an_error_step_is_retried_once_then_inconclusive() -> None:
-    pipeline = Pipeline()
+    pipeline = Pipeline(draw=plain_report)
     with_history(pipeline)
     pipeline.github.commits[(GOOD, LINE[-1])] = listed(LINE)
     bad_run = start(pipeline, "d-bad", LINE[-1])
@@ -120,7 +120,7 @@ def test_an_error_step_is_retried_once_then_inconclusive() -> None:
 
 
 def test_a_newer_push_while_bisecting_cancels_the_older_bisection_and_its_step() -> None:
-    pipeline = Pipeline()
+    pipeline = Pipeline(draw=plain_report)
     with_history(pipeline)
     pipeline.github.commits[(GOOD, LINE[-1])] = listed(LINE)
     older = start(pipeline, "d-bad", LINE[-1])
@@ -149,7 +149,7 @@ def test_a_newer_push_while_bisecting_cancels_the_older_bisection_and_its_step()
 
 
 def test_a_suite_that_does_not_bisect_starts_nothing() -> None:
-    pipeline = Pipeline()
+    pipeline = Pipeline(draw=plain_report)
     suite = (ROOT / "infra" / "suites" / "resnet50.yaml").read_text()
     pipeline.store.put_bytes(
         "suites/resnet50.yaml", (suite + "bisect: {enabled: false}\n").encode()
@@ -163,7 +163,7 @@ def test_a_suite_that_does_not_bisect_starts_nothing() -> None:
 
 
 def test_one_commit_since_the_good_one_starts_nothing() -> None:
-    pipeline = Pipeline()
+    pipeline = Pipeline(draw=plain_report)
     with_history(pipeline)
     pipeline.github.commits[(GOOD, LINE[0])] = listed(LINE[:1])
     report_all(pipeline, start(pipeline, "d-bad", LINE[0]), **{SLOW: 0.7})
@@ -172,7 +172,7 @@ def test_one_commit_since_the_good_one_starts_nothing() -> None:
 
 
 def test_a_compare_github_cannot_answer_starts_nothing_and_the_status_goes_out() -> None:
-    pipeline = Pipeline()
+    pipeline = Pipeline(draw=plain_report)
     with_history(pipeline)  # GitHub knows no such range: 404
     report_all(pipeline, start(pipeline, "d-bad", LINE[-1]), **{SLOW: 0.7})
     assert pipeline.bisections.stored == {}
@@ -181,7 +181,7 @@ def test_a_compare_github_cannot_answer_starts_nothing_and_the_status_goes_out()
 
 
 def test_the_alert_and_the_check_run_name_the_culprit_in_the_golden_texts() -> None:
-    pipeline = Pipeline(checks=True)
+    pipeline = Pipeline(checks=True, draw=plain_report)
     with_history(pipeline)
     pipeline.github.commits[(GOOD, LINE[-1])] = listed(LINE)
     bad_run = start(pipeline, "d-bad", LINE[-1])
@@ -198,7 +198,7 @@ def test_the_alert_and_the_check_run_name_the_culprit_in_the_golden_texts() -> N
 
 
 def test_an_inconclusive_bisection_alerts_with_the_range_it_narrowed_to() -> None:
-    pipeline = Pipeline()
+    pipeline = Pipeline(draw=plain_report)
     with_history(pipeline)
     pipeline.github.commits[(GOOD, LINE[-1])] = listed(LINE)
     bad_run = start(pipeline, "d-bad", LINE[-1])
@@ -262,7 +262,7 @@ def run_paired(pipeline: Pipeline, looks: PairedLooks, run_id: str, slow: bool) 
 
 
 def test_a_paired_suite_bisects_by_a_b_runs_of_the_good_commit_against_each_midpoint() -> None:
-    pipeline = Pipeline()
+    pipeline = Pipeline(draw=plain_report)
     del pipeline.store.objects["suites/resnet50.yaml"]
     pipeline.store.put_bytes("suites/resnet50.yaml", PAIRED_SUITE)
     looks = PairedLooks(pipeline.runs, pipeline.history, pipeline.store, pipeline.keys)

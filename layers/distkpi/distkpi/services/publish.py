@@ -3,7 +3,7 @@ the report and the final commit status, by the one holder of the publication lea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,16 @@ from distkpi.services.statuses import StatusPublisher
 
 logger = Logger(child=True)
 
+# a finished run's report files (name -> bytes), drawn against the history it was judged by
+DrawReport = Callable[[RunRecord, Sequence[HistoryRow]], dict[str, bytes]]
+
+
+def draw_report(run: RunRecord, history: Sequence[HistoryRow]) -> dict[str, bytes]:
+    """index.html and its charts (reporting/page.py)."""
+    from distkpi.reporting.page import build_report  # matplotlib: only when a run ends
+
+    return build_report(run, history)
+
 
 @dataclass
 class Publisher:
@@ -34,6 +44,7 @@ class Publisher:
     clock: Clock = field(default=utcnow)
     alerts: RegressionAlerts | None = None  # a stack with a regression topic
     bisector: Bisector | None = None  # a stack that submits jobs: bisects regressions
+    draw: DrawReport = draw_report
 
     def publish(self, run: RunRecord, baseline: Sequence[HistoryRow] | None = None) -> bool:
         """Publish a finished run's stored evaluation (its report drawn against ``baseline``,
@@ -122,10 +133,8 @@ class Publisher:
         self, run: RunRecord, baseline: Sequence[HistoryRow] | None = None
     ) -> dict[str, bytes]:
         """The run's report, drawn against the history it was judged against."""
-        from distkpi.reporting.page import build_report  # matplotlib: only when a run ends
-
         rows = baseline if baseline is not None else baseline_of(self.history, run).rows
-        return build_report(run, rows)
+        return self.draw(run, rows)
 
     def _write_report(self, run: RunRecord, baseline: Sequence[HistoryRow] | None) -> bool:
         """reports/<run_id>/: a report that cannot be drawn is logged and counted, and the
