@@ -7,13 +7,14 @@ Each sample's 64 pixels are tiled to ``features`` inputs and the training set re
 from __future__ import annotations
 
 import torch
-from sklearn.datasets import load_digits
+
+from distkpi_job import digits
 
 
 def datasets(features: int, repeat: int) -> tuple[torch.Tensor, ...]:
-    digits = load_digits()
-    x = torch.tensor(digits.data, dtype=torch.float32) / 16.0
-    y = torch.tensor(digits.target, dtype=torch.long)
+    pixels, labels = digits.load()
+    x = torch.tensor(pixels, dtype=torch.float32) / 16.0
+    y = torch.tensor(labels, dtype=torch.long)
     g = torch.Generator().manual_seed(0)
     order = torch.randperm(len(x), generator=g)
     x, y = x[order], y[order]
