@@ -2,10 +2,12 @@
 run side by side, one after the other on the same machine: wall time and the CPU seconds of
 pytest and its children (less sensitive than wall time to what else the machine runs).
 
-    python bench/test_tiers.py [--tier unit|integration|e2e ...] [--against DIR]
+    python bench/test_tiers.py [--tier unit|integration|e2e ...] [--against DIR] [--workers N]
 
 DIR is a checkout with its own .venv (make .venv/.installed there); a checkout from before
-the tiers existed runs its tests/<tier> folder (unit then has no tests/service)."""
+the tiers existed runs its tests/<tier> folder (unit then has no tests/service). A tree
+whose .venv has pytest-xdist runs each tier as `make` does, on --workers (default auto: a
+worker per core; 0: in one process); one without runs it in one process."""
 
 from __future__ import annotations
 
@@ -25,12 +27,19 @@ TIERS = {
 }
 
 
-def run_tier(tree: Path, tier: str) -> dict[str, float | str]:
+def has_xdist(tree: Path) -> bool:
+    python = tree / ".venv" / "bin" / "python"
+    found = subprocess.run([str(python), "-c", "import xdist"], capture_output=True, check=False)
+    return found.returncode == 0
+
+
+def run_tier(tree: Path, tier: str, workers: str = "auto") -> dict[str, float | str]:
     paths = [p for p in TIERS[tier] if (tree / p).is_dir()]
+    spread = ["-n", workers, "--dist", "worksteal"] if has_xdist(tree) else []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
-        [str(tree / ".venv" / "bin" / "pytest"), "-q", "-p", "no:cacheprovider", *paths],
+        [str(tree / ".venv" / "bin" / "pytest"), "-q", "-p", "no:cacheprovider", *spread, *paths],
         cwd=tree,
         capture_output=True,
         text=True,
@@ -53,6 +62,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tier", action="append", choices=sorted(TIERS))
     parser.add_argument("--against", type=Path, help="another checkout, run first")
+    parser.add_argument("--workers", default="auto", help="pytest-xdist workers (0: none)")
     args = parser.parse_args()
     tiers = args.tier or ["unit", "integration"]
     trees = ([("base", args.against.resolve())] if args.against else []) + [("this", ROOT)]
@@ -61,7 +71,7 @@ def main() -> int:
     results: dict[tuple[str, str], dict[str, float | str]] = {}
     for tier in tiers:
         for label, tree in trees:
-            r = results[(tier, label)] = run_tier(tree, tier)
+            r = results[(tier, label)] = run_tier(tree, tier, args.workers)
             print(
                 f"{tier:<12} {label:<5} {int(r['tests']):>5} {r['wall_s']:>8.1f} "
                 f"{r['cpu_s']:>8.1f}  {r['result']}",
