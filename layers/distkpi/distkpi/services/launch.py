@@ -206,6 +206,10 @@ class RunStarter:
         self.count("CalibrationRuns", len(started))
         return Delivery(Outcome.STARTED, started)
 
+    def _suite(self, name: str) -> Suite | None:
+        suites, _ = self.catalog.suites()
+        return next((s for s in suites if s.name == name), None)
+
     def _record(
         self, run_id: str, trigger: Trigger, suite: Suite, spec: RunSpec, delivery: str
     ) -> RunRecord:
@@ -250,8 +254,7 @@ class RunStarter:
         first; its id, or None when the suite is gone (the verdict then stands as it is)."""
         first = run.first_run_id
         attempt = run.attempt + 1
-        suites, _ = self.catalog.suites()
-        suite = next((s for s in suites if s.name == run.model), None)
+        suite = self._suite(run.model)
         confirm = run.verdict_settings.confirm
         if suite is None or confirm is None:
             logger.warning("suite gone; not confirmed", run_id=run.run_id, model=run.model)
@@ -282,8 +285,7 @@ class RunStarter:
         as an A/B of the good commit against it), linked to ``bad``; no status is posted (the
         commit was never asked about). Whether the step's run exists now (another finisher
         may have started it); False when the suite is gone."""
-        suites, _ = self.catalog.suites()
-        suite = next((s for s in suites if s.name == bad.model), None)
+        suite = self._suite(bad.model)
         if suite is None:
             logger.warning("suite gone; no bisection step", run_id=bad.run_id, model=bad.model)
             return False
@@ -293,19 +295,8 @@ class RunStarter:
             run_id,
             configs,
         )
-        record = RunRecord(
-            run_id=run_id,
-            trigger=trigger,
-            model=bad.model,
-            spec=spec,
-            delivery=bad.delivery,
-            verdict_settings=suite.verdict,
-            created_at=self.clock().isoformat(timespec="milliseconds"),
-            configs_total=len(spec.configs),
-            extra_time_s=extra_run_time_s(spec, suite),
-            bisection=bad.run_id,
-        )
-        if self.launch(record, suite, None):
+        record = self._record(run_id, trigger, suite, spec, bad.delivery)
+        if self.launch(replace(record, bisection=bad.run_id), suite, None):
             self.count("BisectionRuns")
         return True
 

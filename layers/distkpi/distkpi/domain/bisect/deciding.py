@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from distkpi.domain.judging.settings import HIGHER_IS_BETTER, LOG_SCALE
+from distkpi.domain.judging.settings import LOG_SCALE, more_is_better
 from distkpi.domain.judging.statistics import Spread, harm_p_value, spread_of
 
 
@@ -52,9 +52,7 @@ class Ends:
 
     @property
     def better_higher(self) -> bool:
-        if self.higher_is_better is None:
-            return HIGHER_IS_BETTER[self.kpi]
-        return self.higher_is_better
+        return more_is_better(self.kpi, self.higher_is_better)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -105,11 +105,8 @@ class Bisection:
     def gpu_hours(self) -> float:
         return sum(s.gpu_hours for s in self.steps)
 
-    def summary(self) -> dict[str, Any]:
-        """What `distkpi bisections --json` and `distkpi local --json` say of it. A cancelled
-        one (a newer bisection covers it) is inconclusive, its ``why`` says so; a step's side
-        is null while it runs, and `error` or `neither` for a step that was run again."""
-        state = BisectState.INCONCLUSIVE if self.state is BisectState.CANCELLED else self.state
+    def _which(self) -> dict[str, Any]:
+        """Which bisection it is: the regressed run of a branch's model, and its two ends."""
         return {
             "repo": self.repo,
             "branch": self.branch,
@@ -117,6 +114,15 @@ class Bisection:
             "bad_run_id": self.bad_run_id,
             "good": self.good,
             "bad": self.bad,
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """What `distkpi bisections --json` and `distkpi local --json` say of it. A cancelled
+        one (a newer bisection covers it) is inconclusive, its ``why`` says so; a step's side
+        is null while it runs, and `error` or `neither` for a step that was run again."""
+        state = BisectState.INCONCLUSIVE if self.state is BisectState.CANCELLED else self.state
+        return {
+            **self._which(),
             "culprit": self.culprit,
             "state": state.value,
             "why": self.why,
@@ -140,12 +146,7 @@ class Bisection:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "repo": self.repo,
-            "branch": self.branch,
-            "model": self.model,
-            "bad_run_id": self.bad_run_id,
-            "good": self.good,
-            "bad": self.bad,
+            **self._which(),
             "configs": list(self.configs),
             "line": [c.to_json() for c in self.line],
             "ends": [e.to_json() for e in self.ends],

@@ -23,6 +23,12 @@ HIGHER_IS_BETTER = {
 KPIS = tuple(HIGHER_IS_BETTER)
 
 
+def more_is_better(kpi: str, given: bool | None = None) -> bool:
+    """Whether more of ``kpi`` is better: ``given`` where the run says (an accuracy that is
+    a loss: lower is better), else the KPI's own direction."""
+    return HIGHER_IS_BETTER[kpi] if given is None else given
+
+
 # KPIs that are one test: efficiency is speedup divided by the config's constant GPU ratio
 FAMILY = {"efficiency": "speedup"}
 

@@ -36,9 +36,9 @@ from typing import Any
 
 from distkpi.domain.judging.settings import (
     FAMILY,
-    HIGHER_IS_BETTER,
     LOG_SCALE,
     VerdictSettings,
+    more_is_better,
 )
 from distkpi.domain.judging.student_t import t_quantile, t_sf
 
@@ -131,9 +131,7 @@ class KpiEvidence:
 
     @property
     def better_higher(self) -> bool:
-        if self.higher_is_better is None:
-            return HIGHER_IS_BETTER[self.kpi]
-        return self.higher_is_better
+        return more_is_better(self.kpi, self.higher_is_better)
 
     @property
     def value(self) -> float | None:
