@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,13 @@ def offline_aws(monkeypatch: pytest.MonkeyPatch) -> None:
     }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+
+
+def git(repo: Path, *args: str) -> str:
+    """``git -C repo ARGS``'s output, stripped; CalledProcessError when it fails."""
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def mllog(key: str, value: object, time_ms: int = 0, **metadata: object) -> str:

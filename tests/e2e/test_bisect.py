@@ -15,7 +15,8 @@ import pytest
 
 from distkpi_cli.local.demo import run_local
 from distkpi_cli.local.state import StateFolder
-from tests.e2e.test_local import BENCH, SPEED, commit_all, git
+from tests.conftest import git
+from tests.e2e.test_local import BENCH, SPEED, commit_all
 
 pytestmark = pytest.mark.e2e
 

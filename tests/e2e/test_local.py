@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import shutil
-import subprocess
 from pathlib import Path
 
 import jsonschema
@@ -13,6 +12,7 @@ import pytest
 from distkpi.domain.kpis.runfolder import compute_run_kpis
 from distkpi_cli.local.demo import LocalResult, run_local
 from distkpi_cli.localfs import LocalRunSource
+from tests.conftest import git
 from tests.unit.test_cli_kpis import schema
 
 pytestmark = pytest.mark.e2e
@@ -44,12 +44,6 @@ def suite(tmp_path: Path, *names: str) -> Path:
 
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
-    ).stdout.strip()
 
 
 def commit_all(repo: Path, message: str) -> str:

@@ -24,25 +24,20 @@ import pytest
 
 from distkpi_cli.local.demo import run_local
 from distkpi_cli.local.state import StateFolder
-from tests.e2e.test_local import BENCH, commit_all, git
+from tests.conftest import git
+from tests.e2e.test_local import BENCH, SPEED, commit_all
 from tests.unit.test_cli_kpis import schema
 
 pytestmark = pytest.mark.e2e
 
-PAIRED = """
-name: speed-paired
-command: ["python", "bench.py"]
-setup: [["sh", "-c", "cp speed.txt built.txt"]]
-target_accuracy: 0.5
-accuracy_pass: 0
-accuracy_tolerance: 0.5
-configs:
-  - {name: 1x1, trainers: 1, gpus_per_trainer: 1, pservers: 0, batch_size: 8}
-verdict:
+PAIRED = (
+    SPEED.replace("name: speed\n", "name: speed-paired\n")
+    + """verdict:
   enforced: [throughput]
   default_tolerance: 0.15
   paired: {max_pairs: 3, warmup: true}
 """
+)
 
 
 def test_an_unchanged_commit_stops_after_one_pair_and_a_slower_one_fails_after_two(

@@ -21,9 +21,10 @@ from distkpi.domain.bisect.plan import Bisection, BisectState, Step
 from distkpi.domain.records import SeriesRecord
 from distkpi_cli.local.github_standin import GitHubStandIn
 from distkpi_cli.main import main
+from tests.conftest import git
 from tests.integration.conftest import TABLE, Stack
 from tests.integration.test_history import MODEL, REPO, seed_history
-from tests.integration.test_paired_base import commit, git
+from tests.integration.test_paired_base import commit
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,17 +16,11 @@ from distkpi.domain.layout import run_spec_key
 from distkpi.exceptions import GitHubError
 from distkpi_cli.local.aws_stack import BUCKET
 from distkpi_cli.local.github_standin import GitHubStandIn
+from tests.conftest import git
 from tests.integration.conftest import ROOT, Stack, event
 from tests.integration.test_flow import final_statuses, jobs_by_config, submitted
 
 REPO = "PaddlePaddle/Paddle"  # an allowed repository of the stack; the stand-in serves any
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
 
 
 def commit(repo: Path, name: str, text: str) -> str:

@@ -29,6 +29,7 @@ import pytest
 
 from distkpi.domain.signing import signed_by
 from distkpi_cli.node.isolation import processes_of
+from tests.conftest import git
 
 ROOT = Path(__file__).resolve().parents[2]
 HUNTER = Path(__file__).with_name("hunter.py")
@@ -65,12 +66,6 @@ def moto() -> Iterator[tuple[str, Any]]:
     s3.create_bucket(Bucket=BUCKET)
     yield endpoint, s3
     server.stop()
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
-    ).stdout.strip()
 
 
 def hunting_repo(path: Path) -> str:

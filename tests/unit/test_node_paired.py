@@ -22,8 +22,9 @@ from distkpi.domain.kpis.runfolder import Reading, compute_run_kpis, config_kpis
 from distkpi.domain.signing import sign, signed_by
 from distkpi_cli.node.paired import PairedPlan, schedule
 from distkpi_cli.node.runner import NodeRunner
+from tests.conftest import git
 from tests.unit.conftest import BUCKET
-from tests.unit.test_node_runner import git, make_repo, manifest, node_env, run_job, uploaded
+from tests.unit.test_node_runner import make_repo, manifest, node_env, run_job, uploaded
 
 KEY = "k" * 64
 

@@ -19,6 +19,7 @@ from distkpi.domain.logs.filesummary import ENGINE_VERSION, summarize, summary_f
 from distkpi.domain.logs.logsummary import Level
 from distkpi.domain.signing import sign, signed_by
 from distkpi_cli.node.runner import NodeRunner
+from tests.conftest import git
 from tests.unit.conftest import BUCKET
 
 SECRET = "super-secret-value-never-logged"
@@ -44,12 +45,6 @@ DUMP = (
     "print('Pass = 0, Training performance = 10 imgs/s, Test accuracy = 0.5')\n"
     "sys.exit(int(os.environ.get('DISTKPI_EXIT_WITH', '0')))\n"
 )
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
-    ).stdout.strip()
 
 
 @pytest.fixture
