@@ -63,14 +63,15 @@ class PairedLooks:
                 waiting=evidence.invalid_nodes,
             )
             return None
-        return self._decide(run, config, pair)
+        return self._decide(run, config, pair, evidence)
 
-    def _decide(self, run: RunRecord, config: str, pair: int) -> LookDecision:
+    def _decide(self, run: RunRecord, config: str, pair: int, own: ConfigEvidence) -> LookDecision:
+        """``own``: the config's look manifests so far, read and verified already."""
         spec = run.spec
         if spec.calibration:
             return self._store(spec, config, pair, CALIBRATION_GOES_ON)
         so_far = {
-            c.name: config_kpis_of(self._looks(spec, c, n), spec)
+            c.name: config_kpis_of(own if c.name == config else self._looks(spec, c, n), spec)
             for c in spec.configs
             if (n := pair if c.name == config else self._complete_pairs(spec, c))
         }
