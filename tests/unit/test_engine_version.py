@@ -29,6 +29,8 @@ RECORDED = {
     1: "fa656cdae2a759292a3b39fa7f16739b2cd106e16feebaeb363c208923cb0a58",
     # the field's formats, directions and suites' patterns (issue 23), in domain/logs/
     2: "058b2a1f3a419c04facaf6c845cb1bf13bcbb5c45a95a4a8da3f45a680d2bfe3",
+    # what language-model logs state: tokens/s, step time, TFLOP/s, MFU, loss, memory (issue 33)
+    3: "14d4757156ea3bc83144fa4e2af8aefe956626c33282703c65fbef0d94473090",
 }
 
 

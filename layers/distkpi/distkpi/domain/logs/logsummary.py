@@ -102,9 +102,54 @@ class LogSummary:
     # the run stopped without reaching its target (MLLOG run_stop status aborted)
     aborted: bool = False
     problem_counts: dict[str, int] = field(default_factory=dict)
+    # what language-model training logs state besides samples/s: each report's value, its
+    # warm-up dropped as throughput's is; `per` says what a tokens/s or memory figure counts
+    tokens_per_s: RunningMean = field(default_factory=lambda: RunningMean(Per.CARD))
+    step_time_s: RunningMean = field(default_factory=lambda: RunningMean(Per.JOB))
+    tflops_per_gpu: RunningMean = field(default_factory=lambda: RunningMean(Per.CARD))
+    mfu: RunningMean = field(default_factory=lambda: RunningMean(Per.CARD))
+    # the training loss by step (the first MAX_KEPT steps), the last one, and how many
+    # reported losses were NaN or infinite
+    loss_by_step: dict[int, float] = field(default_factory=dict)
+    last_loss: float | None = None
+    nonfinite_losses: int = 0
+    first_nonfinite_step: int | None = None
+    # the highest count of skipped or NaN iterations the framework itself reports
+    nan_iterations: int = 0
+    # the job's shape as the log states it, for tokens <-> samples and FLOP counts
+    seq_len: int | None = None
+    global_batch: int | None = None
+    # the peak GPU memory the framework reports for its own rank (MiB), and which figure
+    # it is (e.g. "max allocated", "max reserved")
+    framework_memory_mib: float | None = None
+    framework_memory_kind: str | None = None
 
     def __post_init__(self) -> None:
-        self.per_gpu_throughput.warmup_reports = self.warmup_reports
+        for running in (
+            self.per_gpu_throughput,
+            self.tokens_per_s,
+            self.step_time_s,
+            self.tflops_per_gpu,
+            self.mfu,
+        ):
+            running.warmup_reports = self.warmup_reports
+
+    def add_loss(self, step: int | None, value: float) -> None:
+        """A NaN or infinite loss is counted (and its first step kept), never stored as a
+        value: a summary holds only numbers a KPI can be."""
+        if not math.isfinite(value):
+            self.nonfinite_losses += 1
+            if self.first_nonfinite_step is None:
+                self.first_nonfinite_step = step
+            return
+        self.last_loss = value
+        if step is not None and (step in self.loss_by_step or len(self.loss_by_step) < MAX_KEPT):
+            self.loss_by_step[step] = value
+
+    def add_framework_memory(self, mib: float, kind: str) -> None:
+        if self.framework_memory_mib is None or mib > self.framework_memory_mib:
+            self.framework_memory_mib = mib
+            self.framework_memory_kind = kind
 
     def note(self, problem: str) -> None:
         self.problem_counts[problem] = self.problem_counts.get(problem, 0) + 1
