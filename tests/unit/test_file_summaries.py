@@ -58,6 +58,19 @@ def every_field_set() -> list[tuple[str, Any]]:
         crash="a Python traceback",
         aborted=True,
         problem_counts={"unreadable :::MLLOG line skipped": 2, "empty file": 1},
+        tokens_per_s=RunningMean(Per.JOB, None, 2, 13_394.0, [6697.0, 6697.0]),
+        step_time_s=RunningMean(Per.JOB, None, 2, 24.2, [12.1, 12.1]),
+        tflops_per_gpu=RunningMean(Per.CARD, None, 1, 312.4, [312.4]),
+        mfu=RunningMean(Per.CARD, None, 1, 0.316, [0.316]),
+        loss_by_step={10: 7.8, 20: 6.5},
+        last_loss=6.5,
+        nonfinite_losses=1,
+        first_nonfinite_step=30,
+        nan_iterations=2,
+        seq_len=2048,
+        global_batch=1024,
+        framework_memory_mib=34754.6,
+        framework_memory_kind="max allocated",
     )
     gpu = GpuMemorySummary(peak_mib=12104.5, samples=17, problems=["1 line(s) not understood"])
     return [("log", log), ("gpu_memory", gpu)]
