@@ -11,18 +11,12 @@ from pathlib import Path
 from distkpi.domain.logs.filesummary import ENGINE_VERSION
 
 LOGS = Path(__file__).resolve().parents[2] / "layers" / "distkpi" / "distkpi" / "domain" / "logs"
-# everything a summary depends on: the scanner, the formats, the reductions, their bounds,
-# and how a summary is written and read
+# everything a summary depends on: the scanner, the readers, the reductions, their bounds,
+# and how a summary is written and read (every module under domain/logs/, readers included)
 PARSER_SOURCES = (
     "../accuracy.py",
     "../patterns.py",
-    "bounds.py",
-    "declared.py",
-    "filesummary.py",
-    "gpumemory.py",
-    "linescan.py",
-    "logformats.py",
-    "logsummary.py",
+    *sorted(str(p.relative_to(LOGS)) for p in LOGS.rglob("*.py")),
 )
 # every engine version there has been, with the hash of its sources; never edit a line
 RECORDED = {

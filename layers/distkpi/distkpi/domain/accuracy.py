@@ -37,8 +37,7 @@ def reaches(
         if not isinstance(value, dict):
             return False
         return all(
-            name in value
-            and at_least_as_good(value[name], part, _part(name, direction, parts))
+            name in value and at_least_as_good(value[name], part, _part(name, direction, parts))
             for name, part in target.items()
         )
     return at_least_as_good(headline(value, None), target, direction)

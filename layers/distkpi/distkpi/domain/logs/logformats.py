@@ -48,12 +48,16 @@ def parse_log(stream: Readable, settings: ParseSettings = DEFAULT_SETTINGS) -> L
         warmup_reports=settings.warmup_reports,
         declared=settings.metrics.kpis() if settings.metrics is not None else (),
     )
+    # what the suite's patterns read of the KPIs only they then give (declared.py)
+    own = LogSummary(warmup_reports=settings.warmup_reports)
     lines, problems = scan_lines(stream, NEEDLES, declared.triggers if declared else ())
     for raw in lines:
         line = normalise(raw)
         if declared is not None:
-            declared.read(line, summary)
+            declared.read(line, summary, own)
         read_normalised(line, summary)
+    if declared is not None:
+        declared.adopt(own, summary)
     for problem in problems.describe():
         summary.note(problem)
     return summary

@@ -8,9 +8,8 @@ from __future__ import annotations
 import re
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*+[A-Za-z]")
-_PREFIXES = re.compile(
-    r"(?:[ \t]*+(?:\d{1,6}+: |\[(?:rank|default)\d{1,6}+\]:|\[\d{1,6}+,\d{1,6}+\]<std(?:out|err)>:))++"
-)
+_PREFIX = r"\d{1,6}+: |\[(?:rank|default)\d{1,6}+\]:|\[\d{1,6}+,\d{1,6}+\]<std(?:out|err)>:"
+_PREFIXES = re.compile(rf"(?:[ \t]*+(?:{_PREFIX}))++[ \t]*+")
 _PREFIX_STARTS = frozenset(" \t[0123456789")
 
 

@@ -68,6 +68,7 @@ def _evaluation(line: str, out: LogSummary) -> bool:
 
 TIMER = Reader("deepspeed", (b"SamplesPerSec=", b", skipped="), _timer)
 EVALUATION = Reader(
-    "deepspeed_examples", (b"ppl: ", b"acc (higher is better)", b"Accuracy of the network on the "),
+    "deepspeed_examples",
+    (b"ppl: ", b"acc (higher is better)", b"Accuracy of the network on the "),
     _evaluation,
 )

@@ -47,7 +47,7 @@ def _eval_accuracy(
         # one of several metrics, each on its own line (Stable Diffusion's FID and CLIP)
         part = number(value, out)
         if part is not None:
-            when = (metadata.get("epoch_num"), metadata.get("step_num"))
+            when = (metadata.get(k) for k in ("epoch_num", "step_num", "samples_count"))
             key = "|".join(str(v)[:40] if isinstance(v, int | float | str) else "" for v in when)
             epoch = pass_number(metadata.get("epoch_num"), out)
             out.add_accuracy_part(metric[:MAX_NAME], part, key, epoch, time_s)
@@ -126,7 +126,9 @@ def _epoch(stop: bool) -> _Handler:
     return mark
 
 
-def _throughput(value: Any, metadata: dict[str, Any], time_s: float | None, out: LogSummary) -> None:
+def _throughput(
+    value: Any, metadata: dict[str, Any], time_s: float | None, out: LogSummary
+) -> None:
     """NVIDIA's MLPerf code logs its own `throughput` key: the whole job's rate."""
     throughput = number(value, out)
     if throughput is not None and throughput > 0:

@@ -123,10 +123,15 @@ def _ips(line: str, out: LogSummary) -> bool:
     if unit in _NOT_SAMPLES or "[Eval]" in line or "[EVAL]" in line:
         return True
     if unit in _TOKENS:
-        if (rate := positive(m.group(1), out)) is not None:
+        step = _GLOBAL_STEP.search(line)
+        # without a step it is the run's own total (`llm/run_pretrain.py`'s effective
+        # tokens/s), taken only when the log states no step's rate
+        if (step is not None or out.tokens_per_s.count == 0) and (
+            rate := positive(m.group(1), out)
+        ) is not None:
             out.tokens_per_s.per = Per.CARD
             out.tokens_per_s.add(rate)
-        if (step := _GLOBAL_STEP.search(line)) and (value := _LOSS_AFTER.search(line, step.end())):
+        if step is not None and (value := _LOSS_AFTER.search(line, step.end())):
             loss(pass_number(step.group(1), out), value.group(1), out)
         return True
     positive_throughput(m.group(1), Level.ITERATION, out, Per.CARD)

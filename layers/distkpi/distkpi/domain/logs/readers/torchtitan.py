@@ -14,7 +14,6 @@ from distkpi.domain.logs.readers.base import (
     LOSS,
     NUM,
     Reader,
-    finite,
     loss,
     pass_number,
     positive,
@@ -38,15 +37,12 @@ def _step(line: str, out: LogSummary) -> bool:
     if (rate := positive(without_separators(tps.group(1)), out)) is not None:
         out.tokens_per_s.per = Per.CARD
         out.tokens_per_s.add(rate)
-    if m := _TFLOPS.search(line):
-        if (tflops := positive(m.group(1), out)) is not None:
-            out.tflops_per_gpu.add(tflops)
-    if m := _MFU.search(line):
-        if (mfu := positive(m.group(1), out)) is not None:
-            out.mfu.add(mfu / 100.0)
-    if m := _MEMORY.search(line):
-        if (gib := finite(m.group(1), out)) is not None and gib > 0:
-            out.add_framework_memory(gib * GIB, "max reserved")
+    if (m := _TFLOPS.search(line)) and (tflops := positive(m.group(1), out)) is not None:
+        out.tflops_per_gpu.add(tflops)
+    if (m := _MFU.search(line)) and (mfu := positive(m.group(1), out)) is not None:
+        out.mfu.add(mfu / 100.0)
+    if (m := _MEMORY.search(line)) and (gib := positive(m.group(1), out)) is not None:
+        out.add_framework_memory(gib * GIB, "max reserved")
     if m := _LOSS.search(line):
         loss(pass_number(step.group(1), out), m.group(1), out)
     return True

@@ -48,25 +48,26 @@ def _epoch(text: str | None, out: LogSummary) -> int | None:
     return pass_number(int(value), out)
 
 
+def _positive(pairs: dict[str, str], key: str, out: LogSummary) -> float | None:
+    text = pairs.get(key)
+    return positive(text, out) if text is not None else None
+
+
 def _evaluation(pairs: dict[str, str], out: LogSummary, epoch: int | None) -> None:
     if "eval_accuracy" in pairs:
         if (acc := finite(pairs["eval_accuracy"], out)) is not None:
             out.add_accuracy(acc, epoch, None)
-    elif "eval_loss" in pairs and out.direction is Direction.LOWER:
-        if (value := positive(pairs["eval_loss"], out)) is not None:
-            out.add_accuracy(value, epoch, None)
+    elif out.direction is Direction.LOWER and (value := _positive(pairs, "eval_loss", out)):
+        out.add_accuracy(value, epoch, None)
 
 
 def _run_totals(pairs: dict[str, str], out: LogSummary) -> None:
     """The run's end: samples/s of the job over the whole run, tokens/s per device."""
-    if (rate := pairs.get("train_samples_per_second")) is not None:
-        if (value := positive(rate, out)) is not None:
-            out.add_throughput(value, Level.SUMMARY, Per.JOB)
-    tokens = pairs.get("train_tokens_per_second")
-    if tokens is not None and out.tokens_per_s.count == 0:
-        if (value := positive(tokens, out)) is not None:
-            out.tokens_per_s.per = Per.CARD
-            out.tokens_per_s.add(value)
+    if (rate := _positive(pairs, "train_samples_per_second", out)) is not None:
+        out.add_throughput(rate, Level.SUMMARY, Per.JOB)
+    if out.tokens_per_s.count == 0 and (tokens := _positive(pairs, "train_tokens_per_second", out)):
+        out.tokens_per_s.per = Per.CARD
+        out.tokens_per_s.add(tokens)
 
 
 def _hugging_face(line: str, out: LogSummary) -> bool:
@@ -91,22 +92,17 @@ def _paddlenlp(line: str, out: LogSummary) -> bool:
     step = pass_number(step_text, out) if step_text is not None and step_text.isdigit() else None
     if "loss" in pairs:
         loss(step, pairs["loss"], out)
-    if (rate := pairs.get("interval_samples_per_second")) is not None:
-        if (value := positive(rate, out)) is not None:
-            out.add_throughput(value, Level.ITERATION, Per.JOB)
-    if (rate := pairs.get("interval_tokens_per_second_per_device")) is not None:
-        if (value := positive(rate, out)) is not None:
-            out.tokens_per_s.per = Per.CARD
-            out.tokens_per_s.add(value)
-    if (rate := pairs.get("interval_hardware_tflops_per_device")) is not None:
-        if (value := positive(rate, out)) is not None:
-            out.tflops_per_gpu.add(value)
-    if (rate := pairs.get("interval_steps_per_second")) is not None:
-        if (value := positive(rate, out)) is not None:
-            out.step_time_s.add(1.0 / value)
-    if (memory := pairs.get("max_memory_allocated")) is not None:
-        if (gib := positive(memory, out)) is not None:
-            out.add_framework_memory(gib * GIB, "max allocated")
+    if (samples := _positive(pairs, "interval_samples_per_second", out)) is not None:
+        out.add_throughput(samples, Level.ITERATION, Per.JOB)
+    if (tokens := _positive(pairs, "interval_tokens_per_second_per_device", out)) is not None:
+        out.tokens_per_s.per = Per.CARD
+        out.tokens_per_s.add(tokens)
+    if (tflops := _positive(pairs, "interval_hardware_tflops_per_device", out)) is not None:
+        out.tflops_per_gpu.add(tflops)
+    if (steps := _positive(pairs, "interval_steps_per_second", out)) is not None:
+        out.step_time_s.add(1.0 / steps)
+    if (gib := _positive(pairs, "max_memory_allocated", out)) is not None:
+        out.add_framework_memory(gib * GIB, "max allocated")
     _evaluation(pairs, out, None)
     _run_totals(pairs, out)
     return True
