@@ -25,6 +25,8 @@ RECORDED = {
     2: "058b2a1f3a419c04facaf6c845cb1bf13bcbb5c45a95a4a8da3f45a680d2bfe3",
     # what language-model logs state: tokens/s, step time, TFLOP/s, MFU, loss, memory (issue 33)
     3: "14d4757156ea3bc83144fa4e2af8aefe956626c33282703c65fbef0d94473090",
+    # readers as a registry, one module per log family, and today's frameworks (issue 33)
+    4: "a2b177ceeb154d0fafe758974982e1afd5591dbbbe7387343c6b53edb2de8f6e",
 }
 
 
