@@ -13,7 +13,8 @@ from distkpi.domain.accuracy import Direction
 from distkpi.domain.logs.logformats import ParseSettings, parse_log
 from distkpi.domain.logs.logsummary import Level, LogSummary, Per
 from distkpi.domain.logs.normalise import normalise
-from distkpi.domain.logs.registry import NEEDLES, READERS
+from distkpi.domain.logs.readers.base import Reader
+from distkpi.domain.logs.registry import NEEDLES, READERS, Registry
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llm"
 
@@ -260,3 +261,17 @@ def test_hugging_face_nan_loss() -> None:
 def test_every_readers_needles_are_the_scanners() -> None:
     assert {n for r in READERS for n in r.needles} == set(NEEDLES)
     assert len({r.name for r in READERS}) == len(READERS)
+
+
+def test_a_new_family_is_a_reader_in_the_registry_and_nothing_else() -> None:
+    def fake(line: str, out: LogSummary) -> bool:
+        at = line.find("fake tps=")
+        if at == -1:
+            return False
+        out.tokens_per_s.add(float(line[at + len("fake tps=") :]))
+        return True
+
+    registry = Registry((*READERS, Reader("fake", (b"fake tps=",), fake)))
+    text = b"noise\n[rank0]:fake tps=12.5\nnoise\n"
+    assert parse_log(io.BytesIO(text), ParseSettings(), registry).tokens_per_s.kept == [12.5]
+    assert parse_log(io.BytesIO(text), ParseSettings()).tokens_per_s.kept == []

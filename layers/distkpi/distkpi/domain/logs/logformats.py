@@ -12,7 +12,7 @@ from distkpi.domain.logs.linescan import Readable, scan_lines
 from distkpi.domain.logs.logsummary import LogSummary
 from distkpi.domain.logs.normalise import normalise
 from distkpi.domain.logs.readers.base import NUMBER_DOES_NOT_FIT, PASS_DOES_NOT_FIT
-from distkpi.domain.logs.registry import NEEDLES, parse_line, read_normalised
+from distkpi.domain.logs.registry import NEEDLES, REGISTRY, Registry, parse_line
 from distkpi.domain.patterns import DeclaredMetrics
 
 __all__ = [
@@ -40,7 +40,9 @@ class ParseSettings:
 DEFAULT_SETTINGS = ParseSettings()
 
 
-def parse_log(stream: Readable, settings: ParseSettings = DEFAULT_SETTINGS) -> LogSummary:
+def parse_log(
+    stream: Readable, settings: ParseSettings = DEFAULT_SETTINGS, registry: Registry = REGISTRY
+) -> LogSummary:
     """Stream a training log of any size into a LogSummary; never raises on bad content."""
     declared = reader_for(settings.metrics) if settings.metrics is not None else None
     summary = LogSummary(
@@ -50,12 +52,13 @@ def parse_log(stream: Readable, settings: ParseSettings = DEFAULT_SETTINGS) -> L
     )
     # what the suite's patterns read of the KPIs only they then give (declared.py)
     own = LogSummary(warmup_reports=settings.warmup_reports)
-    lines, problems = scan_lines(stream, NEEDLES, declared.triggers if declared else ())
+    triggers = declared.triggers if declared else ()
+    lines, problems = scan_lines(stream, registry.needles, triggers)
     for raw in lines:
         line = normalise(raw)
         if declared is not None:
             declared.read(line, summary, own)
-        read_normalised(line, summary)
+        registry.read_normalised(line, summary)
     if declared is not None:
         declared.adopt(own, summary)
     for problem in problems.describe():

@@ -8,6 +8,9 @@ same line: crash markers first, then the framework-specific formats, then the ge
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
+
 from distkpi.domain.logs.logsummary import LogSummary
 from distkpi.domain.logs.normalise import normalise
 from distkpi.domain.logs.readers import (
@@ -21,7 +24,7 @@ from distkpi.domain.logs.readers import (
     torchtitan,
     trainers,
 )
-from distkpi.domain.logs.readers.base import Reader
+from distkpi.domain.logs.readers.base import Reader, ReadLine
 
 READERS: tuple[Reader, ...] = (
     classic.CRASH,
@@ -46,16 +49,31 @@ READERS: tuple[Reader, ...] = (
     trainers.LOG_METRICS,
 )
 
-# Every line any reader accepts contains one of these (the scanner's prefilter).
-NEEDLES: tuple[bytes, ...] = tuple(dict.fromkeys(n for r in READERS for n in r.needles))
-_READS = tuple(reader.read for reader in READERS)
+
+@dataclass(frozen=True)
+class Registry:
+    """Readers in the order they are asked, and the needles the scanner looks for."""
+
+    readers: tuple[Reader, ...]
+
+    @cached_property
+    def needles(self) -> tuple[bytes, ...]:
+        """Every line any reader accepts contains one of these (the scanner's prefilter)."""
+        return tuple(dict.fromkeys(n for r in self.readers for n in r.needles))
+
+    @cached_property
+    def _reads(self) -> tuple[ReadLine, ...]:
+        return tuple(reader.read for reader in self.readers)
+
+    def read_normalised(self, line: str, out: LogSummary) -> bool:
+        """Feed one normalised line to the first reader that claims it; False when none does."""
+        return any(read(line, out) for read in self._reads)
 
 
-def read_normalised(line: str, out: LogSummary) -> bool:
-    """Feed one normalised line to the first reader that claims it; False when none does."""
-    return any(read(line, out) for read in _READS)
+REGISTRY = Registry(READERS)
+NEEDLES = REGISTRY.needles
 
 
 def parse_line(line: str, out: LogSummary) -> bool:
     """Feed one line to the first reader that recognises it; False for an unknown line."""
-    return read_normalised(normalise(line), out)
+    return REGISTRY.read_normalised(normalise(line), out)

@@ -108,9 +108,14 @@ def _paddlenlp(line: str, out: LogSummary) -> bool:
     return True
 
 
+_TABLE_KEYS = frozenset(
+    {"eval_accuracy", "eval_loss", "train_samples_per_second", "train_tokens_per_second"}
+)
+
+
 def _table_row(line: str, out: LogSummary) -> bool:
     m = _TABLE_ROW.search(line)
-    if m is None:
+    if m is None or m.group(1) not in _TABLE_KEYS:
         return False
     pairs = {m.group(1): m.group(2)}
     _evaluation(pairs, out, None)
