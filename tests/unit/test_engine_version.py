@@ -26,7 +26,7 @@ RECORDED = {
     # what language-model logs state: tokens/s, step time, TFLOP/s, MFU, loss, memory (issue 33)
     3: "14d4757156ea3bc83144fa4e2af8aefe956626c33282703c65fbef0d94473090",
     # readers as a registry, one module per log family, and today's frameworks (issue 33)
-    4: "ff81f06fe5b8eea4434816432e23c3b914114ab6a69be7299cb487f66350d0f9",
+    4: "21d2f7581e5d4d167d6f6574b8a443426ce7953db1d44606d7170950384efa1d",
 }
 
 

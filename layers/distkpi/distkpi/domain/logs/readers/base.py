@@ -75,11 +75,6 @@ def pass_number(value: object, out: LogSummary) -> int | None:
     return value
 
 
-def step_number(text: str, out: LogSummary) -> int | None:
-    """A training step from its digits; None, noted, past what a pass number may be."""
-    return pass_number(text, out)
-
-
 def positive_throughput(text: str, level: Level, out: LogSummary, per: Per = Per.PROCESS) -> None:
     value = finite(text, out)
     if value is not None and value > 0:
