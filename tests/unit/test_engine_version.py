@@ -11,18 +11,12 @@ from pathlib import Path
 from distkpi.domain.logs.filesummary import ENGINE_VERSION
 
 LOGS = Path(__file__).resolve().parents[2] / "layers" / "distkpi" / "distkpi" / "domain" / "logs"
-# everything a summary depends on: the scanner, the formats, the reductions, their bounds,
-# and how a summary is written and read
+# everything a summary depends on: the scanner, the readers, the reductions, their bounds,
+# and how a summary is written and read (every module under domain/logs/, readers included)
 PARSER_SOURCES = (
     "../accuracy.py",
     "../patterns.py",
-    "bounds.py",
-    "declared.py",
-    "filesummary.py",
-    "gpumemory.py",
-    "linescan.py",
-    "logformats.py",
-    "logsummary.py",
+    *sorted(str(p.relative_to(LOGS)) for p in LOGS.rglob("*.py")),
 )
 # every engine version there has been, with the hash of its sources; never edit a line
 RECORDED = {
@@ -31,6 +25,8 @@ RECORDED = {
     2: "058b2a1f3a419c04facaf6c845cb1bf13bcbb5c45a95a4a8da3f45a680d2bfe3",
     # what language-model logs state: tokens/s, step time, TFLOP/s, MFU, loss, memory (issue 33)
     3: "14d4757156ea3bc83144fa4e2af8aefe956626c33282703c65fbef0d94473090",
+    # readers as a registry, one module per log family, and today's frameworks (issue 33)
+    4: "21d2f7581e5d4d167d6f6574b8a443426ce7953db1d44606d7170950384efa1d",
 }
 
 

@@ -58,6 +58,23 @@ TEMPLATES = (
     "Pass: {}, Loss: {} , Test Accuracy: {}",
     ':::MLLOG {{"key": "throughput", "value": {}, "time_ms": {}}}',
     ':::MLPv0.5.0 resnet {} (x.py:1) eval_accuracy: {{"epoch": {}, "value": {}}}',
+    "iteration {}/ {} | elapsed time per iteration (ms): {} | throughput per GPU (TFLOP/s/GPU): {}"
+    " | global batch size: {} | lm loss: {} | number of nan iterations: {} |",
+    "[Rank 0] (after {} iterations) memory (MB) | allocated: {} | max allocated: {}",
+    "[rank0]:step: {}  loss: {}  memory: {}GiB({}%)  tps: {}  tflops: {}  mfu: {}%",
+    "completed step: {}, seconds: {}, TFLOP/s/device: {}, Tokens/s/device: {}, loss: {}",
+    "epoch=0/micro_step={}/global_step={}, RunningAvgSamplesPerSec={}, CurrSamplesPerSec={}, "
+    "MemAllocated={}GB, MaxMemAllocated={}GB",
+    "{{'loss': {}, 'learning_rate': {}, 'epoch': {}}}",
+    "{{'train_runtime': {}, 'train_samples_per_second': {}, 'epoch': {}}}",
+    "loss: {}, global_step: {}, max_memory_allocated: {}, interval_samples_per_second: {}, "
+    "interval_tokens_per_second_per_device: {}, interval_steps_per_second: {}",
+    "  eval_accuracy = {}",
+    "ppl: {}, loss: {}",
+    "global step {}, epoch: 0, batch: 0, loss: {}, ips_total: {} tokens/s, ips: {} tokens/s",
+    ':::MLLOG {{"key": "eval_accuracy", "value": {}, "time_ms": {}, '
+    '"metadata": {{"step_num": {}, "metric": "FID"}}}}',
+    ':::MLLOG {{"key": "tracked_stats", "value": {{"train_step_time": {}}}, "time_ms": {}}}',
     "DLL 2022-05-19 18:27:50.403645 - epoch {} | avg train utts/s  {} | took {} s",
     "DLL 2022-05-19 19:05:08.574990 -  | avg train utts/s  {}",
     "[Eval][Epoch {}][Avg]CELoss: {}, loss: {}, top1: {}, top5: {}",
@@ -235,6 +252,16 @@ HEADS = (
     ":::MLPv0.5.0 resnet 1 (x.py:1) eval_accuracy: ",
     "DLL 2022-05-19 18:27:50.403645 - epoch 1 | ",
     "[Eval][Epoch 1][Avg]",
+    "iteration 1/ 2 |",
+    "memory (MB) |",
+    "step: 1 tps: ",
+    "completed step: 1, ",
+    "CurrSamplesPerSec=",
+    "{'loss': ",
+    "global_step: 1, interval_samples_per_second: ",
+    "  eval_accuracy = ",
+    "ppl: ",
+    "[rank0]:",
     "",
 )
 UNITS = (
@@ -259,6 +286,14 @@ UNITS = (
     "Epoch[",
     " | 1",
     "top1: 1",
+    " |",
+    "a: 1 |",
+    "1,",
+    "'a': 1, ",
+    "a: 1, ",
+    "[rank0]:",
+    "0: ",
+    "\x1b[3",
 )
 
 

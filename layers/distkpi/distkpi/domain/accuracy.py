@@ -24,24 +24,40 @@ def at_least_as_good(value: float, other: float, direction: Direction) -> bool:
     return value >= other if direction is Direction.HIGHER else value <= other
 
 
-def reaches(value: Accuracy, target: Target, direction: Direction) -> bool:
-    """Whether an evaluation reaches the target: every named part of it, when it has parts."""
+def reaches(
+    value: Accuracy,
+    target: Target,
+    direction: Direction,
+    parts: Mapping[str, Direction] | None = None,
+) -> bool:
+    """Whether an evaluation reaches the target: every named part of it, when it has parts,
+    each in its own direction where ``parts`` names one (Stable Diffusion's FID is lower,
+    its CLIP score higher)."""
     if isinstance(target, Mapping):
         if not isinstance(value, dict):
             return False
         return all(
-            name in value and at_least_as_good(value[name], part, direction)
+            name in value and at_least_as_good(value[name], part, _part(name, direction, parts))
             for name, part in target.items()
         )
     return at_least_as_good(headline(value, None), target, direction)
 
 
-def dominates(earlier: Accuracy, later: Accuracy, direction: Direction) -> bool:
+def _part(name: str, direction: Direction, parts: Mapping[str, Direction] | None) -> Direction:
+    return parts.get(name, direction) if parts else direction
+
+
+def dominates(
+    earlier: Accuracy,
+    later: Accuracy,
+    direction: Direction,
+    parts: Mapping[str, Direction] | None = None,
+) -> bool:
     """Whether ``earlier`` reaches every target ``later`` reaches (so ``later`` can be
     forgotten): at least as good in each part ``later`` has."""
     if isinstance(later, dict):
         return isinstance(earlier, dict) and all(
-            name in earlier and at_least_as_good(earlier[name], v, direction)
+            name in earlier and at_least_as_good(earlier[name], v, _part(name, direction, parts))
             for name, v in later.items()
         )
     return not isinstance(earlier, dict) and at_least_as_good(earlier, later, direction)

@@ -9,11 +9,20 @@ logs/declared.py compiles and applies them.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import re2
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 
 class Per(StrEnum):
@@ -55,6 +64,69 @@ def _checked(pattern: str, group: str | None) -> str:
 class _Declared(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    @model_serializer(mode="wrap")
+    def _stated_only(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Only what the suite states travels (run.json keeps a suite's own keys)."""
+        data = handler(self)
+        return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
+
+
+# `value: 'num / den'`: two named groups of the line and one operator, never evaluated code
+_EXPRESSION = re.compile(r"\s*([A-Za-z_]\w{0,31})\s*([-+*/])\s*([A-Za-z_]\w{0,31})\s*")
+Expression = Annotated[str, Field(min_length=1, max_length=80)]
+
+
+def parse_expression(text: str) -> tuple[str, str, str]:
+    """`'num / den'` as (left group, operator, right group); ValueError when it is not one."""
+    m = _EXPRESSION.fullmatch(text)
+    if m is None:
+        raise ValueError(
+            f"value {text!r} is not two group names and one of + - * / (e.g. 'num / den')"
+        )
+    return m.group(1), m.group(2), m.group(3)
+
+
+class NumberPattern(_Declared):
+    """A pattern whose `value` group is the number, or, with `value: 'a / b'`, two named
+    groups of the same line combined by one operator (+ - * /). A number may have thousands
+    separators and a unit suffix (`6,697`, `33.94GiB`, `1.2k`, `3.5e+03`)."""
+
+    pattern: Pattern
+    value: Expression | None = None
+
+    @model_validator(mode="after")
+    def _has_groups(self) -> Any:
+        if self.value is None:
+            _checked(self.pattern, "value")
+            return self
+        left, _, right = parse_expression(self.value)
+        for group in (left, right):
+            _checked(self.pattern, group)
+        return self
+
+    def groups(self) -> tuple[str, str, str] | None:
+        return parse_expression(self.value) if self.value is not None else None
+
+
+class RatePattern(NumberPattern):
+    # what one matched value counts
+    per: Per
+
+
+class StepTimePattern(NumberPattern):
+    # the unit of a number that states none
+    unit: Literal["s", "ms"] = "s"
+
+
+class LossPattern(NumberPattern):
+    """A training loss; a `step` group, when the pattern has one, is its step."""
+
+
+class MemoryPattern(NumberPattern):
+    # the unit of a number that states none; which processes' memory it is
+    unit: Literal["B", "KiB", "MiB", "GiB", "KB", "MB", "GB"] = "MiB"
+    role: Literal["trainer", "pserver"] | None = None
+
 
 class AccuracyPattern(_Declared):
     """A pattern whose `value` group is the KPI's number."""
@@ -90,8 +162,29 @@ class TimeMarks(_Declared):
 
 class DeclaredMetrics(_Declared):
     throughput: ThroughputPattern | None = None
+    # samples/s too, as a value derived from two groups (`value: 'num / den'`)
+    samples_per_s: RatePattern | None = None
     test_accuracy: AccuracyPattern | None = None
     time_marks: TimeMarks | None = None
+    tokens_per_s: RatePattern | None = None
+    step_time_s: StepTimePattern | None = None
+    loss: LossPattern | None = None
+    gpu_memory: MemoryPattern | None = None
+
+    @model_validator(mode="after")
+    def _one_throughput(self) -> Any:
+        if self.throughput is not None and self.samples_per_s is not None:
+            raise ValueError("throughput and samples_per_s are the same KPI: state one")
+        return self
 
     def kpis(self) -> tuple[str, ...]:
-        return tuple(k for k in ("throughput", "test_accuracy") if getattr(self, k) is not None)
+        """The KPIs the suite's patterns state, which the built-in readers leave to them."""
+        stated = {
+            "throughput": self.throughput or self.samples_per_s,
+            "test_accuracy": self.test_accuracy,
+            "tokens_per_s": self.tokens_per_s,
+            "step_time_s": self.step_time_s,
+            "loss": self.loss,
+            "gpu_memory": self.gpu_memory,
+        }
+        return tuple(k for k, v in stated.items() if v is not None)

@@ -114,8 +114,11 @@ class LogSummary:
     last_loss: float | None = None
     nonfinite_losses: int = 0
     first_nonfinite_step: int | None = None
-    # the highest count of skipped or NaN iterations the framework itself reports
+    # the iterations the framework itself reports as NaN (Megatron's per-interval counts,
+    # summed), and those it skipped (an fp16 loss-scale overflow skips one without any
+    # divergence, so they are kept apart): the highest cumulative count or the sum
     nan_iterations: int = 0
+    skipped_iterations: int = 0
     # the job's shape as the log states it, for tokens <-> samples and FLOP counts
     seq_len: int | None = None
     global_batch: int | None = None
@@ -123,6 +126,14 @@ class LogSummary:
     # it is (e.g. "max allocated", "max reserved")
     framework_memory_mib: float | None = None
     framework_memory_kind: str | None = None
+    # the role a suite's declared gpu_memory pattern gives the figure (None: the log's own)
+    framework_memory_role: str | None = None
+    # MLPerf's submission_benchmark; its rules (mlperf_rules.py) fix the quality metric's
+    # direction, per named part where there are two (Stable Diffusion's FID and CLIP)
+    benchmark: str | None = None
+    part_directions: dict[str, Direction] = field(default_factory=dict)
+    # the evaluation whose parts arrive on separate lines (their epoch/step), still open
+    parts_key: str | None = None
 
     def __post_init__(self) -> None:
         for running in (
@@ -146,10 +157,27 @@ class LogSummary:
         if step is not None and (step in self.loss_by_step or len(self.loss_by_step) < MAX_KEPT):
             self.loss_by_step[step] = value
 
-    def add_framework_memory(self, mib: float, kind: str) -> None:
+    def add_framework_memory(self, mib: float, kind: str, role: str | None = None) -> None:
         if self.framework_memory_mib is None or mib > self.framework_memory_mib:
             self.framework_memory_mib = mib
             self.framework_memory_kind = kind
+            self.framework_memory_role = role
+
+    def add_accuracy_part(
+        self, name: str, value: float, key: str, pass_num: int | None, time_s: float | None
+    ) -> None:
+        """One named part of an evaluation whose parts are logged one per line (MLPerf's
+        Stable Diffusion: FID, then CLIP, of the same step): parts of the same ``key`` make
+        one evaluation, timed by its last part."""
+        last = self.last_accuracy
+        if self.parts_key == key and isinstance(last, dict) and name not in last:
+            merged = {**last, name: value}
+            if self.accuracy_frontier and self.accuracy_frontier[-1].accuracy is last:
+                self.accuracy_frontier.pop()
+            self.add_accuracy(merged, pass_num, time_s)
+            return
+        self.parts_key = key
+        self.add_accuracy({name: value}, pass_num, time_s)
 
     def note(self, problem: str) -> None:
         self.problem_counts[problem] = self.problem_counts.get(problem, 0) + 1
@@ -190,7 +218,8 @@ class LogSummary:
             return last is not None and dominates(last.accuracy, value, self.direction)
         if len(frontier) >= MAX_PARTS_FRONTIER:
             return True
-        return any(dominates(p.accuracy, value, self.direction) for p in frontier)
+        parts = self.part_directions
+        return any(dominates(p.accuracy, value, self.direction, parts) for p in frontier)
 
     def mark_start(self, time_s: float) -> None:
         if self.run_start_s is None or time_s < self.run_start_s:
@@ -241,7 +270,7 @@ class LogSummary:
 
     def first_time_reaching(self, target: Target) -> float | None:
         for point in self.accuracy_frontier:
-            if reaches(point.accuracy, target, self.direction):
+            if reaches(point.accuracy, target, self.direction, self.part_directions):
                 return point.time_s
         return None
 

@@ -1,0 +1,1 @@
+"""One module per log family; registry.py lists them."""

@@ -1,0 +1,73 @@
+"""The frameworks of 2018-2020: MXNet's Speedometer and validation lines, Horovod's
+benchmark totals and tf_cnn_benchmarks, and the crash markers any process leaves."""
+
+from __future__ import annotations
+
+import re
+
+from distkpi.domain.logs.logsummary import Level, LogSummary, Per
+from distkpi.domain.logs.readers.base import NUM, Reader, finite, pass_number, positive_throughput
+
+_HVD_PER_GPU = re.compile(rf"Img/sec per GPU: {NUM}")
+_HVD_TOTAL = re.compile(rf"Total img/sec on (\d++) GPU\(s\): {NUM}")
+_TF_TOTAL = re.compile(rf"total images/sec: {NUM}")
+_TF_STEP = re.compile(rf"\s*+\d++\s++images/sec: {NUM}")
+_SPEEDOMETER = re.compile(rf"Epoch\[\d++\] Batch \[\d++(?:-\d++)?\]\s++Speed: {NUM} samples/sec")
+_MXNET_VALIDATION = re.compile(rf"Epoch\[(\d++)\] Validation-accuracy={NUM}")
+
+# A process that died says so in its log, even when a launcher then exits 0 for it.
+_CRASHES = (
+    ("Traceback (most recent call last)", "a Python traceback"),
+    ("Error Message Summary", "a Paddle error (Error Message Summary)"),
+    ("SignalInfo: ***", "a fatal signal (SignalInfo)"),
+)
+
+
+def _crash(line: str, out: LogSummary) -> bool:
+    for marker, what in _CRASHES:
+        if marker in line:
+            out.crash = out.crash or what
+            return True
+    return False
+
+
+def _horovod_tf(line: str, out: LogSummary) -> bool:
+    if m := _HVD_TOTAL.search(line):
+        value = finite(m.group(2), out)
+        if value is not None and value > 0:
+            out.explicit_total = value
+        return True
+    if m := _HVD_PER_GPU.search(line):
+        value = finite(m.group(1), out)
+        if value is not None and value > 0:
+            out.per_gpu_throughput.add(value)
+        return True
+    if m := _TF_TOTAL.search(line):
+        positive_throughput(m.group(1), Level.SUMMARY, out)
+        return True
+    if m := _TF_STEP.match(line):
+        positive_throughput(m.group(1), Level.ITERATION, out)
+        return True
+    return False
+
+
+def _mxnet(line: str, out: LogSummary) -> bool:
+    """Speedometer: the batch size it was given, one worker's, over the time since its last
+    report; and the epoch's `Validation-accuracy=`."""
+    if m := _SPEEDOMETER.search(line):
+        positive_throughput(m.group(1), Level.ITERATION, out, Per.PROCESS)
+        return True
+    if m := _MXNET_VALIDATION.search(line):
+        if (acc := finite(m.group(2), out)) is not None:
+            out.add_accuracy(acc, pass_number(m.group(1), out), None)
+        return True
+    return False
+
+
+CRASH = Reader(
+    "crash",
+    (b"Traceback (most recent call last)", b"Error Message Summary", b"SignalInfo: ***"),
+    _crash,
+)
+MXNET = Reader("mxnet", (b"/sec", b"Validation-accuracy="), _mxnet)
+HOROVOD_TF = Reader("horovod_tf_cnn", (b"/sec",), _horovod_tf)

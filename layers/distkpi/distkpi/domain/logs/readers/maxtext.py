@@ -1,0 +1,38 @@
+"""MaxText's step line: `completed step: 10, seconds: 131.474, TFLOP/s/device: 314.530,
+Tokens/s/device: 124.618, total_weights: 8388608, loss: 4.453`.
+
+`seconds` is the step's time (one step of the whole job); TFLOP/s and tokens/s are per
+device (a TPU chip, or a GPU)."""
+
+from __future__ import annotations
+
+import re
+
+from distkpi.domain.logs.logsummary import LogSummary, Per
+from distkpi.domain.logs.readers.base import LOSS, NUM, Reader, loss, pass_number, positive
+
+_STEP = re.compile(r"completed step: (\d++),")
+_SECONDS = re.compile(rf"\bseconds: {NUM}")
+_TFLOPS = re.compile(rf"\bTFLOP/s/device: {NUM}")
+_TOKENS = re.compile(rf"\bTokens/s/device: {NUM}")
+_LOSS = re.compile(rf"(?<![\w/])loss: {LOSS}")
+
+
+def _step(line: str, out: LogSummary) -> bool:
+    step = _STEP.search(line)
+    if step is None:
+        return False
+    rest = step.end()
+    if (m := _SECONDS.search(line, rest)) and (seconds := positive(m.group(1), out)):
+        out.step_time_s.add(seconds)
+    if (m := _TFLOPS.search(line, rest)) and (tflops := positive(m.group(1), out)):
+        out.tflops_per_gpu.add(tflops)
+    if (m := _TOKENS.search(line, rest)) and (tokens := positive(m.group(1), out)):
+        out.tokens_per_s.per = Per.CARD
+        out.tokens_per_s.add(tokens)
+    if m := _LOSS.search(line, rest):
+        loss(pass_number(step.group(1), out), m.group(1), out)
+    return True
+
+
+READER = Reader("maxtext", (b"completed step: ",), _step)
