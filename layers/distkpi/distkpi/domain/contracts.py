@@ -120,6 +120,42 @@ class PairedRun(_Frozen):
         return dumped
 
 
+Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
+Quality = Literal["loss", "eval"]
+
+
+class ModelFlops(_Frozen):
+    """A transformer's shape, for FLOPs per token by the standard rule when the suite gives
+    no ``flops_per_token``: 6 N (forward and backward of every weight) plus attention's
+    12 L H Q T (L layers, H heads of Q dimensions: ``hidden`` = H Q, T the sequence length)."""
+
+    params: Annotated[float, Field(gt=0)]
+    layers: Annotated[int, Field(ge=1)]
+    hidden: Annotated[int, Field(ge=1)]
+
+    def per_token(self, seq_len: int) -> float:
+        return 6 * self.params + 12 * self.layers * self.hidden * seq_len
+
+
+class Alignment(_Frozen):
+    """How close every config's per-step loss must stay to the base config's."""
+
+    max_rel_diff: Annotated[float, Field(gt=0)] = 0.02
+    from_step: Annotated[int, Field(ge=0)] = 0
+
+
+# the run's training settings: what language-model KPIs need beyond the logs
+TRAINING_FIELDS = (
+    "dtype",
+    "seq_len",
+    "flops_per_token",
+    "model_flops",
+    "quality",
+    "alignment",
+    "golden",
+)
+
+
 class RunSpec(_Frozen):
     schema_: Annotated[Literal[1], Field(alias="schema")]
     run_id: Annotated[str, Field(min_length=1)]
@@ -139,6 +175,28 @@ class RunSpec(_Frozen):
     metrics: DeclaredMetrics | None = None
     # set for a paired run: its base commit, the pairs at most, the warm-up
     paired: PairedRun | None = None
+    # language-model training (TRAINING_FIELDS): the precision the MFU's peak is taken at,
+    # tokens per sample, FLOPs per token (given, or by the 6N + attention rule), whether
+    # convergence is the training loss or an evaluation, the loss-curve alignment across
+    # configs and the golden curve's file in the repository under test
+    dtype: Dtype | None = None
+    seq_len: Annotated[int, Field(ge=1)] | None = None
+    flops_per_token: Annotated[float, Field(gt=0)] | None = None
+    model_flops: ModelFlops | None = None
+    quality: Quality = "eval"
+    alignment: Alignment | None = None
+    golden: Annotated[str, Field(min_length=1)] | None = None
+
+    @model_serializer(mode="wrap")
+    def _training_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """run.json names the training settings only when the suite sets them: every other
+        run's reads as it did before there were any."""
+        dumped = handler(self)
+        if isinstance(dumped, dict):
+            for key in TRAINING_FIELDS:
+                if dumped.get(key) is None or (key == "quality" and dumped[key] == "eval"):
+                    dumped.pop(key, None)
+        return dumped
 
     @field_validator("configs")
     @classmethod

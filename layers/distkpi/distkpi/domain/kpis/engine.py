@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
@@ -17,6 +17,8 @@ from distkpi.domain.accuracy import (
     headline,
 )
 from distkpi.domain.contracts import ConfigSpec, NodeManifest, Role, RunSpec
+from distkpi.domain.kpis import catalogue
+from distkpi.domain.kpis.measuring import Measuring
 from distkpi.domain.logs.gpumemory import GpuMemorySummary
 from distkpi.domain.logs.logsummary import LogSummary, Per
 
@@ -104,28 +106,45 @@ class ConfigKpis:
     # are then B's mean over the pairs
     pairs: tuple[PairKpis, ...] = ()
 
+    # the catalogue's KPIs that are not fields of their own (catalogue.Kpi.measure)
+    measured: Mapping[str, float | None] = field(default_factory=dict)
+    # a trainer's training loss went NaN or Inf, or its framework counted NaN iterations:
+    # an enforced convergence KPI regresses
+    diverged: bool = False
+
+    def value(self, kpi: str) -> float | None:
+        """Any catalogue KPI's value, a field of its own or measured."""
+        if kpi in _FIELDS:
+            found = getattr(self, kpi)
+            return None if found is None else float(found)
+        return self.measured.get(kpi)
+
+    def with_values(self, values: Mapping[str, float | None]) -> ConfigKpis:
+        """A copy with these catalogue KPIs set, wherever each is kept."""
+        own = {k: v for k, v in values.items() if k in _FIELDS}
+        measured = {**self.measured, **{k: v for k, v in values.items() if k not in _FIELDS}}
+        return replace(self, **own, measured=measured)  # type: ignore[arg-type]
+
     def to_json(self) -> dict[str, Any]:
         paired = {"pairs": [p.to_json() for p in self.pairs]} if self.pairs else {}
-        return paired | {
-            "gpus": self.gpus,
-            "pservers": self.pservers,
-            "status": self.status.value,
-            "throughput": self.throughput,
-            "speedup": self.speedup,
-            "efficiency": self.efficiency,
-            "time_to_accuracy_s": self.time_to_accuracy_s,
-            "test_accuracy": self.test_accuracy,
-            "test_accuracy_parts": (
-                dict(self.test_accuracy_parts) if self.test_accuracy_parts is not None else None
-            ),
-            "accuracy_delta": self.accuracy_delta,
-            "trainer_gpu_memory_mib": self.trainer_gpu_memory_mib,
-            "pserver_gpu_memory_mib": self.pserver_gpu_memory_mib,
-            "problems": list(self.problems),
-            "runs": self.runs,
-            "hardware": self.hardware,
-            "gpu_hours": self.gpu_hours,
-        }
+        out: dict[str, Any] = {"gpus": self.gpus, "pservers": self.pservers}
+        out["status"] = self.status.value
+        for kpi in catalogue.CATALOGUE:
+            out[kpi.name] = self.value(kpi.name)
+            if kpi.name == "test_accuracy":
+                parts = self.test_accuracy_parts
+                out["test_accuracy_parts"] = dict(parts) if parts is not None else None
+        return (
+            paired
+            | out
+            | {
+                "diverged": self.diverged,
+                "problems": list(self.problems),
+                "runs": self.runs,
+                "hardware": self.hardware,
+                "gpu_hours": self.gpu_hours,
+            }
+        )
 
     def to_record(self) -> dict[str, Any]:
         """to_json plus what only storage needs (within-run samples)."""
@@ -144,19 +163,16 @@ class ConfigKpis:
             value = data.get(key)
             return None if value is None else float(value)
 
+        kpis = {kpi.name: number(kpi.name) for kpi in catalogue.CATALOGUE}
+        own = {k: v for k, v in kpis.items() if k in _FIELDS}
         return cls(
             name=str(data["name"]),
             gpus=int(data["gpus"]),
             pservers=int(data.get("pservers", 0)),
             status=ConfigStatus(data["status"]),
-            throughput=number("throughput"),
-            speedup=number("speedup"),
-            efficiency=number("efficiency"),
-            time_to_accuracy_s=number("time_to_accuracy_s"),
-            test_accuracy=number("test_accuracy"),
-            accuracy_delta=number("accuracy_delta"),
-            trainer_gpu_memory_mib=number("trainer_gpu_memory_mib"),
-            pserver_gpu_memory_mib=number("pserver_gpu_memory_mib"),
+            **own,
+            measured={k: v for k, v in kpis.items() if k not in _FIELDS},
+            diverged=bool(data.get("diverged", False)),
             problems=tuple(str(p) for p in data.get("problems", ())),
             throughput_samples=tuple(float(v) for v in data.get("throughput_samples", ())),
             converged=_converged(data),
@@ -170,6 +186,9 @@ class ConfigKpis:
             },
             pairs=tuple(PairKpis.from_record(p, str(data["name"])) for p in data.get("pairs", ())),
         )
+
+
+_FIELDS = frozenset(f.name for f in fields(ConfigKpis))
 
 
 @dataclass(frozen=True)
@@ -342,8 +361,28 @@ def _silent(trainers: Sequence[ParsedLog], reports: Sequence[_Reported]) -> list
     return []
 
 
+def _from_tokens(measuring: Measuring) -> float | None:
+    """Samples/s from tokens/s, where the log or the suite states the tokens per sample."""
+    figures = measuring.figures
+    if figures.tokens_per_s is None or figures.seq_len is None:
+        return None
+    return figures.tokens_per_s / figures.seq_len
+
+
+def _no_samples_why(measuring: Measuring) -> Problems:
+    figures = measuring.figures
+    if figures.tokens_per_s is None:
+        return ("no throughput: no trainer log reports one",)
+    if figures.seq_len is None:
+        return (
+            f"throughput (samples/s) unknown: the logs state {figures.tokens_per_s:.6g} tokens/s "
+            "but no sequence length (the suite's seq_len)",
+        )
+    return ()
+
+
 def _throughput(
-    spec: ConfigSpec, trainers: Sequence[ParsedLog]
+    spec: ConfigSpec, trainers: Sequence[ParsedLog], measuring: Measuring
 ) -> tuple[tuple[float | None, tuple[float, ...]], bool, Problems]:
     """(the config's throughput, its within-run samples), whether the logs are inconsistent
     (some trainers report and others do not, or they count differently: the config fails),
@@ -355,7 +394,7 @@ def _throughput(
         return (None, ()), False, ("no trainer log",)
     reports = [r for log in trainers if (r := _reported(log)) is not None]
     if not reports:
-        return (None, ()), False, ("no throughput: no trainer log reports one",)
+        return (_from_tokens(measuring), ()), False, _no_samples_why(measuring)
     pers = sorted({r.per.value for r in reports})
     if len(pers) > 1:
         why = f"throughput not given: trainer logs count it differently ({', '.join(pers)})"
@@ -441,13 +480,29 @@ def _test_accuracy(
 def _peak_memory(
     evidence: ConfigEvidence, role: Role, expected: bool
 ) -> tuple[float | None, Problems]:
+    """The role's peak GPU memory: nvidia-smi's samples, else the framework's own figure of
+    its rank (each log's, the largest), saying which one it is when both exist."""
     peaks = [
         g.summary.peak_mib
         for g in evidence.gpu_memory
         if g.role == role and g.summary.peak_mib is not None
     ]
+    own = [
+        (log.summary.framework_memory_mib, log.summary.framework_memory_kind)
+        for log in evidence.logs
+        if log.role == role and log.summary.framework_memory_mib is not None
+    ]
+    framework = max(own, key=lambda x: x[0] or 0.0) if own else None
     if peaks:
-        return max(peaks), ()
+        if framework is None:
+            return max(peaks), ()
+        said = f"{framework[0]:.0f} MiB ({framework[1] or 'its own figure'})"
+        note = f"{role} GPU memory is nvidia-smi's peak; the framework's own says {said}"
+        return max(peaks), (note,)
+    if framework is not None:
+        kind = framework[1] or "its own figure"
+        note = f"{role} GPU memory is the framework's {kind} (no nvidia-smi samples)"
+        return framework[0], (note,)
     if not expected:
         return None, ()
     rss = [
@@ -499,8 +554,11 @@ def config_kpis(
     target_accuracy: Target,
     accuracy_pass: int,
     direction: Direction = Direction.HIGHER,
+    *,
+    run: RunSpec | None = None,
 ) -> ConfigKpis:
-    """One config's own KPIs; speedup, efficiency and accuracy delta come from run_kpis."""
+    """One config's own KPIs; speedup, efficiency and accuracy delta come from run_kpis.
+    ``run``: its training settings (sequence length, FLOPs, dtype) for the LLM KPIs."""
     spec = evidence.spec
     status, node_problems = _status(evidence)
     file_problems = [f"{log.path}: {p}" for log in evidence.logs for p in log.summary.problems]
@@ -513,16 +571,25 @@ def config_kpis(
     ]
     if crashes:  # even when its node exited 0, as Paddle's legacy launcher does
         status = ConfigStatus.FAILED
-    (throughput, samples), inconsistent, throughput_problems = _throughput(spec, trainers)
+    hardware, hardware_problems = _hardware(evidence)
+    measuring = Measuring(spec, tuple((log.rank, log.summary) for log in trainers), run, hardware)
+    (throughput, samples), inconsistent, throughput_problems = _throughput(
+        spec, trainers, measuring
+    )
     if inconsistent:
         status = ConfigStatus.FAILED
     if status is not ConfigStatus.OK:
         throughput, samples = None, ()
+    measured = {
+        kpi.name: kpi.measure(measuring)
+        for kpi in catalogue.CATALOGUE
+        if kpi.measure is not None and (status is ConfigStatus.OK or not kpi.null_unless_ok)
+    }
+    diverged, divergence = _divergence(trainers)
     (tta, converged), tta_problems = _time_to_accuracy(trainers, target_accuracy, direction)
     accuracy = _test_accuracy(trainers, accuracy_pass, target_accuracy, direction)
     trainer_memory, trainer_memory_problems = _peak_memory(evidence, "trainer", True)
     pserver_memory, pserver_memory_problems = _peak_memory(evidence, "pserver", spec.pservers > 0)
-    hardware, hardware_problems = _hardware(evidence)
     return ConfigKpis(
         name=spec.name,
         gpus=spec.gpus,
@@ -547,10 +614,35 @@ def config_kpis(
             *trainer_memory_problems,
             *pserver_memory_problems,
             *hardware_problems,
+            *measuring.figures.problems,
+            *divergence,
         ),
         hardware=hardware,
         gpu_hours=_gpu_hours(evidence),
+        measured=measured,
+        diverged=diverged,
     )
+
+
+def _divergence(trainers: Sequence[ParsedLog]) -> tuple[bool, Problems]:
+    """Whether training diverged: a NaN or infinite loss, or the framework's own count of
+    NaN (or skipped) iterations above zero, each a problem naming the log."""
+    problems = []
+    for log in trainers:
+        summary = log.summary
+        if summary.nonfinite_losses:
+            at = summary.first_nonfinite_step
+            where = f", the first at step {at}" if at is not None else ""
+            problems.append(
+                f"trainer {log.rank} ({log.path}): {summary.nonfinite_losses} NaN or infinite "
+                f"training loss(es){where}"
+            )
+        if summary.nan_iterations:
+            problems.append(
+                f"trainer {log.rank} ({log.path}): the framework counts "
+                f"{summary.nan_iterations} NaN or skipped iteration(s)"
+            )
+    return bool(problems), tuple(problems)
 
 
 def stored_problems(problems: Sequence[str]) -> tuple[str, ...]:

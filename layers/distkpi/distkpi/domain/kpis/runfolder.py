@@ -452,7 +452,9 @@ def gather_looks(
 def config_kpis_of(evidence: ConfigEvidence, run: RunSpec) -> ConfigKpis:
     if run.paired is not None:
         return paired_config_kpis(evidence, run)
-    return config_kpis(evidence, run.target_accuracy, run.accuracy_pass, run.accuracy_direction)
+    return config_kpis(
+        evidence, run.target_accuracy, run.accuracy_pass, run.accuracy_direction, run=run
+    )
 
 
 def paired_config_kpis(evidence: ConfigEvidence, run: RunSpec) -> ConfigKpis:
@@ -461,7 +463,9 @@ def paired_config_kpis(evidence: ConfigEvidence, run: RunSpec) -> ConfigKpis:
     problems and GPU-hours the whole job's: every run that ran counts)."""
 
     def kpis(part: ConfigEvidence) -> ConfigKpis:
-        return config_kpis(part, run.target_accuracy, run.accuracy_pass, run.accuracy_direction)
+        return config_kpis(
+            part, run.target_accuracy, run.accuracy_pass, run.accuracy_direction, run=run
+        )
 
     whole = kpis(replace(evidence, logs=[], gpu_memory=[]))
     pairs = tuple(

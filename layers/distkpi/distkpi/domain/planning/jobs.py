@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from distkpi.domain.accuracy import target_text
-from distkpi.domain.contracts import ConfigSpec, PairedRun, RunSpec
+from distkpi.domain.contracts import TRAINING_FIELDS, ConfigSpec, PairedRun, RunSpec
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.judging.settings import PairedSettings
 from distkpi.domain.layout import config_prefix
@@ -88,6 +88,7 @@ def run_spec_for(
             "accuracy_direction": suite.accuracy_direction,
             "warmup_reports": suite.warmup_reports,
             "metrics": suite.metrics,
+            **{field: getattr(suite, field) for field in TRAINING_FIELDS},
             "configs": [c.model_dump() for c in suite.specs()],
             "paired": (
                 {

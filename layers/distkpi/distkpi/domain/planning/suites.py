@@ -22,7 +22,11 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from distkpi.domain.accuracy import Direction
 from distkpi.domain.contracts import (
     CONFIG_NAME_PATTERN,
+    Alignment,
     ConfigSpec,
+    Dtype,
+    ModelFlops,
+    Quality,
     TargetAccuracy,
     check_target,
     describe_errors,
@@ -107,6 +111,16 @@ class Suite(BaseModel):
     warmup_reports: Annotated[int, Field(ge=0)] | None = None
     # how this suite's logs state KPIs: RE2 patterns, before the built-in readers
     metrics: DeclaredMetrics | None = None
+    # language-model training (contracts.TRAINING_FIELDS): the MFU's precision, tokens per
+    # sample, FLOPs per token (or the model's shape for 6N + attention), the training loss or
+    # an evaluation as the quality, loss-curve alignment, a golden curve's file
+    dtype: Dtype | None = None
+    seq_len: Annotated[int, Field(ge=1)] | None = None
+    flops_per_token: Annotated[float, Field(gt=0)] | None = None
+    model_flops: ModelFlops | None = None
+    quality: Quality = "eval"
+    alignment: Alignment | None = None
+    golden: Annotated[str, Field(min_length=1)] | None = None
     verdict: VerdictSettings = Field(default_factory=VerdictSettings)
     bisect: BisectSettings = Field(default_factory=BisectSettings)
     # what a trainer node asks for per GPU, and a parameter-server node (never a GPU);
