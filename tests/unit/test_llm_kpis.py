@@ -1,0 +1,288 @@
+"""The KPIs of language-model training, from log summaries as the readers fill them.
+
+The numbers are those of lines real frameworks print (quoted where used): torchtitan's
+`step: 10 loss: 7.8 memory: 33.94GiB(42.81%) tps: 6,697 tflops: 312.4 mfu: 31.6%` (per
+card, its README's sample line) and Megatron-LM's `elapsed time per iteration (ms): 12137.8
+| throughput per GPU (TFLOP/s/GPU): 872.5 | ... | global batch size: 1024` (per job)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from distkpi.domain.accuracy import Direction
+from distkpi.domain.contracts import ConfigSpec, NodeHardware, NodeManifest, RunSpec
+from distkpi.domain.judging.evaluation import evaluate
+from distkpi.domain.judging.settings import VerdictSettings
+from distkpi.domain.judging.table import render_table
+from distkpi.domain.kpis.engine import (
+    ConfigEvidence,
+    ConfigKpis,
+    ConfigStatus,
+    ParsedGpuMemory,
+    ParsedLog,
+    RunKpis,
+    config_kpis,
+)
+from distkpi.domain.kpis.gpu_peaks import peak_tflops
+from distkpi.domain.logs.gpumemory import GpuMemorySummary
+from distkpi.domain.logs.logsummary import LogSummary
+from distkpi.domain.patterns import Per
+
+H100 = NodeHardware(instance_type="p5.48xlarge", gpu_model="NVIDIA H100 80GB HBM3", gpu_count=8)
+A100 = NodeHardware(instance_type="p4d.24xlarge", gpu_model="NVIDIA A100-SXM4-40GB", gpu_count=8)
+WHEN = datetime(2026, 11, 30, tzinfo=UTC)
+
+
+def run_spec(**training: Any) -> RunSpec:
+    return RunSpec.model_validate(
+        {
+            "schema": 1,
+            "run_id": "run-1",
+            "repo": "org/repo",
+            "sha": "a" * 40,
+            "ref": "refs/heads/main",
+            "model": "llama",
+            "target_accuracy": 0.5,
+            "accuracy_pass": 0,
+            "accuracy_tolerance": 0.01,
+            "configs": [
+                {
+                    "name": "2x4",
+                    "trainers": 2,
+                    "gpus_per_trainer": 4,
+                    "pservers": 0,
+                    "batch_size": 8,
+                    "nodes": 2,
+                }
+            ],
+            **training,
+        }
+    )
+
+
+def summary(**fields: Any) -> LogSummary:
+    """A summary as a reader fills it: running means get their reports in order."""
+    s = LogSummary(warmup_reports=1)
+    for name in ("tokens_per_s", "step_time_s", "tflops_per_gpu", "mfu"):
+        running = getattr(s, name)
+        if name in fields:
+            reports = fields.pop(name)
+            if isinstance(reports, tuple):
+                reports, running.per = reports
+            for value in reports:
+                running.add(value)
+    for step, loss in fields.pop("losses", {}).items():
+        s.add_loss(step, loss)
+    memory = fields.pop("memory", None)
+    if memory is not None:
+        s.add_framework_memory(*memory)
+    for name, value in fields.items():
+        setattr(s, name, value)
+    return s
+
+
+def evidence(
+    summaries: list[LogSummary],
+    hardware: NodeHardware | None = H100,
+    gpu_peak_mib: float | None = None,
+) -> ConfigEvidence:
+    spec = ConfigSpec(name="2x4", trainers=2, gpus_per_trainer=4, pservers=0, batch_size=8, nodes=2)
+    manifests = {
+        node: NodeManifest.model_validate(
+            {
+                "schema": 1,
+                "node": node,
+                "exit_code": 0,
+                "started_at": WHEN,
+                "finished_at": WHEN,
+                "files": [
+                    {"path": f"trainer-{node}.log", "role": "trainer", "rank": node, "kind": "log"}
+                ],
+                "hardware": hardware.model_dump() if hardware else None,
+            }
+        )
+        for node in range(2)
+    }
+    logs = [ParsedLog(f"trainer-{i}.log", "trainer", i, s) for i, s in enumerate(summaries)]
+    memory = []
+    if gpu_peak_mib is not None:
+        memory = [ParsedGpuMemory("trainer-0.csv", "trainer", 0, GpuMemorySummary(gpu_peak_mib))]
+    return ConfigEvidence(spec, manifests, logs, memory)
+
+
+def kpis_of(summaries: list[LogSummary], run: RunSpec | None = None, **kw: Any) -> ConfigKpis:
+    run = run or run_spec()
+    return config_kpis(evidence(summaries, **kw), 0.5, 0, Direction.HIGHER, run=run)
+
+
+def torchtitan(**more: Any) -> LogSummary:
+    # steps 1..3 of `tps: 6,697 tflops: 312.4 mfu: 31.6%`, the first a slower warm-up
+    fields: dict[str, Any] = {
+        "tokens_per_s": [2_000.0, 6_697.0, 6_697.0],
+        "tflops_per_gpu": [90.0, 312.4, 312.4],
+        "step_time_s": [3.0, 1.22, 1.24],
+        "losses": {1: 10.9, 2: 9.1, 3: 7.8},
+    }
+    return summary(**(fields | more))
+
+
+def test_tokens_per_card_are_summed_over_the_job_and_samples_need_a_sequence_length() -> None:
+    with_len = kpis_of([torchtitan(), torchtitan()], run_spec(seq_len=8192))
+    # per card: the logs' mean (warm-up dropped) times the config's 8 GPUs
+    assert with_len.value("tokens_per_s") == pytest.approx(6_697 * 8)
+    assert with_len.throughput == pytest.approx(6_697 * 8 / 8192)
+    assert with_len.status is ConfigStatus.OK
+    without = kpis_of([torchtitan(), torchtitan()])
+    assert without.throughput is None  # never a token count labelled samples
+    assert (
+        "throughput (samples/s) unknown: the logs state 53576 tokens/s but no sequence length "
+        "(the suite's seq_len)"
+    ) in without.problems
+
+
+def test_a_logs_own_sequence_length_turns_tokens_into_samples() -> None:
+    kpis = kpis_of([torchtitan(seq_len=4096), torchtitan(seq_len=4096)])
+    assert kpis.throughput == pytest.approx(6_697 * 8 / 4096)
+
+
+def test_job_level_tokens_are_taken_as_they_are() -> None:
+    job = summary(tokens_per_s=([100.0, 50_000.0], Per.JOB))
+    assert kpis_of([job, summary()]).value("tokens_per_s") == 50_000.0
+
+
+def test_step_time_is_the_median_after_the_warm_up_and_loss_the_last_finite() -> None:
+    kpis = kpis_of([torchtitan(), torchtitan(step_time_s=[3.0, 1.30, 1.20, 1.25])])
+    assert kpis.value("step_time_s") == pytest.approx(1.24)  # of 1.22 1.24 1.30 1.20 1.25
+    assert kpis.value("loss") == 7.8
+    assert kpis.value("tflops_per_gpu") == pytest.approx(312.4)
+
+
+def test_tflops_from_the_suites_flops_per_token_and_mfu_from_the_gpus_peak() -> None:
+    logs = [summary(tokens_per_s=[1.0, 8_000.0]), summary(tokens_per_s=[1.0, 8_000.0])]
+    kpis = kpis_of(logs, run_spec(flops_per_token=6e9, dtype="bf16"))
+    # 6e9 FLOPs/token x 8,000 tokens/s per card = 48 TFLOP/s per GPU, of an H100's 989.4
+    assert kpis.value("tflops_per_gpu") == pytest.approx(48.0)
+    assert kpis.value("mfu") == pytest.approx(48.0 / 989.4)
+
+
+def test_tflops_by_the_6n_plus_attention_rule() -> None:
+    logs = [summary(tokens_per_s=[1.0, 8_000.0]), summary(tokens_per_s=[1.0, 8_000.0])]
+    shape = {"params": 1e9, "layers": 16, "hidden": 2048}
+    kpis = kpis_of(logs, run_spec(model_flops=shape, seq_len=1024))
+    per_token = 6 * 1e9 + 12 * 16 * 2048 * 1024
+    assert kpis.value("tflops_per_gpu") == pytest.approx(per_token * 8_000 / 1e12)
+    assert kpis.value("mfu") is None  # no dtype: no peak to divide by
+
+
+def test_an_mfu_above_1_is_a_problem_naming_both_numbers() -> None:
+    logs = [summary(tflops_per_gpu=[1.0, 400.0]), summary(tflops_per_gpu=[1.0, 400.0])]
+    kpis = kpis_of(logs, run_spec(dtype="bf16"), hardware=A100)
+    assert kpis.value("mfu") == pytest.approx(400 / 312)
+    assert (
+        "MFU 1.28 is above 1 (400 TFLOP/s per GPU over the NVIDIA A100-SXM4-40GB's bf16 peak "
+        "of 312): check the FLOP count or the dtype"
+    ) in kpis.problems
+
+
+def test_the_frameworks_own_mfu_wins() -> None:
+    logs = [torchtitan(mfu=[0.1, 0.316]), torchtitan(mfu=[0.1, 0.316])]
+    kpis = kpis_of(logs, run_spec(dtype="bf16"))
+    assert kpis.value("mfu") == pytest.approx(0.316)
+
+
+def test_a_frameworks_tflops_that_disagrees_with_its_step_time_is_a_problem() -> None:
+    # Megatron: 872.5 TFLOP/s/GPU and 12,137.8 ms per iteration of 1,024 x 4,096 tokens
+    megatron = summary(
+        tflops_per_gpu=([872.5, 872.5], Per.CARD),
+        step_time_s=([12.1378, 12.1378], Per.JOB),
+        global_batch=1024,
+        seq_len=4096,
+    )
+    # FLOPs per token that make the step time agree: 872.5e12 x 12.1378 s x 8 / 1024 / 4096
+    agreeing = 872.5e12 * 12.1378 * 8 / (1024 * 4096)
+    fine = kpis_of([megatron, summary()], run_spec(flops_per_token=agreeing * 1.05))
+    assert not [p for p in fine.problems if "disagrees" in p]
+    off = kpis_of([megatron, summary()], run_spec(flops_per_token=agreeing * 1.5))
+    (problem,) = [p for p in off.problems if "disagrees" in p]
+    assert problem.startswith("the framework's 872.5 TFLOP/s per GPU disagrees with its own")
+    assert problem.endswith("on 8 GPU(s) is 1309 TFLOP/s per GPU")
+
+
+def test_gpu_memory_from_the_frameworks_lines_and_which_one_when_both() -> None:
+    own = torchtitan(memory=(34_754.6, "max reserved"))
+    alone = kpis_of([own, torchtitan()])
+    assert alone.trainer_gpu_memory_mib == pytest.approx(34_754.6)
+    assert "trainer GPU memory is the framework's max reserved (no nvidia-smi samples)" in (
+        alone.problems
+    )
+    both = kpis_of([own, torchtitan()], gpu_peak_mib=36_000.0)
+    assert both.trainer_gpu_memory_mib == 36_000.0
+    assert (
+        "trainer GPU memory is nvidia-smi's peak; the framework's own says 34755 MiB (max reserved)"
+    ) in both.problems
+
+
+def test_the_llm_kpis_are_null_where_no_log_states_them_and_rows_only_where_measured() -> None:
+    kpis = kpis_of([summary(), summary()])
+    record = kpis.to_json()
+    for name in ("tokens_per_s", "step_time_s", "tflops_per_gpu", "mfu", "loss"):
+        assert record[name] is None
+    assert record["diverged"] is False
+    assert ConfigKpis.from_record({**kpis.to_record()}) == kpis
+    seed = RunKpis("run-1", "llama", "2x4", (kpis,))
+    assert "tokens/s" not in render_table(seed)
+    llm = RunKpis("run-1", "llama", "2x4", (kpis_of([torchtitan(), torchtitan()]),))
+    table = render_table(llm)
+    for label in ("tokens/s", "step time (s)", "TFLOP/s per GPU", "final training loss"):
+        assert label in table
+    assert "MFU" not in table  # no config measured it
+
+
+def test_peaks_of_the_table() -> None:
+    assert peak_tflops("NVIDIA H200", "bf16") == 989.4
+    assert peak_tflops("NVIDIA H100 PCIe", "bf16") == 756.5
+    assert peak_tflops("Tesla V100-SXM2-16GB", "fp16") == 125.0
+    assert peak_tflops("Tesla V100-SXM2-16GB", "bf16") is None
+    assert peak_tflops("NVIDIA L40S", "bf16") == 362.05
+    assert peak_tflops("NVIDIA B200", "bf16") == 2250.0
+
+
+# -- NaN and Inf -------------------------------------------------------------------------
+def _diverging() -> LogSummary:
+    return torchtitan(losses={1: 10.9, 2: 9.1, 3: float("nan"), 4: float("inf")})
+
+
+def test_a_nan_loss_and_a_frameworks_nan_iterations_are_problems() -> None:
+    kpis = kpis_of([_diverging(), summary(nan_iterations=3)])
+    assert kpis.diverged is True
+    assert (
+        "trainer 0 (trainer-0.log): 2 NaN or infinite training loss(es), the first at step 3"
+        in (kpis.problems)
+    )
+    assert "trainer 1 (trainer-1.log): the framework counts 3 NaN or skipped iteration(s)" in (
+        kpis.problems
+    )
+    assert kpis.value("loss") == 9.1  # the last finite one
+    assert kpis.status is ConfigStatus.OK  # judged, never an error
+
+
+@pytest.mark.parametrize("enforced", [("test_accuracy",), ("loss",), ("time_to_accuracy_s",)])
+def test_under_an_enforced_convergence_kpi_a_diverged_run_fails(enforced: tuple[str, ...]) -> None:
+    kpis = kpis_of([_diverging(), torchtitan()])
+    run = RunKpis("run-1", "llama", "2x4", (kpis,))
+    settings = VerdictSettings(enforced=enforced)
+    evaluation = evaluate(run, [], settings, 0.01)
+    (judged,) = [j for j in evaluation.judgements if j.kpi == enforced[0]]
+    assert judged.verdict.value == "regressed"
+    assert judged.why == "training diverged: NaN or infinite loss"
+    assert evaluation.verdict.state.value == "failure"
+
+
+def test_a_diverged_run_whose_suite_enforces_speed_only_still_passes() -> None:
+    kpis = kpis_of([_diverging(), torchtitan()])
+    run = RunKpis("run-1", "llama", "2x4", (kpis,))
+    evaluation = evaluate(run, [], VerdictSettings(enforced=("tokens_per_s",)), 0.01)
+    assert evaluation.verdict.state.value == "success"
