@@ -54,6 +54,7 @@ def test_the_judging_rules_come_from_the_catalogue() -> None:
         "pserver_gpu_memory_mib",
     )
     assert set(ALL_KPIS) - set(KPIS) == {
+        "steps_to_accuracy",
         "tokens_per_s",
         "step_time_s",
         "tflops_per_gpu",

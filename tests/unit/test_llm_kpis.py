@@ -286,3 +286,21 @@ def test_a_diverged_run_whose_suite_enforces_speed_only_still_passes() -> None:
     run = RunKpis("run-1", "llama", "2x4", (kpis,))
     evaluation = evaluate(run, [], VerdictSettings(enforced=("tokens_per_s",)), 0.01)
     assert evaluation.verdict.state.value == "success"
+
+
+# -- time and steps to a target training loss (suite quality: loss) ------------------------
+def test_time_and_steps_to_a_target_training_loss() -> None:
+    run = run_spec(quality="loss", accuracy_direction="lower", target_accuracy=8.0, accuracy_pass=0)
+    kpis = kpis_of([torchtitan(), torchtitan()], run)
+    # loss 10.9, 9.1, 7.8 at steps 1..3: step 3 reaches 8.0; steps timed 3.0, 1.22, 1.24 s
+    assert kpis.value("steps_to_accuracy") == 3.0
+    assert kpis.time_to_accuracy_s == pytest.approx(3 * (3.0 + 1.22 + 1.24) / 3)
+    assert kpis.converged is True
+    never = kpis_of([torchtitan(), torchtitan()], run.model_copy(update={"target_accuracy": 5.0}))
+    assert never.time_to_accuracy_s is None and never.converged is False
+    assert "the training loss never reached the target 5 (best 7.8)" in never.problems
+
+
+def test_quality_loss_needs_a_falling_direction() -> None:
+    with pytest.raises(ValueError, match="quality: loss needs accuracy_direction: lower"):
+        run_spec(quality="loss")

@@ -144,6 +144,13 @@ class Alignment(_Frozen):
     from_step: Annotated[int, Field(ge=0)] = 0
 
 
+def check_quality(quality: str, info: ValidationInfo) -> str:
+    """For a quality validator (after accuracy_direction): a loss improves as it falls."""
+    if quality == "loss" and info.data.get("accuracy_direction") is not Direction.LOWER:
+        raise ValueError("quality: loss needs accuracy_direction: lower (a loss falls)")
+    return quality
+
+
 # the run's training settings: what language-model KPIs need beyond the logs
 TRAINING_FIELDS = (
     "dtype",
@@ -186,6 +193,8 @@ class RunSpec(_Frozen):
     quality: Quality = "eval"
     alignment: Alignment | None = None
     golden: Annotated[str, Field(min_length=1)] | None = None
+
+    _loss_falls = field_validator("quality")(check_quality)
 
     @model_serializer(mode="wrap")
     def _training_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:

@@ -156,6 +156,18 @@ CATALOGUE: tuple[Kpi, ...] = (
         bound=None,
     ),
     Kpi(
+        "steps_to_accuracy",
+        "steps",
+        "steps to the target loss",
+        "steps",
+        ".0f",
+        False,
+        optional=True,
+        never_reached=True,
+        convergence=True,
+        measure=measuring.steps_to_target,
+    ),
+    Kpi(
         "tokens_per_s",
         "tokens/s",
         "tokens/s",

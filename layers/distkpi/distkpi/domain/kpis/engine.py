@@ -586,7 +586,11 @@ def config_kpis(
         if kpi.measure is not None and (status is ConfigStatus.OK or not kpi.null_unless_ok)
     }
     diverged, divergence = _divergence(trainers)
-    (tta, converged), tta_problems = _time_to_accuracy(trainers, target_accuracy, direction)
+    if measuring.by_loss:
+        by_loss = measuring.loss_target
+        (tta, converged), tta_problems = (by_loss.time_s, by_loss.reached), by_loss.problems
+    else:
+        (tta, converged), tta_problems = _time_to_accuracy(trainers, target_accuracy, direction)
     accuracy = _test_accuracy(trainers, accuracy_pass, target_accuracy, direction)
     trainer_memory, trainer_memory_problems = _peak_memory(evidence, "trainer", True)
     pserver_memory, pserver_memory_problems = _peak_memory(evidence, "pserver", spec.pservers > 0)

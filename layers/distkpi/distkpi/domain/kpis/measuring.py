@@ -11,7 +11,11 @@ per config from its trainers' summaries and the run's training settings:
   per step are known) is a problem naming both;
 - MFU: the framework's own, else TFLOP/s per GPU over the dense peak of the GPU the node
   detected at the suite's ``dtype`` (gpu_peaks.py); above 1 is a problem naming both;
-- loss: the final finite training loss of the first trainer that reports one.
+- loss: the final finite training loss of the first trainer that reports one;
+- with the suite's ``quality: loss``, the steps and the time to the target loss: the first
+  reported step whose loss reaches the target (in the run's accuracy_direction), and that
+  step times the mean reported step time, warm-up included (training logs time steps, not
+  the clock).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from distkpi.domain.accuracy import Direction, at_least_as_good
 from distkpi.domain.contracts import ConfigSpec, RunSpec
 from distkpi.domain.kpis.gpu_peaks import gpu_model, peak_tflops
 from distkpi.domain.logs.logsummary import LogSummary, RunningMean
@@ -42,6 +47,17 @@ class Figures:
 
 
 @dataclass(frozen=True)
+class LossTarget:
+    """The training loss against the run's target (suite ``quality: loss``)."""
+
+    steps: int | None = None
+    time_s: float | None = None
+    # False: never reached; None: the logs cannot tell
+    reached: bool | None = None
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Measuring:
     """One config's trainers as the catalogue's ``measure`` functions see them."""
 
@@ -54,6 +70,14 @@ class Measuring:
     @cached_property
     def figures(self) -> Figures:
         return _figures(self)
+
+    @cached_property
+    def loss_target(self) -> LossTarget:
+        return _loss_target(self)
+
+    @property
+    def by_loss(self) -> bool:
+        return self.run is not None and self.run.quality == "loss"
 
 
 def _combined(spec: ConfigSpec, reports: Sequence[tuple[int, float, Per]]) -> float:
@@ -169,6 +193,37 @@ def _figures(m: Measuring) -> Figures:
     mfu = _mfu(m, tflops, problems)
     loss = next((s.last_loss for _, s in m.trainers if s.last_loss is not None), None)
     return Figures(tokens, step, tflops, mfu, loss, seq_len, tuple(problems))
+
+
+def _loss_target(m: Measuring) -> LossTarget:
+    run = m.run
+    if run is None or run.quality != "loss":
+        return LossTarget()
+    target = run.target_accuracy
+    if not isinstance(target, float | int):
+        return LossTarget(problems=("quality: loss needs a single number as the target",))
+    curve = next((s.loss_by_step for _, s in m.trainers if s.loss_by_step), None)
+    if curve is None:
+        return LossTarget(problems=("time to the target loss unknown: no log reports a loss",))
+    direction = run.accuracy_direction
+    reached = next(
+        (step for step in sorted(curve) if at_least_as_good(curve[step], target, direction)),
+        None,
+    )
+    if reached is None:
+        best = (min if direction is Direction.LOWER else max)(curve.values())
+        never = f"the training loss never reached the target {target:g} (best {best:.4g})"
+        return LossTarget(reached=False, problems=(never,))
+    times = [v for _, s in m.trainers for v in s.step_time_s.kept]
+    if not times:
+        why = f"time to the target loss unknown: step {reached} reached it, but no step is timed"
+        return LossTarget(reached, None, True, (why,))
+    return LossTarget(reached, reached * statistics.fmean(times), True)
+
+
+def steps_to_target(m: Measuring) -> float | None:
+    steps = m.loss_target.steps
+    return None if steps is None else float(steps)
 
 
 def tokens_per_s(m: Measuring) -> float | None:

@@ -28,6 +28,7 @@ from distkpi.domain.contracts import (
     ModelFlops,
     Quality,
     TargetAccuracy,
+    check_quality,
     check_target,
     describe_errors,
     require_unique_names,
@@ -137,6 +138,7 @@ class Suite(BaseModel):
         return configs
 
     _reachable_target = field_validator("target_accuracy")(check_target)
+    _loss_falls = field_validator("quality")(check_quality)
 
     @field_validator("source")
     @classmethod
