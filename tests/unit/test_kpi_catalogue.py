@@ -21,6 +21,7 @@ NOT_KPIS = {
     "status",
     "test_accuracy_parts",
     "diverged",
+    "loss_alignment_step",
     "problems",
     "runs",
     "hardware",
@@ -60,6 +61,7 @@ def test_the_judging_rules_come_from_the_catalogue() -> None:
         "tflops_per_gpu",
         "mfu",
         "loss",
+        "loss_alignment",
     }
     assert HIGHER_IS_BETTER["step_time_s"] is False and HIGHER_IS_BETTER["mfu"] is True
     assert HIGHER_IS_BETTER["test_accuracy"] is None  # the run's accuracy_direction

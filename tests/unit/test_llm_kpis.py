@@ -25,6 +25,7 @@ from distkpi.domain.kpis.engine import (
     ParsedLog,
     RunKpis,
     config_kpis,
+    run_kpis,
 )
 from distkpi.domain.kpis.gpu_peaks import peak_tflops
 from distkpi.domain.logs.gpumemory import GpuMemorySummary
@@ -88,8 +89,9 @@ def evidence(
     summaries: list[LogSummary],
     hardware: NodeHardware | None = H100,
     gpu_peak_mib: float | None = None,
+    name: str = "2x4",
 ) -> ConfigEvidence:
-    spec = ConfigSpec(name="2x4", trainers=2, gpus_per_trainer=4, pservers=0, batch_size=8, nodes=2)
+    spec = ConfigSpec(name=name, trainers=2, gpus_per_trainer=4, pservers=0, batch_size=8, nodes=2)
     manifests = {
         node: NodeManifest.model_validate(
             {
@@ -304,3 +306,51 @@ def test_time_and_steps_to_a_target_training_loss() -> None:
 def test_quality_loss_needs_a_falling_direction() -> None:
     with pytest.raises(ValueError, match="quality: loss needs accuracy_direction: lower"):
         run_spec(quality="loss")
+
+
+# -- loss-curve alignment across configs (suite alignment) ---------------------------------
+def _two_configs(wide_losses: dict[int, float], **training: Any) -> RunKpis:
+    shape = {"trainers": 2, "gpus_per_trainer": 4, "pservers": 0, "batch_size": 8, "nodes": 2}
+    run = run_spec(configs=[{"name": "base", **shape}, {"name": "wide", **shape}], **training)
+    base_losses = {step: 10.0 - 0.5 * step for step in range(1, 13)}
+    configs = {
+        name: config_kpis(evidence([summary(losses=losses), summary()], name=name), 0.5, 0, run=run)
+        for name, losses in (("base", base_losses), ("wide", wide_losses))
+    }
+    return run_kpis(run, configs)
+
+
+def test_a_config_whose_loss_curve_leaves_the_bases_fails_an_enforced_alignment() -> None:
+    # the wide config follows the base's curve to step 10, then is 5% higher at step 11
+    wide = {step: 10.0 - 0.5 * step for step in range(1, 13)} | {11: 4.5 * 1.05}
+    run = _two_configs(wide, alignment={"max_rel_diff": 0.02, "from_step": 2})
+    config = run.config("wide")
+    assert config.value("loss_alignment") == pytest.approx(0.05)
+    assert config.loss_alignment_step == 11 and config.aligned is False
+    assert (
+        "loss curve 5.00% from the base config base's at step 11 (4.725 vs 4.5), beyond 2.00%"
+    ) in config.problems
+    assert run.config("base").value("loss_alignment") is None  # the curve it is measured by
+    evaluation = evaluate(run, [], VerdictSettings(enforced=("loss_alignment",)), 0.01)
+    aligned = [j for j in evaluation.judgements if j.kpi == "loss_alignment"]
+    assert {j.config: j.verdict.value for j in aligned} == {
+        "base": "no-baseline",
+        "wide": "regressed",
+    }
+    (judged,) = [j for j in aligned if j.config == "wide"]
+    assert judged.why == "beyond the suite's limit (alignment.max_rel_diff)"
+    assert evaluation.verdict.state.value == "failure"
+    # not enforced: reported, never failing
+    relaxed = evaluate(run, [], VerdictSettings(), 0.01)
+    assert relaxed.verdict.state.value == "success"
+
+
+def test_alignment_counts_only_the_steps_both_ran_from_its_first_step() -> None:
+    # a first step far off (before from_step) and steps the base never ran do not count
+    wide = {1: 20.0, 2: 9.0, 3: 8.5, 40: 1.0}
+    run = _two_configs(wide, alignment={"max_rel_diff": 0.02, "from_step": 2})
+    config = run.config("wide")
+    assert config.value("loss_alignment") == pytest.approx(0.0)
+    assert config.aligned is True and config.loss_alignment_step in (2, 3)
+    restored = ConfigKpis.from_record(config.to_record())
+    assert restored.loss_curve == config.loss_curve and restored.aligned is True

@@ -135,9 +135,11 @@ def evidence_of(
                     config.converged is False,
                     tuple(earlier[-settings.window :]),
                     run_direction(run, kpi),
-                    definition.applicable(config),
+                    definition.applicable(config)
+                    and not (definition.not_of_base and config.name == run.base_config),
                     by_definition=config.name == run.base_config and kpi in SCALING,
                     diverged=config.diverged,
+                    beyond_limit=definition.limited and config.aligned is False,
                 )
             )
     return out

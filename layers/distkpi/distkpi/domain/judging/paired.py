@@ -248,9 +248,10 @@ def _higher(kpi: str, run: RunKpis) -> bool:
 
 
 def _applicable(config: ConfigKpis, kpi: str, run: RunKpis) -> bool:
-    if kpi in SCALING and config.name == run.base_config:
+    definition = catalogue.kpi(kpi)
+    if (kpi in SCALING or definition.not_of_base) and config.name == run.base_config:
         return False
-    return catalogue.kpi(kpi).applicable(config)
+    return definition.applicable(config)
 
 
 @dataclass(frozen=True)

@@ -43,10 +43,11 @@ from distkpi.domain.judging.settings import (
 from distkpi.domain.judging.student_t import t_quantile, t_sf
 from distkpi.domain.kpis import catalogue
 
-# measured against the base config
-SCALING = tuple(k.name for k in catalogue.judged() if k.derived)
+# measured against the base config's throughput
+SCALING = tuple(k.name for k in catalogue.judged() if k.scaling)
 NOT_REPORTED = "enforced but not reported"
 DIVERGED = "training diverged: NaN or infinite loss"
+BEYOND_LIMIT = "beyond the suite's limit (alignment.max_rel_diff)"
 
 
 class KpiVerdict(StrEnum):
@@ -133,6 +134,8 @@ class KpiEvidence:
     by_definition: bool = False
     # the config's training loss went NaN or Inf: a convergence KPI regresses
     diverged: bool = False
+    # beyond the limit the suite sets for it (catalogue.Kpi.limited): it regresses
+    beyond_limit: bool = False
 
     @property
     def never_reached(self) -> bool:
@@ -267,6 +270,7 @@ def _statistical(evidence: KpiEvidence, settings: VerdictSettings) -> bool:
         and bool(evidence.history)
         and not evidence.never_reached
         and not evidence.failed_to_converge
+        and not evidence.beyond_limit
         and _pooled_df(evidence, settings.window) >= settings.min_history - 1
     )
 
@@ -320,10 +324,11 @@ def _without_test(e: KpiEvidence, settings: VerdictSettings) -> Judgement:
         mean = statistics.fmean(e.history)
         why = "the base config's: 1 by definition, no test"
         return Judgement(e.config, e.kpi, e.value, mean, None, None, verdict, why, runs)
-    if e.failed_to_converge:
+    if e.failed_to_converge or e.beyond_limit:
         verdict = KpiVerdict.REGRESSED if enforced else KpiVerdict.NOT_ENFORCED
         base = statistics.fmean(e.history) if e.history else None
-        return Judgement(e.config, e.kpi, e.value, base, None, None, verdict, DIVERGED, runs)
+        why = DIVERGED if e.failed_to_converge else BEYOND_LIMIT
+        return Judgement(e.config, e.kpi, e.value, base, None, None, verdict, why, runs)
     if e.never_reached:
         verdict = KpiVerdict.REGRESSED if enforced else KpiVerdict.NOT_ENFORCED
         base = statistics.fmean(e.history) if e.history else None

@@ -45,6 +45,12 @@ class Kpi:
     judged: bool = True
     # judged as one test with this KPI (efficiency is speedup over a constant)
     family: str | None = None
+    # a ratio to the base config's throughput: 1 by definition for the base config
+    scaling: bool = False
+    # beyond a limit the suite sets it regresses whatever its history (loss alignment)
+    limited: bool = False
+    # measured against the base config, so the base config itself has none
+    not_of_base: bool = False
     # whether a config can report it (pserver GPU memory needs a pserver)
     applies: Callable[[_Config], bool] | None = None
     # a config that never reached the target regresses it (it has no value then)
@@ -99,6 +105,7 @@ CATALOGUE: tuple[Kpi, ...] = (
         ".2f",
         True,
         derived=True,
+        scaling=True,
         bound=("exclusiveMinimum", 0),
     ),
     Kpi(
@@ -109,6 +116,7 @@ CATALOGUE: tuple[Kpi, ...] = (
         ".2f",
         True,
         derived=True,
+        scaling=True,
         family="speedup",
         bound=("exclusiveMinimum", 0),
     ),
@@ -213,6 +221,19 @@ CATALOGUE: tuple[Kpi, ...] = (
         convergence=True,
         measure=measuring.loss,
         bound=None,
+    ),
+    Kpi(
+        "loss_alignment",
+        "",
+        "loss vs base (max rel. diff)",
+        "loss align",
+        ".2%",
+        False,
+        log_scale=False,
+        derived=True,
+        optional=True,
+        limited=True,
+        not_of_base=True,
     ),
 )
 

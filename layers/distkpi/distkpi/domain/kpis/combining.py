@@ -76,7 +76,7 @@ def combine(spec: RunSpec, runs: Sequence[Mapping[str, ConfigKpis]]) -> RunKpis:
     base = merged.get(base_spec.name)
     configs = []
     for kpis in merged.values():
-        judged = against_base(kpis, base, base_spec)
+        judged = against_base(kpis, base, base_spec, spec.alignment)
         if kpis.runs > 1 and base is not None and base.throughput and judged.speedup:
             speedups = tuple(v / base.throughput for v in kpis.run_values.get("throughput", ()))
             ratio = base.gpus / kpis.gpus  # efficiency is speedup over the GPU ratio

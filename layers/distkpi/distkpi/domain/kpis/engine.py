@@ -16,7 +16,7 @@ from distkpi.domain.accuracy import (
     describe_target,
     headline,
 )
-from distkpi.domain.contracts import ConfigSpec, NodeManifest, Role, RunSpec
+from distkpi.domain.contracts import Alignment, ConfigSpec, NodeManifest, Role, RunSpec
 from distkpi.domain.kpis import catalogue
 from distkpi.domain.kpis.measuring import Measuring
 from distkpi.domain.logs.gpumemory import GpuMemorySummary
@@ -34,6 +34,9 @@ MAX_PROBLEM_CHARS = 400
 SUPER_LINEAR = 1.05
 SUPER_LINEAR_PROBLEM = "super-linear scaling: check the base config's throughput"
 NOT_REACHED = "did not reach the target"
+# the training loss's first steps a config keeps for the loss-curve alignment across
+# configs (its stored item stays small whatever the run's length)
+MAX_CURVE_STEPS = 500
 
 
 class ConfigStatus(StrEnum):
@@ -106,11 +109,18 @@ class ConfigKpis:
     # are then B's mean over the pairs
     pairs: tuple[PairKpis, ...] = ()
 
-    # the catalogue's KPIs that are not fields of their own (catalogue.Kpi.measure)
+    # the catalogue's KPIs that are not fields of their own (catalogue.Kpi.measure), those
+    # with a value
     measured: Mapping[str, float | None] = field(default_factory=dict)
     # a trainer's training loss went NaN or Inf, or its framework counted NaN iterations:
     # an enforced convergence KPI regresses
     diverged: bool = False
+    # the first trainer's training loss by step (the first MAX_CURVE_STEPS reported), and
+    # against the base config's: whether within the suite's alignment, and the step of the
+    # largest difference (loss_alignment is its size)
+    loss_curve: Mapping[int, float] = field(default_factory=dict)
+    aligned: bool | None = None
+    loss_alignment_step: int | None = None
 
     def value(self, kpi: str) -> float | None:
         """Any catalogue KPI's value, a field of its own or measured."""
@@ -123,6 +133,7 @@ class ConfigKpis:
         """A copy with these catalogue KPIs set, wherever each is kept."""
         own = {k: v for k, v in values.items() if k in _FIELDS}
         measured = {**self.measured, **{k: v for k, v in values.items() if k not in _FIELDS}}
+        measured = {k: v for k, v in measured.items() if v is not None}
         return replace(self, **own, measured=measured)  # type: ignore[arg-type]
 
     def to_json(self) -> dict[str, Any]:
@@ -138,6 +149,7 @@ class ConfigKpis:
             paired
             | out
             | {
+                "loss_alignment_step": self.loss_alignment_step,
                 "diverged": self.diverged,
                 "problems": list(self.problems),
                 "runs": self.runs,
@@ -153,6 +165,8 @@ class ConfigKpis:
             "name": self.name,
             "throughput_samples": list(self.throughput_samples),
             "converged": self.converged,
+            "aligned": self.aligned,
+            "loss_curve": {str(step): loss for step, loss in self.loss_curve.items()},
             "run_values": {kpi: list(values) for kpi, values in self.run_values.items()},
             "pairs": [p.to_record() for p in self.pairs],
         }
@@ -171,8 +185,15 @@ class ConfigKpis:
             pservers=int(data.get("pservers", 0)),
             status=ConfigStatus(data["status"]),
             **own,
-            measured={k: v for k, v in kpis.items() if k not in _FIELDS},
+            measured={k: v for k, v in kpis.items() if k not in _FIELDS and v is not None},
             diverged=bool(data.get("diverged", False)),
+            loss_curve={int(k): float(v) for k, v in (data.get("loss_curve") or {}).items()},
+            aligned=None if data.get("aligned") is None else bool(data["aligned"]),
+            loss_alignment_step=(
+                None
+                if data.get("loss_alignment_step") is None
+                else int(data["loss_alignment_step"])
+            ),
             problems=tuple(str(p) for p in data.get("problems", ())),
             throughput_samples=tuple(float(v) for v in data.get("throughput_samples", ())),
             converged=_converged(data),
@@ -204,9 +225,12 @@ class PairKpis:
         return {"pair": self.pair, "a": self.a.to_json(), "b": self.b.to_json()}
 
     def to_record(self) -> dict[str, Any]:
-        """Without the arms' within-run samples: a paired config is judged by its pairs, and
-        its stored item stays small whatever its runs reported."""
-        arms = {arm: getattr(self, arm).to_record() | {"throughput_samples": []} for arm in "ab"}
+        """Without the arms' within-run samples and loss curves: a paired config is judged by
+        its pairs, and its stored item stays small whatever its runs reported."""
+        arms = {
+            arm: getattr(self, arm).to_record() | {"throughput_samples": [], "loss_curve": {}}
+            for arm in "ab"
+        }
         return {"pair": self.pair, **arms}
 
     @classmethod
@@ -581,9 +605,10 @@ def config_kpis(
     if status is not ConfigStatus.OK:
         throughput, samples = None, ()
     measured = {
-        kpi.name: kpi.measure(measuring)
+        kpi.name: value
         for kpi in catalogue.CATALOGUE
         if kpi.measure is not None and (status is ConfigStatus.OK or not kpi.null_unless_ok)
+        if (value := kpi.measure(measuring)) is not None
     }
     diverged, divergence = _divergence(trainers)
     if measuring.by_loss:
@@ -625,7 +650,13 @@ def config_kpis(
         gpu_hours=_gpu_hours(evidence),
         measured=measured,
         diverged=diverged,
+        loss_curve=_loss_curve(trainers),
     )
+
+
+def _loss_curve(trainers: Sequence[ParsedLog]) -> dict[int, float]:
+    curve = next((log.summary.loss_by_step for log in trainers if log.summary.loss_by_step), {})
+    return {step: curve[step] for step in sorted(curve)[:MAX_CURVE_STEPS]}
 
 
 def _divergence(trainers: Sequence[ParsedLog]) -> tuple[bool, Problems]:
@@ -686,7 +717,9 @@ def run_kpis(run: RunSpec, configs: Mapping[str, ConfigKpis]) -> RunKpis:
     base = configs.get(base_spec.name)
     out = [
         pairs_against_base(
-            against_base(configs.get(spec.name) or without_kpis(spec), base, base_spec),
+            against_base(
+                configs.get(spec.name) or without_kpis(spec), base, base_spec, run.alignment
+            ),
             base,
             base_spec,
         )
@@ -723,7 +756,48 @@ def pairs_against_base(
     return replace(kpis, pairs=pairs)
 
 
-def against_base(kpis: ConfigKpis, base: ConfigKpis | None, base_spec: ConfigSpec) -> ConfigKpis:
+def loss_alignment(
+    curve: Mapping[int, float], base: Mapping[int, float], alignment: Alignment
+) -> tuple[float, int] | None:
+    """The largest relative difference of a loss curve from the base config's over the
+    steps both ran from ``alignment.from_step``, and its step; None: no such step."""
+    steps = [s for s in curve if s in base and s >= alignment.from_step and base[s] != 0]
+    if not steps:
+        return None
+    worst = max(steps, key=lambda s: abs(curve[s] - base[s]) / abs(base[s]))
+    return abs(curve[worst] - base[worst]) / abs(base[worst]), worst
+
+
+def _aligned(kpis: ConfigKpis, base: ConfigKpis | None, alignment: Alignment | None) -> ConfigKpis:
+    """The config's loss curve against the base config's, when the suite asks for it."""
+    if alignment is None or base is None or base.name == kpis.name or not kpis.loss_curve:
+        return kpis
+    found = loss_alignment(kpis.loss_curve, base.loss_curve, alignment)
+    if found is None:
+        why = f"loss alignment unknown: no step from {alignment.from_step} in both this config's "
+        why += f"and the base config {base.name}'s loss curves"
+        return replace(kpis, problems=(*kpis.problems, why))
+    diff, step = found
+    aligned = diff <= alignment.max_rel_diff
+    problems = kpis.problems
+    if not aligned:
+        problems = (
+            *problems,
+            f"loss curve {diff:.2%} from the base config {base.name}'s at step {step} "
+            f"({kpis.loss_curve[step]:.6g} vs {base.loss_curve[step]:.6g}), beyond "
+            f"{alignment.max_rel_diff:.2%}",
+        )
+    out = kpis.with_values({"loss_alignment": diff})
+    return replace(out, aligned=aligned, loss_alignment_step=step, problems=problems)
+
+
+def against_base(
+    kpis: ConfigKpis,
+    base: ConfigKpis | None,
+    base_spec: ConfigSpec,
+    alignment: Alignment | None = None,
+) -> ConfigKpis:
+    kpis = _aligned(kpis, base, alignment)
     problems = list(kpis.problems)
     speedup = efficiency = None
     base_throughput = base.throughput if base is not None else None
