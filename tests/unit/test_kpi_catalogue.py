@@ -62,6 +62,7 @@ def test_the_judging_rules_come_from_the_catalogue() -> None:
         "mfu",
         "loss",
         "loss_alignment",
+        "golden_loss",
     }
     assert HIGHER_IS_BETTER["step_time_s"] is False and HIGHER_IS_BETTER["mfu"] is True
     assert HIGHER_IS_BETTER["test_accuracy"] is None  # the run's accuracy_direction

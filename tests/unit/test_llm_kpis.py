@@ -7,6 +7,7 @@ card, its README's sample line) and Megatron-LM's `elapsed time per iteration (m
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,10 +28,14 @@ from distkpi.domain.kpis.engine import (
     config_kpis,
     run_kpis,
 )
+from distkpi.domain.kpis.golden import golden_from, parse_golden
 from distkpi.domain.kpis.gpu_peaks import peak_tflops
 from distkpi.domain.logs.gpumemory import GpuMemorySummary
 from distkpi.domain.logs.logsummary import LogSummary
 from distkpi.domain.patterns import Per
+from distkpi.exceptions import ContractError
+from distkpi_cli.main import main
+from tests.unit.test_cli_kpis import EXAMPLE
 
 H100 = NodeHardware(instance_type="p5.48xlarge", gpu_model="NVIDIA H100 80GB HBM3", gpu_count=8)
 A100 = NodeHardware(instance_type="p4d.24xlarge", gpu_model="NVIDIA A100-SXM4-40GB", gpu_count=8)
@@ -354,3 +359,63 @@ def test_alignment_counts_only_the_steps_both_ran_from_its_first_step() -> None:
     assert config.aligned is True and config.loss_alignment_step in (2, 3)
     restored = ConfigKpis.from_record(config.to_record())
     assert restored.loss_curve == config.loss_curve and restored.aligned is True
+
+
+# -- a golden loss curve (suite golden) ------------------------------------------------------
+def test_a_golden_curve_from_runs_judges_a_config_step_by_step() -> None:
+    runs = [
+        {1: 10.0, 2: 9.0, 3: 8.0},
+        {1: 10.2, 2: 9.1, 3: 8.1},
+        {1: 9.8, 2: 8.9, 3: 7.9, 4: 7.0},  # a step the others lack is left out
+    ]
+    golden = golden_from(runs, 0.01)
+    assert golden.to_json() == {
+        "lm loss": {
+            "start_step": 1,
+            "end_step": 3,
+            "step_interval": 1,
+            "values": {"1": 10.0, "2": 9.0, "3": 8.0},
+            "min": {"1": 9.8, "2": 8.9, "3": 7.9},
+            "max": {"1": 10.2, "2": 9.1, "3": 8.1},
+        },
+        "max_rel_diff": 0.01,
+        "runs": 3,
+    }
+    assert parse_golden(json.dumps(golden.to_json()).encode(), "golden.json") == golden
+    inside = summary(losses={1: 10.25, 2: 9.0, 3: 7.85})
+    within = evidence([inside, summary()])
+    within.golden = golden
+    kpis = config_kpis(within, 0.5, 0, run=run_spec())
+    assert kpis.value("golden_loss") == pytest.approx(0.025)
+    assert kpis.beyond_limits == ()
+    outside = evidence([summary(losses={1: 10.0, 2: 9.5, 3: 8.0}), summary()])
+    outside.golden = golden
+    off = config_kpis(outside, 0.5, 0, run=run_spec())
+    assert off.beyond_limits == ("golden_loss",)
+    assert (
+        "loss outside the golden curve at 1 step(s), the first step 2: 9.5 against 8.9..9.1 ± 1.00%"
+        in (off.problems)
+    )
+    judged = evaluate(
+        RunKpis("run-1", "llama", "2x4", (off,)),
+        [],
+        VerdictSettings(enforced=("golden_loss",)),
+        0.01,
+    )
+    assert judged.verdict.state.value == "failure"
+
+
+def test_a_golden_file_that_is_not_one_is_a_clear_error() -> None:
+    with pytest.raises(ContractError) as raised:
+        parse_golden(b'{"lm loss": {"values": {"1": "high"}}}', "suite/golden.json")
+    assert str(raised.value).startswith("golden curve suite/golden.json: lm loss.start_step: ")
+
+
+def test_distkpi_golden_needs_as_many_runs_with_a_loss_curve(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the seed's example run has no training loss: none of its runs can make a golden curve
+    assert main(["golden", "--from", str(EXAMPLE), "--runs", "2"]) == 2
+    assert capsys.readouterr().err == (
+        f"distkpi golden: 2 runs asked, {EXAMPLE} has 0 with a training loss curve\n"
+    )

@@ -139,7 +139,7 @@ def evidence_of(
                     and not (definition.not_of_base and config.name == run.base_config),
                     by_definition=config.name == run.base_config and kpi in SCALING,
                     diverged=config.diverged,
-                    beyond_limit=definition.limited and config.aligned is False,
+                    beyond_limit=definition.limited and kpi in config.beyond_limits,
                 )
             )
     return out

@@ -235,6 +235,17 @@ CATALOGUE: tuple[Kpi, ...] = (
         limited=True,
         not_of_base=True,
     ),
+    Kpi(
+        "golden_loss",
+        "",
+        "loss vs golden (max rel. diff)",
+        "golden",
+        ".2%",
+        False,
+        log_scale=False,
+        optional=True,
+        limited=True,
+    ),
 )
 
 # the order of a table's KPI rows (after the config's GPUs and status, before its cost):

@@ -18,6 +18,7 @@ from distkpi.domain.accuracy import (
 )
 from distkpi.domain.contracts import Alignment, ConfigSpec, NodeManifest, Role, RunSpec
 from distkpi.domain.kpis import catalogue
+from distkpi.domain.kpis.golden import GoldenCurve, against_golden
 from distkpi.domain.kpis.measuring import Measuring
 from distkpi.domain.logs.gpumemory import GpuMemorySummary
 from distkpi.domain.logs.logsummary import LogSummary, Per
@@ -73,6 +74,8 @@ class ConfigEvidence:
     problems: list[str] = field(default_factory=list)
     # files a manifest names that could not be read or parsed: the config cannot be judged
     unusable_files: list[str] = field(default_factory=list)
+    # the suite's golden loss curve (golden.py), when it has one and the run folder holds it
+    golden: GoldenCurve | None = None
 
 
 @dataclass(frozen=True)
@@ -119,8 +122,16 @@ class ConfigKpis:
     # against the base config's: whether within the suite's alignment, and the step of the
     # largest difference (loss_alignment is its size)
     loss_curve: Mapping[int, float] = field(default_factory=dict)
-    aligned: bool | None = None
     loss_alignment_step: int | None = None
+    # the catalogue's limited KPIs beyond the limit the suite sets (catalogue.Kpi.limited)
+    beyond_limits: tuple[str, ...] = ()
+
+    @property
+    def aligned(self) -> bool | None:
+        """Whether its loss curve is within the suite's alignment (None: not measured)."""
+        if self.value("loss_alignment") is None:
+            return None
+        return "loss_alignment" not in self.beyond_limits
 
     def value(self, kpi: str) -> float | None:
         """Any catalogue KPI's value, a field of its own or measured."""
@@ -165,7 +176,7 @@ class ConfigKpis:
             "name": self.name,
             "throughput_samples": list(self.throughput_samples),
             "converged": self.converged,
-            "aligned": self.aligned,
+            "beyond_limits": list(self.beyond_limits),
             "loss_curve": {str(step): loss for step, loss in self.loss_curve.items()},
             "run_values": {kpi: list(values) for kpi, values in self.run_values.items()},
             "pairs": [p.to_record() for p in self.pairs],
@@ -188,7 +199,7 @@ class ConfigKpis:
             measured={k: v for k, v in kpis.items() if k not in _FIELDS and v is not None},
             diverged=bool(data.get("diverged", False)),
             loss_curve={int(k): float(v) for k, v in (data.get("loss_curve") or {}).items()},
-            aligned=None if data.get("aligned") is None else bool(data["aligned"]),
+            beyond_limits=tuple(str(k) for k in data.get("beyond_limits") or ()),
             loss_alignment_step=(
                 None
                 if data.get("loss_alignment_step") is None
@@ -619,7 +630,7 @@ def config_kpis(
     accuracy = _test_accuracy(trainers, accuracy_pass, target_accuracy, direction)
     trainer_memory, trainer_memory_problems = _peak_memory(evidence, "trainer", True)
     pserver_memory, pserver_memory_problems = _peak_memory(evidence, "pserver", spec.pservers > 0)
-    return ConfigKpis(
+    kpis = ConfigKpis(
         name=spec.name,
         gpus=spec.gpus,
         pservers=spec.pservers,
@@ -651,6 +662,34 @@ def config_kpis(
         measured=measured,
         diverged=diverged,
         loss_curve=_loss_curve(trainers),
+    )
+    return _against_golden(kpis, evidence.golden)
+
+
+def _against_golden(kpis: ConfigKpis, golden: GoldenCurve | None) -> ConfigKpis:
+    """The config's loss curve against the suite's golden one: its largest relative
+    difference from the golden mean as golden_loss, beyond its min..max a limit."""
+    if golden is None or not kpis.loss_curve:
+        return kpis
+    check = against_golden(kpis.loss_curve, golden)
+    if check is None:
+        why = "golden curve: no step of the config's loss curve is in it"
+        return replace(kpis, problems=(*kpis.problems, why))
+    out = kpis.with_values({"golden_loss": check.largest})
+    if not check.outside:
+        return out
+    first = check.outside[0]
+    series = golden.loss
+    low, high = (series.min or series.values)[first], (series.max or series.values)[first]
+    why = (
+        f"loss outside the golden curve at {len(check.outside)} step(s), the first step "
+        f"{first}: {kpis.loss_curve[first]:.6g} against {low:.6g}..{high:.6g} "
+        f"± {golden.max_rel_diff:.2%}"
+    )
+    return replace(
+        out,
+        beyond_limits=(*out.beyond_limits, "golden_loss"),
+        problems=(*out.problems, why),
     )
 
 
@@ -788,7 +827,8 @@ def _aligned(kpis: ConfigKpis, base: ConfigKpis | None, alignment: Alignment | N
             f"{alignment.max_rel_diff:.2%}",
         )
     out = kpis.with_values({"loss_alignment": diff})
-    return replace(out, aligned=aligned, loss_alignment_step=step, problems=problems)
+    beyond = (*kpis.beyond_limits, "loss_alignment") if not aligned else kpis.beyond_limits
+    return replace(out, beyond_limits=beyond, loss_alignment_step=step, problems=problems)
 
 
 def against_base(
