@@ -27,6 +27,7 @@ NOT_KPIS = {
     "hardware",
     "gpu_hours",
     "pairs",
+    "layout",
 }
 
 

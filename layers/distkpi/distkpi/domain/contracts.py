@@ -15,6 +15,7 @@ from pydantic import (
     ValidationInfo,
     field_validator,
     model_serializer,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -83,6 +84,40 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
 
+# a config's parallel layout, as today's frameworks split a job: tensor, pipeline, data,
+# expert and context parallel sizes, the ZeRO stage, the micro and global batch (samples),
+# the sequence length (tokens)
+LAYOUT_FIELDS = (
+    "tp",
+    "pp",
+    "dp",
+    "ep",
+    "cp",
+    "zero_stage",
+    "micro_batch",
+    "global_batch",
+    "seq_len",
+)
+Size = Annotated[int, Field(ge=1)] | None
+
+
+def layout_problem(name: str, gpus: int, layout: Mapping[str, int | None]) -> str | None:
+    """Why tp x pp x dp x cp cannot be the config's GPUs; None when it can (a dp left out is
+    what the others leave: it must then be a whole number)."""
+    sizes = {k: layout[k] for k in ("tp", "pp", "dp", "cp") if layout.get(k) is not None}
+    if not sizes:
+        return None
+    product = 1
+    for size in sizes.values():
+        product *= size or 1
+    said = " x ".join(f"{k} {v}" for k, v in sizes.items())
+    if "dp" in sizes and product != gpus:
+        return f"config {name}: {said} = {product}, not its {gpus} GPUs"
+    if "dp" not in sizes and gpus % product:
+        return f"config {name}: {said} = {product} does not divide its {gpus} GPUs"
+    return None
+
+
 class ConfigSpec(_Frozen):
     name: Annotated[str, Field(pattern=CONFIG_NAME_PATTERN)]
     trainers: Annotated[int, Field(ge=1)]
@@ -90,10 +125,46 @@ class ConfigSpec(_Frozen):
     pservers: Annotated[int, Field(ge=0)]
     batch_size: Annotated[int, Field(ge=1)]
     nodes: Annotated[int, Field(ge=1)]
+    # its parallel layout (LAYOUT_FIELDS), where the suite states it
+    tp: Size = None
+    pp: Size = None
+    dp: Size = None
+    ep: Size = None
+    cp: Size = None
+    zero_stage: Annotated[int, Field(ge=0, le=3)] | None = None
+    micro_batch: Size = None
+    global_batch: Size = None
+    seq_len: Size = None
 
     @property
     def gpus(self) -> int:
         return self.trainers * self.gpus_per_trainer
+
+    @property
+    def layout(self) -> dict[str, int]:
+        """The layout it states; dp, when left out, what tp x pp x cp leave of its GPUs."""
+        stated = {k: v for k in LAYOUT_FIELDS if (v := getattr(self, k)) is not None}
+        if stated.keys() & {"tp", "pp", "cp"} and "dp" not in stated:
+            split = stated.get("tp", 1) * stated.get("pp", 1) * stated.get("cp", 1)
+            stated = {**stated, "dp": self.gpus // split}
+        return {k: stated[k] for k in LAYOUT_FIELDS if k in stated}
+
+    @model_validator(mode="after")
+    def _layout_fits(self) -> ConfigSpec:
+        problem = layout_problem(self.name, self.gpus, self.model_dump())
+        if problem:
+            raise ValueError(problem)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _layout_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """run.json names a config's layout only where the suite states it."""
+        dumped = handler(self)
+        if isinstance(dumped, dict):
+            for key in LAYOUT_FIELDS:
+                if dumped.get(key) is None:
+                    dumped.pop(key, None)
+        return dumped
 
 
 SHA = r"^[0-9a-f]{40}$"

@@ -37,6 +37,16 @@ def time_to_target_label(run: RunKpis, target: Target, unicode: bool = False) ->
     return f"time to acc {sign} {describe_target(target)} (s)"
 
 
+def _layout(c: ConfigKpis) -> str:
+    return (
+        " ".join(
+            f"{k}{v}" if k in ("tp", "pp", "dp", "ep", "cp") else f"{k}={v}"
+            for k, v in c.layout.items()
+        )
+        or "-"
+    )
+
+
 def _kpi_cell(kpi: Kpi) -> Callable[[ConfigKpis], str]:
     if kpi.name == "test_accuracy":
         return _accuracy
@@ -50,6 +60,8 @@ def rows(
     order (an optional one only where a config of ``run`` measured it; time to accuracy
     labelled by the run's ``target``), then its cost and hardware."""
     out = [Row("GPUs", lambda c: str(c.gpus)), Row("status", lambda c: c.status.value)]
+    if run is not None and any(c.layout for c in run.configs):
+        out.append(Row("layout", _layout))
     for kpi in catalogue.table_order():
         if kpi.optional and (run is None or all(c.value(kpi.name) is None for c in run.configs)):
             continue

@@ -125,6 +125,8 @@ class ConfigKpis:
     loss_alignment_step: int | None = None
     # the catalogue's limited KPIs beyond the limit the suite sets (catalogue.Kpi.limited)
     beyond_limits: tuple[str, ...] = ()
+    # its parallel layout where the suite states it (ConfigSpec.layout: tp, pp, dp, ...)
+    layout: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def aligned(self) -> bool | None:
@@ -150,6 +152,8 @@ class ConfigKpis:
     def to_json(self) -> dict[str, Any]:
         paired = {"pairs": [p.to_json() for p in self.pairs]} if self.pairs else {}
         out: dict[str, Any] = {"gpus": self.gpus, "pservers": self.pservers}
+        if self.layout:
+            out["layout"] = dict(self.layout)
         out["status"] = self.status.value
         for kpi in catalogue.CATALOGUE:
             out[kpi.name] = self.value(kpi.name)
@@ -200,6 +204,7 @@ class ConfigKpis:
             diverged=bool(data.get("diverged", False)),
             loss_curve={int(k): float(v) for k, v in (data.get("loss_curve") or {}).items()},
             beyond_limits=tuple(str(k) for k in data.get("beyond_limits") or ()),
+            layout={str(k): int(v) for k, v in (data.get("layout") or {}).items()},
             loss_alignment_step=(
                 None
                 if data.get("loss_alignment_step") is None
@@ -662,6 +667,7 @@ def config_kpis(
         measured=measured,
         diverged=diverged,
         loss_curve=_loss_curve(trainers),
+        layout=spec.layout,
     )
     return _against_golden(kpis, evidence.golden)
 

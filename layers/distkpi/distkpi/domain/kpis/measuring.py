@@ -122,8 +122,9 @@ def _mean_of(runs: Sequence[RunningMean]) -> float | None:
 
 
 def _seq_len(m: Measuring) -> int | None:
+    """Tokens per sample: the log's, else the config's layout's, else the suite's."""
     stated = next((s.seq_len for _, s in m.trainers if s.seq_len), None)
-    return stated or (m.run.seq_len if m.run is not None else None)
+    return stated or m.spec.seq_len or (m.run.seq_len if m.run is not None else None)
 
 
 def _flops_per_token(m: Measuring, seq_len: int | None) -> float | None:
@@ -141,7 +142,7 @@ def _agreement(
 ) -> str | None:
     """A framework's TFLOP/s per GPU against its own step time: the FLOPs of one step (its
     global batch of sequences) over the step time and the config's GPUs."""
-    batch = next((s.global_batch for _, s in m.trainers if s.global_batch), None)
+    batch = next((s.global_batch for _, s in m.trainers if s.global_batch), m.spec.global_batch)
     if batch is None:
         return None
     expected = flops * batch * seq_len / step / m.spec.gpus / 1e12

@@ -224,6 +224,8 @@ def plan_jobs(
             "DISTKPI_COMMAND": json.dumps(list(suite.command)),
             "DISTKPI_COMMAND_TIMEOUT_S": str(suite.command_timeout_s),
         }
+        # its parallel layout, where the suite states it: DISTKPI_TP, DISTKPI_PP, ...
+        environment |= {f"DISTKPI_{k.upper()}": str(v) for k, v in spec.layout.items()}
         if run.paired is not None:
             environment["DISTKPI_BASE_SHA"] = run.paired.base_sha
             environment["DISTKPI_PAIRED"] = json.dumps(

@@ -22,15 +22,18 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from distkpi.domain.accuracy import Direction
 from distkpi.domain.contracts import (
     CONFIG_NAME_PATTERN,
+    LAYOUT_FIELDS,
     Alignment,
     ConfigSpec,
     Dtype,
     ModelFlops,
     Quality,
+    Size,
     TargetAccuracy,
     check_quality,
     check_target,
     describe_errors,
+    layout_problem,
     require_unique_names,
 )
 from distkpi.domain.judging.settings import VerdictSettings
@@ -47,6 +50,24 @@ class SuiteConfig(BaseModel):
     gpus_per_trainer: Annotated[int, Field(ge=1)]
     pservers: Annotated[int, Field(ge=0)] = 0
     batch_size: Annotated[int, Field(ge=1)]
+    # its parallel layout (contracts.LAYOUT_FIELDS): tp x pp x dp x cp must be its GPUs
+    tp: Size = None
+    pp: Size = None
+    dp: Size = None
+    ep: Size = None
+    cp: Size = None
+    zero_stage: Annotated[int, Field(ge=0, le=3)] | None = None
+    micro_batch: Size = None
+    global_batch: Size = None
+    seq_len: Size = None
+
+    @model_validator(mode="after")
+    def _layout_fits(self) -> SuiteConfig:
+        gpus = self.trainers * self.gpus_per_trainer
+        problem = layout_problem(self.name, gpus, self.model_dump())
+        if problem:
+            raise ValueError(problem)
+        return self
 
     def spec(self) -> ConfigSpec:
         return ConfigSpec(
@@ -56,6 +77,7 @@ class SuiteConfig(BaseModel):
             pservers=self.pservers,
             batch_size=self.batch_size,
             nodes=self.trainers + self.pservers,
+            **{k: getattr(self, k) for k in LAYOUT_FIELDS},
         )
 
 
