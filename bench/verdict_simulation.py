@@ -175,7 +175,7 @@ def rows_of(run_kpis: Sequence[ConfigKpis], index: int) -> list[HistoryRow]:
             f"{index:040x}",
             f"h{index}",
             kpi,
-            getattr(c, kpi),
+            c.value(kpi),
         )
         for c in run_kpis
         for kpi in KPIS

@@ -41,8 +41,8 @@ from statistics import NormalDist
 
 from distkpi.domain.judging.paired import look_shares
 from distkpi.domain.judging.settings import (
+    ALL_KPIS,
     FAMILY,
-    KPIS,
     LOG_SCALE,
     ConfirmSettings,
     PairedSettings,
@@ -289,8 +289,8 @@ def aa_jobs_of(records: Sequence[HistoryRecord]) -> AaJobs:
         if record.kpis.status is not ConfigStatus.OK:
             continue
         runs = run_order(record.kpis.pairs)
-        for kpi in KPIS:
-            values = [v for run in runs if (v := getattr(run, kpi)) is not None]
+        for kpi in ALL_KPIS:
+            values = [v for run in runs if (v := run.value(kpi)) is not None]
             if len(values) >= 2:
                 found.setdefault(record.config, {}).setdefault(kpi, []).append(values)
     jobs: dict[str, dict[str, list[list[float]]]] = {}

@@ -15,6 +15,7 @@ from pydantic import (
     ValidationInfo,
     field_validator,
     model_serializer,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -83,6 +84,40 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
 
+# a config's parallel layout, as today's frameworks split a job: tensor, pipeline, data,
+# expert and context parallel sizes, the ZeRO stage, the micro and global batch (samples),
+# the sequence length (tokens)
+LAYOUT_FIELDS = (
+    "tp",
+    "pp",
+    "dp",
+    "ep",
+    "cp",
+    "zero_stage",
+    "micro_batch",
+    "global_batch",
+    "seq_len",
+)
+Size = Annotated[int, Field(ge=1)] | None
+
+
+def layout_problem(name: str, gpus: int, layout: Mapping[str, int | None]) -> str | None:
+    """Why tp x pp x dp x cp cannot be the config's GPUs; None when it can (a dp left out is
+    what the others leave: it must then be a whole number)."""
+    sizes = {k: layout[k] for k in ("tp", "pp", "dp", "cp") if layout.get(k) is not None}
+    if not sizes:
+        return None
+    product = 1
+    for size in sizes.values():
+        product *= size or 1
+    said = " x ".join(f"{k} {v}" for k, v in sizes.items())
+    if "dp" in sizes and product != gpus:
+        return f"config {name}: {said} = {product}, not its {gpus} GPUs"
+    if "dp" not in sizes and gpus % product:
+        return f"config {name}: {said} = {product} does not divide its {gpus} GPUs"
+    return None
+
+
 class ConfigSpec(_Frozen):
     name: Annotated[str, Field(pattern=CONFIG_NAME_PATTERN)]
     trainers: Annotated[int, Field(ge=1)]
@@ -90,10 +125,46 @@ class ConfigSpec(_Frozen):
     pservers: Annotated[int, Field(ge=0)]
     batch_size: Annotated[int, Field(ge=1)]
     nodes: Annotated[int, Field(ge=1)]
+    # its parallel layout (LAYOUT_FIELDS), where the suite states it
+    tp: Size = None
+    pp: Size = None
+    dp: Size = None
+    ep: Size = None
+    cp: Size = None
+    zero_stage: Annotated[int, Field(ge=0, le=3)] | None = None
+    micro_batch: Size = None
+    global_batch: Size = None
+    seq_len: Size = None
 
     @property
     def gpus(self) -> int:
         return self.trainers * self.gpus_per_trainer
+
+    @property
+    def layout(self) -> dict[str, int]:
+        """The layout it states; dp, when left out, what tp x pp x cp leave of its GPUs."""
+        stated = {k: v for k in LAYOUT_FIELDS if (v := getattr(self, k)) is not None}
+        if stated.keys() & {"tp", "pp", "cp"} and "dp" not in stated:
+            split = stated.get("tp", 1) * stated.get("pp", 1) * stated.get("cp", 1)
+            stated = {**stated, "dp": self.gpus // split}
+        return {k: stated[k] for k in LAYOUT_FIELDS if k in stated}
+
+    @model_validator(mode="after")
+    def _layout_fits(self) -> ConfigSpec:
+        problem = layout_problem(self.name, self.gpus, self.model_dump())
+        if problem:
+            raise ValueError(problem)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _layout_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """run.json names a config's layout only where the suite states it."""
+        dumped = handler(self)
+        if isinstance(dumped, dict):
+            for key in LAYOUT_FIELDS:
+                if dumped.get(key) is None:
+                    dumped.pop(key, None)
+        return dumped
 
 
 SHA = r"^[0-9a-f]{40}$"
@@ -120,6 +191,49 @@ class PairedRun(_Frozen):
         return dumped
 
 
+Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
+Quality = Literal["loss", "eval"]
+
+
+class ModelFlops(_Frozen):
+    """A transformer's shape, for FLOPs per token by the standard rule when the suite gives
+    no ``flops_per_token``: 6 N (forward and backward of every weight) plus attention's
+    12 L H Q T (L layers, H heads of Q dimensions: ``hidden`` = H Q, T the sequence length)."""
+
+    params: Annotated[float, Field(gt=0)]
+    layers: Annotated[int, Field(ge=1)]
+    hidden: Annotated[int, Field(ge=1)]
+
+    def per_token(self, seq_len: int) -> float:
+        return 6 * self.params + 12 * self.layers * self.hidden * seq_len
+
+
+class Alignment(_Frozen):
+    """How close every config's per-step loss must stay to the base config's."""
+
+    max_rel_diff: Annotated[float, Field(gt=0)] = 0.02
+    from_step: Annotated[int, Field(ge=0)] = 0
+
+
+def check_quality(quality: str, info: ValidationInfo) -> str:
+    """For a quality validator (after accuracy_direction): a loss improves as it falls."""
+    if quality == "loss" and info.data.get("accuracy_direction") is not Direction.LOWER:
+        raise ValueError("quality: loss needs accuracy_direction: lower (a loss falls)")
+    return quality
+
+
+# the run's training settings: what language-model KPIs need beyond the logs
+TRAINING_FIELDS = (
+    "dtype",
+    "seq_len",
+    "flops_per_token",
+    "model_flops",
+    "quality",
+    "alignment",
+    "golden",
+)
+
+
 class RunSpec(_Frozen):
     schema_: Annotated[Literal[1], Field(alias="schema")]
     run_id: Annotated[str, Field(min_length=1)]
@@ -139,6 +253,30 @@ class RunSpec(_Frozen):
     metrics: DeclaredMetrics | None = None
     # set for a paired run: its base commit, the pairs at most, the warm-up
     paired: PairedRun | None = None
+    # language-model training (TRAINING_FIELDS): the precision the MFU's peak is taken at,
+    # tokens per sample, FLOPs per token (given, or by the 6N + attention rule), whether
+    # convergence is the training loss or an evaluation, the loss-curve alignment across
+    # configs and the golden curve's file in the repository under test
+    dtype: Dtype | None = None
+    seq_len: Annotated[int, Field(ge=1)] | None = None
+    flops_per_token: Annotated[float, Field(gt=0)] | None = None
+    model_flops: ModelFlops | None = None
+    quality: Quality = "eval"
+    alignment: Alignment | None = None
+    golden: Annotated[str, Field(min_length=1)] | None = None
+
+    _loss_falls = field_validator("quality")(check_quality)
+
+    @model_serializer(mode="wrap")
+    def _training_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """run.json names the training settings only when the suite sets them: every other
+        run's reads as it did before there were any."""
+        dumped = handler(self)
+        if isinstance(dumped, dict):
+            for key in TRAINING_FIELDS:
+                if dumped.get(key) is None or (key == "quality" and dumped[key] == "eval"):
+                    dumped.pop(key, None)
+        return dumped
 
     @field_validator("configs")
     @classmethod

@@ -7,7 +7,8 @@ import statistics
 from collections.abc import Iterable
 
 from distkpi.domain.judging.history import HistoryRow
-from distkpi.domain.judging.settings import KPIS
+from distkpi.domain.judging.settings import ALL_KPIS
+from distkpi.domain.kpis import catalogue
 from distkpi.domain.records import HistoryRecord
 
 
@@ -23,7 +24,7 @@ def rows_from_records(records: Iterable[HistoryRecord]) -> list[HistoryRow]:
             sha=r.sha,
             run_id=r.run_id,
             kpi=kpi,
-            value=getattr(r.kpis, kpi),
+            value=r.kpis.value(kpi),
             status=r.kpis.status.value,
             hardware=r.kpis.hardware,
             gpu_hours=r.kpis.gpu_hours,
@@ -31,7 +32,8 @@ def rows_from_records(records: Iterable[HistoryRecord]) -> list[HistoryRow]:
             calibration=r.calibration,
         )
         for r in records
-        for kpi in KPIS
+        for kpi in ALL_KPIS
+        if not catalogue.kpi(kpi).optional or r.kpis.value(kpi) is not None
     ]
     return sorted(rows, key=lambda row: row.finished_at)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from distkpi.domain.judging.history import HistoryRow
 from distkpi.domain.judging.statistics import Judgement, KpiVerdict
-from distkpi.domain.judging.table import ROWS
+from distkpi.domain.judging.table import rows
 from distkpi.domain.kpis.engine import ConfigKpis, RunKpis
 from distkpi.domain.records import RunRecord
 from distkpi.reporting.charts import speedup_chart, throughput_history_chart
@@ -34,10 +34,10 @@ def _cell(value: Any) -> str:
 def _kpi_table(run: RunKpis) -> str:
     head = "".join(f"<th>{escape(c.name)}</th>" for c in run.configs)
     body = "".join(
-        f"<tr><td>{escape(label)}</td>"
-        + "".join(f"<td>{escape(cell(c))}</td>" for c in run.configs)
+        f"<tr><td>{escape(row.label)}</td>"
+        + "".join(f"<td>{escape(row.cell(c))}</td>" for c in run.configs)
         + "</tr>"
-        for label, cell in ROWS
+        for row in rows(run)
     )
     return f"<table><tr><th>KPI</th>{head}</tr>{body}</table>"
 

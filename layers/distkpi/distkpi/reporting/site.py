@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Protocol
 
 from distkpi.domain.judging.changepoints import last_change_point
-from distkpi.domain.judging.settings import KPIS
+from distkpi.domain.judging.settings import ALL_KPIS
 from distkpi.domain.judging.statistics import KpiVerdict
+from distkpi.domain.kpis import catalogue
 from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord, is_published
 
 
@@ -41,15 +42,7 @@ class HistoryReader(Protocol):
 DEFAULT_PAGE_RUNS = 500
 TABLE_RUNS = 50
 REPORT_URL = "../reports/{run_id}/index.html"  # the bucket's layout, and out/local's
-LABELS = {
-    "throughput": "throughput (samples/s)",
-    "speedup": "speedup",
-    "efficiency": "efficiency",
-    "time_to_accuracy_s": "time to accuracy (s)",
-    "test_accuracy": "test accuracy",
-    "trainer_gpu_memory_mib": "trainer GPU memory (MiB)",
-    "pserver_gpu_memory_mib": "pserver GPU memory (MiB)",
-}
+LABELS = {k.name: k.label for k in catalogue.CATALOGUE}
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 14px; }
@@ -165,10 +158,10 @@ def kpi_chart(
             (i, run, r)
             for i, run in enumerate(chronological)
             for r in run.records
-            if r.config == config and getattr(r.kpis, kpi) is not None
+            if r.config == config and r.kpis.value(kpi) is not None
         ]
         xs = [i for i, _, _ in points]
-        ys = [float(getattr(r.kpis, kpi)) for _, _, r in points]
+        ys = [r.kpis.value(kpi) or 0.0 for _, _, r in points]  # each is measured
         ranges = [(i, r.judged.get(kpi, {})) for i, _, r in points]
         shaded = [(i, j["low"], j["high"]) for i, j in ranges if j.get("low") is not None]
         if shaded:
@@ -242,7 +235,7 @@ def kpi_chart(
 def _enforced(runs: Sequence[Run]) -> list[str]:
     """The KPIs judged as enforced on this page (all measured ones where none was judged)."""
     measured = [
-        k for k in KPIS if any(getattr(r.kpis, k) is not None for run in runs for r in run.records)
+        k for k in ALL_KPIS if any(r.kpis.value(k) is not None for run in runs for r in run.records)
     ]
     judged = {
         kpi

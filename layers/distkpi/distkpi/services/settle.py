@@ -21,6 +21,7 @@ from distkpi.domain.kpis.runfolder import (
     gather_config,
     parse_settings,
     read_manifest,
+    with_golden,
 )
 from distkpi.domain.records import ConfigState
 from distkpi.domain.signing import ManifestKeys
@@ -203,7 +204,8 @@ class ConfigSettler:
         key = self.keys.for_config(run.run_id, config)
         try:
             reading = Reading(key, parse_logs, run.run_id, settings=parse_settings(run))
-            evidence = gather_config(self.store.run(run.run_id), spec, reading)
+            source = self.store.run(run.run_id)
+            evidence = with_golden(source, run, gather_config(source, spec, reading))
         except StorageError as exc:
             logger.exception("run folder not readable", run_id=run.run_id, config=config)
             evidence = ConfigEvidence(spec, {}, problems=[f"run folder cannot be read: {exc}"])

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from distkpi.domain.accuracy import Target
 from distkpi.domain.judging.evaluation import Evaluation
 from distkpi.domain.judging.statistics import Judgement, KpiVerdict
-from distkpi.domain.judging.table import ROWS, time_to_target_label
+from distkpi.domain.judging.table import rows
 from distkpi.domain.kpis.engine import ConfigKpis
 from distkpi.domain.untrusted import neutral
 
@@ -17,16 +17,6 @@ from distkpi.domain.untrusted import neutral
 MAX_OUTPUT = 65_535
 TRUNCATED = "\n\n… (truncated: the report has everything)"
 
-# the table's row of each judged KPI
-JUDGED_ROWS = {
-    "speedup": "speedup",
-    "efficiency": "efficiency",
-    "throughput (samples/s)": "throughput",
-    "trainer GPU memory (MiB)": "trainer_gpu_memory_mib",
-    "pserver GPU memory (MiB)": "pserver_gpu_memory_mib",
-    "test accuracy": "test_accuracy",
-}
-TIME_TO_ACCURACY_ROW = 5  # its label names the target; its KPI is time_to_accuracy_s
 MARKS = {
     KpiVerdict.REGRESSED: "🔻 **regressed**",
     KpiVerdict.IMPROVED: "🔺 improved",
@@ -66,14 +56,11 @@ def kpi_table(evaluation: Evaluation, target_accuracy: Target | None = None) -> 
         "| KPI | " + " | ".join(_escape(c.name) for c in configs) + " |",
         "|---|" + "---:|" * len(configs),
     ]
-    for index, (row, cell) in enumerate(ROWS):
-        kpi, label = JUDGED_ROWS.get(row), row
-        if index == TIME_TO_ACCURACY_ROW:
-            kpi = "time_to_accuracy_s"
-            if target_accuracy is not None:
-                label = time_to_target_label(evaluation.kpis, target_accuracy, unicode=True)
+    for row in rows(evaluation.kpis, target_accuracy, unicode=True):
+        kpi = row.kpi.name if row.kpi is not None and row.kpi.judged else None
+        label = row.label
         cells = [
-            _judged_cell(_escape(cell(c)), judged.get((c.name, kpi)) if kpi else None)
+            _judged_cell(_escape(row.cell(c)), judged.get((c.name, kpi)) if kpi else None)
             for c in configs
         ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")

@@ -8,8 +8,9 @@ from typing import Any
 
 from distkpi.domain.accuracy import Direction
 from distkpi.domain.judging.changepoints import split_at_change
-from distkpi.domain.judging.settings import KPIS, VerdictSettings
+from distkpi.domain.judging.settings import ALL_KPIS, VerdictSettings
 from distkpi.domain.judging.statistics import SCALING, KpiEvidence
+from distkpi.domain.kpis import catalogue
 from distkpi.domain.kpis.engine import MIXED, ConfigStatus, RunKpis
 
 HISTORY_COLUMNS = (
@@ -113,18 +114,17 @@ def evidence_of(
 ) -> list[KpiEvidence]:
     """Every KPI of every ok config with its baseline (resets: config -> time, '*' all)."""
     resets = resets or {}
-    higher_accuracy = run.accuracy_direction is Direction.HIGHER
     out = []
     for config in run.configs:
         if config.status is not ConfigStatus.OK:
             continue
         reset = max((resets[k] for k in (config.name, "*") if k in resets), default=None)
-        values = config.to_json()
-        for kpi in KPIS:
+        for kpi in listed_kpis(run, settings):
             values_before = series(history, config.name, kpi, reset, config.hardware)
             earlier, baseline = split_at_change(values_before, settings)
-            value = values[kpi]
+            value = config.value(kpi)
             per_run = config.run_values.get(kpi) or (() if value is None else (value,))
+            definition = catalogue.kpi(kpi)
             out.append(
                 KpiEvidence(
                     config.name,
@@ -132,11 +132,35 @@ def evidence_of(
                     tuple(per_run) if value is not None else (),
                     tuple(baseline),
                     config.throughput_samples if kpi == "throughput" else (),
-                    kpi == "time_to_accuracy_s" and config.converged is False,
+                    config.converged is False,
                     tuple(earlier[-settings.window :]),
-                    higher_accuracy if kpi == "test_accuracy" else None,
-                    kpi != "pserver_gpu_memory_mib" or config.pservers > 0,
+                    run_direction(run, kpi),
+                    definition.applicable(config)
+                    and not (definition.not_of_base and config.name == run.base_config),
                     by_definition=config.name == run.base_config and kpi in SCALING,
+                    diverged=config.diverged,
+                    beyond_limit=definition.limited and kpi in config.beyond_limits,
                 )
             )
     return out
+
+
+def run_direction(run: RunKpis, kpi: str) -> bool | None:
+    """The run's word on which way ``kpi`` is better, for a KPI whose direction is the
+    run's (test accuracy of a lower-is-better metric); None: the KPI's own."""
+    if catalogue.kpi(kpi).higher_is_better is not None:
+        return None
+    return run.accuracy_direction is Direction.HIGHER
+
+
+def listed_kpis(run: RunKpis, settings: VerdictSettings) -> tuple[str, ...]:
+    """The KPIs a run is judged on: the seed's always, an optional one (an LLM KPI) where a
+    config of the run measured it or the suite enforces it by name."""
+    measured = {k for c in run.configs for k in ALL_KPIS if c.value(k) is not None}
+    return tuple(
+        kpi
+        for kpi in ALL_KPIS
+        if not catalogue.kpi(kpi).optional
+        or kpi in measured
+        or (settings.enforced_by_suite and kpi in settings.enforced)
+    )

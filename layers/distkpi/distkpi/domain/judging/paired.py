@@ -44,16 +44,21 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 
-from distkpi.domain.accuracy import Direction
 from distkpi.domain.judging.evaluation import Evaluation
-from distkpi.domain.judging.history import HistoryRow, after_resets, series
+from distkpi.domain.judging.history import (
+    HistoryRow,
+    after_resets,
+    listed_kpis,
+    run_direction,
+    series,
+)
 from distkpi.domain.judging.settings import (
+    ALL_KPIS,
     FAMILY,
-    HIGHER_IS_BETTER,
-    KPIS,
     LOG_SCALE,
     PairedSettings,
     VerdictSettings,
+    more_is_better,
 )
 from distkpi.domain.judging.statistics import (
     NOT_REPORTED,
@@ -66,6 +71,7 @@ from distkpi.domain.judging.statistics import (
     spread_of,
 )
 from distkpi.domain.judging.verdict import decide, describe
+from distkpi.domain.kpis import catalogue
 from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus, PairKpis, RunKpis
 
 Family = tuple[str, str]  # (config, KPI family)
@@ -100,8 +106,7 @@ def pair_d(kpi: str, a: float | None, b: float | None) -> float | None:
 def _arm_value(arm: ConfigKpis, kpi: str, base_arm: ConfigKpis | None) -> float | None:
     """One arm's KPI; speedup and efficiency against the base config's arm of the same pair."""
     if kpi not in SCALING:
-        value = getattr(arm, kpi)
-        return None if value is None else float(value)
+        return arm.value(kpi)
     if base_arm is None or not base_arm.throughput or arm.throughput is None:
         return None
     speedup = arm.throughput / base_arm.throughput
@@ -143,13 +148,17 @@ def paired_values(
     base_arms = {p.pair: p for p in base or ()}
     a, b, d = [], [], []
     never = False
+    definition = catalogue.kpi(kpi)
     for pair in config:
         base_pair = base_arms.get(pair.pair)
         if kpi in SCALING and base_pair is None:
             continue
         va = _arm_value(pair.a, kpi, base_pair.a if base_pair else None)
         vb = _arm_value(pair.b, kpi, base_pair.b if base_pair else None)
-        never |= kpi == "time_to_accuracy_s" and pair.b.converged is False and va is not None
+        never |= va is not None and (
+            (definition.never_reached and pair.b.converged is False)
+            or (definition.convergence and pair.b.diverged and not pair.a.diverged)
+        )
         diff = pair_d(kpi, va, vb)
         if diff is not None and va is not None and vb is not None:
             a.append(va)
@@ -167,7 +176,7 @@ def first_pair_d(config: ConfigKpis, base: ConfigKpis | None) -> dict[str, float
         return {}
     own_base = None if base is None or base.name == config.name else base.pairs[:1]
     out = {}
-    for kpi in KPIS:
+    for kpi in ALL_KPIS:
         if kpi in SCALING and own_base is None:
             continue
         found = paired_values(config.pairs[:1], kpi, own_base)
@@ -235,15 +244,14 @@ class _View:
 
 
 def _higher(kpi: str, run: RunKpis) -> bool:
-    if kpi == "test_accuracy":
-        return run.accuracy_direction is Direction.HIGHER
-    return HIGHER_IS_BETTER[kpi]
+    return more_is_better(kpi, run_direction(run, kpi))
 
 
 def _applicable(config: ConfigKpis, kpi: str, run: RunKpis) -> bool:
-    if kpi in SCALING and config.name == run.base_config:
+    definition = catalogue.kpi(kpi)
+    if (kpi in SCALING or definition.not_of_base) and config.name == run.base_config:
         return False
-    return kpi != "pserver_gpu_memory_mib" or config.pservers > 0
+    return definition.applicable(config)
 
 
 @dataclass(frozen=True)
@@ -284,8 +292,9 @@ def _family_pvalues(view: _View, evidence: Sequence[_Evidence]) -> dict[Family, 
     enforced = view.settings.enforced
     found = {(e.config.name, e.kpi): e for e in evidence}
     pvalues: dict[Family, float] = {}
+    listed = listed_kpis(view.run, view.settings)
     for config in view.run.configs:  # also those not ok: not yet reported, or broken
-        for kpi in enforced:
+        for kpi in (k for k in enforced if k in listed):
             e = found.get((config.name, kpi))
             if not _applicable(config, kpi, view.run) or (e is not None and _untested(e)):
                 continue
@@ -357,7 +366,7 @@ def _without_pairs(e: _Evidence, view: _View) -> Judgement:
     settings, config, kpi = view.settings, e.config, e.kpi
     enforced = kpi in settings.enforced
     if kpi in SCALING and config.name == view.run.base_config:
-        value = getattr(config, kpi)
+        value = config.value(kpi)
         verdict = KpiVerdict.PASS if enforced else KpiVerdict.NOT_ENFORCED
         why = "the base config's: 1 by definition, no test"
         return Judgement(config.name, kpi, value, value, None, None, verdict, why, e.pairs)
@@ -375,6 +384,8 @@ def _never_converged(e: _Evidence, settings: VerdictSettings) -> _Judged:
     verdict = KpiVerdict.REGRESSED if enforced else KpiVerdict.NOT_ENFORCED
     baseline = e.values.centre(e.values.a) if e.values.a else None
     why = "B never reached the target in a pair where A did"
+    if catalogue.kpi(e.kpi).convergence and any(p.b.diverged for p in e.config.pairs):
+        why = "B's training diverged (NaN or infinite loss) in a pair where A's did not"
     judgement = Judgement(e.config.name, e.kpi, None, baseline, None, None, verdict, why, e.pairs)
     return _Judged(judgement, fails=enforced)
 
@@ -494,7 +505,8 @@ def _levels(view: _View, evidence: Sequence[_Evidence]) -> _Levels:
 
 def _judged_look(view: _View) -> dict[str, list[_Judged]]:
     """Every KPI of every reported config at the look, by config."""
-    evidence = [_evidence(view, c, kpi) for c in _reported(view.run) for kpi in KPIS]
+    kpis = listed_kpis(view.run, view.settings)
+    evidence = [_evidence(view, c, kpi) for c in _reported(view.run) for kpi in kpis]
     levels = _levels(view, evidence)
     out: dict[str, list[_Judged]] = {}
     for e in evidence:
@@ -589,7 +601,8 @@ def evaluate_paired(
         if not config.pairs:
             view = _View(run, rows, settings, 1)
             judgements += [
-                _without_pairs(_Evidence(config, kpi, None, (), None, 0), view) for kpi in KPIS
+                _without_pairs(_Evidence(config, kpi, None, (), None, 0), view)
+                for kpi in listed_kpis(run, settings)
             ]
             continue
         judgements += judge_look(run, rows, settings, config.name, len(config.pairs)).judgements

@@ -9,33 +9,35 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-HIGHER_IS_BETTER = {
-    "throughput": True,
-    "speedup": True,
-    "efficiency": True,
-    "test_accuracy": True,
-    "time_to_accuracy_s": False,
-    "trainer_gpu_memory_mib": False,
-    "pserver_gpu_memory_mib": False,
-}
+from distkpi.domain.kpis import catalogue
+
+# every judged KPI's own direction (None: the run's, accuracy_direction), from the catalogue
+HIGHER_IS_BETTER = {k.name: k.higher_is_better for k in catalogue.judged()}
 
 
-KPIS = tuple(HIGHER_IS_BETTER)
+# every judged KPI, and those a suite enforces unless it lists its own (the optional ones,
+# the LLM KPIs, only where a suite names them)
+ALL_KPIS = tuple(HIGHER_IS_BETTER)
+KPIS = tuple(k.name for k in catalogue.judged() if not k.optional)
 
 
 def more_is_better(kpi: str, given: bool | None = None) -> bool:
     """Whether more of ``kpi`` is better: ``given`` where the run says (an accuracy that is
-    a loss: lower is better), else the KPI's own direction."""
-    return HIGHER_IS_BETTER[kpi] if given is None else given
+    a loss: lower is better), else the KPI's own direction (higher where it is the run's
+    and the run does not say)."""
+    if given is not None:
+        return given
+    own = HIGHER_IS_BETTER[kpi]
+    return True if own is None else own
 
 
 # KPIs that are one test: efficiency is speedup divided by the config's constant GPU ratio
-FAMILY = {"efficiency": "speedup"}
+FAMILY = {k.name: k.family for k in catalogue.judged() if k.family is not None}
 
 
 # rates and times vary by a factor, not by an amount (a time to accuracy is the reciprocal
 # of a throughput, skewed upwards): judged on the log scale; accuracy stays as it is
-LOG_SCALE = frozenset(KPIS) - {"test_accuracy"}
+LOG_SCALE = frozenset(k.name for k in catalogue.judged() if k.log_scale)
 
 
 class ConfirmSettings(BaseModel):
@@ -91,9 +93,9 @@ class VerdictSettings(BaseModel):
     @field_validator("enforced")
     @classmethod
     def _known(cls, kpis: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = sorted(set(kpis) - set(KPIS))
+        unknown = sorted(set(kpis) - set(ALL_KPIS))
         if unknown:
-            raise ValueError(f"unknown KPI(s) {', '.join(unknown)}; known: {', '.join(KPIS)}")
+            raise ValueError(f"unknown KPI(s) {', '.join(unknown)}; known: {', '.join(ALL_KPIS)}")
         return kpis
 
     @field_validator("tolerance")

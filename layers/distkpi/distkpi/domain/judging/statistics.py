@@ -41,9 +41,13 @@ from distkpi.domain.judging.settings import (
     more_is_better,
 )
 from distkpi.domain.judging.student_t import t_quantile, t_sf
+from distkpi.domain.kpis import catalogue
 
-SCALING = ("speedup", "efficiency")  # measured against the base config
+# measured against the base config's throughput
+SCALING = tuple(k.name for k in catalogue.judged() if k.scaling)
 NOT_REPORTED = "enforced but not reported"
+DIVERGED = "training diverged: NaN or infinite loss"
+BEYOND_LIMIT = "beyond the suite's limit (alignment.max_rel_diff)"
 
 
 class KpiVerdict(StrEnum):
@@ -128,6 +132,19 @@ class KpiEvidence:
     # the base config's speedup and efficiency: 1 by definition, so no test (a confirmed
     # run's per-run ratios to their own mean would otherwise be one more Holm family)
     by_definition: bool = False
+    # the config's training loss went NaN or Inf: a convergence KPI regresses
+    diverged: bool = False
+    # beyond the limit the suite sets for it (catalogue.Kpi.limited): it regresses
+    beyond_limit: bool = False
+
+    @property
+    def never_reached(self) -> bool:
+        """Never reached the target, and this KPI says so by regressing (the catalogue's)."""
+        return self.never_converged and catalogue.kpi(self.kpi).never_reached
+
+    @property
+    def failed_to_converge(self) -> bool:
+        return self.diverged and catalogue.kpi(self.kpi).convergence
 
     @property
     def better_higher(self) -> bool:
@@ -251,7 +268,9 @@ def _statistical(evidence: KpiEvidence, settings: VerdictSettings) -> bool:
         not evidence.by_definition
         and bool(evidence.values)
         and bool(evidence.history)
-        and not (evidence.never_converged and evidence.kpi == "time_to_accuracy_s")
+        and not evidence.never_reached
+        and not evidence.failed_to_converge
+        and not evidence.beyond_limit
         and _pooled_df(evidence, settings.window) >= settings.min_history - 1
     )
 
@@ -305,7 +324,12 @@ def _without_test(e: KpiEvidence, settings: VerdictSettings) -> Judgement:
         mean = statistics.fmean(e.history)
         why = "the base config's: 1 by definition, no test"
         return Judgement(e.config, e.kpi, e.value, mean, None, None, verdict, why, runs)
-    if e.never_converged and e.kpi == "time_to_accuracy_s":
+    if e.failed_to_converge or e.beyond_limit:
+        verdict = KpiVerdict.REGRESSED if enforced else KpiVerdict.NOT_ENFORCED
+        base = statistics.fmean(e.history) if e.history else None
+        why = DIVERGED if e.failed_to_converge else BEYOND_LIMIT
+        return Judgement(e.config, e.kpi, e.value, base, None, None, verdict, why, runs)
+    if e.never_reached:
         verdict = KpiVerdict.REGRESSED if enforced else KpiVerdict.NOT_ENFORCED
         base = statistics.fmean(e.history) if e.history else None
         return Judgement(

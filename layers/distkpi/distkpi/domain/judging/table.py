@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from distkpi.domain.accuracy import Target, describe, describe_target, reached_sign
 from distkpi.domain.judging.statistics import Judgement
+from distkpi.domain.kpis import catalogue
+from distkpi.domain.kpis.catalogue import Kpi
 from distkpi.domain.kpis.engine import ConfigKpis, RunKpis
 
-_Row = tuple[str, Callable[[ConfigKpis], str]]
+
+@dataclass(frozen=True)
+class Row:
+    """A row of the KPI table: its label, each config's cell, and the KPI it shows (None:
+    a fact about the config, never judged)."""
+
+    label: str
+    cell: Callable[[ConfigKpis], str]
+    kpi: Kpi | None = None
 
 
 def _num(value: float | None, fmt: str, unit: str = "") -> str:
     return "-" if value is None else f"{value:{fmt}}{unit}"
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.4f}"
 
 
 def _accuracy(c: ConfigKpis) -> str:
@@ -30,28 +37,47 @@ def time_to_target_label(run: RunKpis, target: Target, unicode: bool = False) ->
     return f"time to acc {sign} {describe_target(target)} (s)"
 
 
-ROWS: tuple[_Row, ...] = (
-    ("GPUs", lambda c: str(c.gpus)),
-    ("status", lambda c: c.status.value),
-    ("speedup", lambda c: _num(c.speedup, ".2f")),
-    ("efficiency", lambda c: _num(c.efficiency, ".2f")),
-    ("throughput (samples/s)", lambda c: _num(c.throughput, ".1f")),
-    ("time to accuracy (s)", lambda c: _num(c.time_to_accuracy_s, ".0f")),
-    ("trainer GPU memory (MiB)", lambda c: _num(c.trainer_gpu_memory_mib, ".0f")),
-    ("pserver GPU memory (MiB)", lambda c: _num(c.pserver_gpu_memory_mib, ".0f")),
-    ("test accuracy", _accuracy),
-    ("accuracy delta", lambda c: _signed(c.accuracy_delta)),
-    ("GPU-hours", lambda c: _num(c.gpu_hours, ".3g")),
-    ("hardware", lambda c: c.hardware or "-"),
-)
+def _layout(c: ConfigKpis) -> str:
+    return (
+        " ".join(
+            f"{k}{v}" if k in ("tp", "pp", "dp", "ep", "cp") else f"{k}={v}"
+            for k, v in c.layout.items()
+        )
+        or "-"
+    )
+
+
+def _kpi_cell(kpi: Kpi) -> Callable[[ConfigKpis], str]:
+    if kpi.name == "test_accuracy":
+        return _accuracy
+    return lambda c: _num(c.value(kpi.name), kpi.fmt)
+
+
+def rows(
+    run: RunKpis | None = None, target: Target | None = None, unicode: bool = False
+) -> list[Row]:
+    """The table's rows: the config's GPUs and status, its KPIs in the catalogue's table
+    order (an optional one only where a config of ``run`` measured it; time to accuracy
+    labelled by the run's ``target``), then its cost and hardware."""
+    out = [Row("GPUs", lambda c: str(c.gpus)), Row("status", lambda c: c.status.value)]
+    if run is not None and any(c.layout for c in run.configs):
+        out.append(Row("layout", _layout))
+    for kpi in catalogue.table_order():
+        if kpi.optional and (run is None or all(c.value(kpi.name) is None for c in run.configs)):
+            continue
+        label = kpi.label
+        if kpi.names_target and run is not None and target is not None:
+            label = time_to_target_label(run, target, unicode)
+        out.append(Row(label, _kpi_cell(kpi), kpi))
+    out.append(Row("GPU-hours", lambda c: _num(c.gpu_hours, ".3g")))
+    out.append(Row("hardware", lambda c: c.hardware or "-"))
+    return out
 
 
 def render_table(run: RunKpis, target_accuracy: Target | None = None) -> str:
     header = ["KPI", *(c.name for c in run.configs)]
-    rows = [[label, *(cell(c) for c in run.configs)] for label, cell in ROWS]
-    if target_accuracy is not None:
-        rows[5][0] = time_to_target_label(run, target_accuracy)
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    table = [[r.label, *(r.cell(c) for c in run.configs)] for r in rows(run, target_accuracy)]
+    widths = [max(len(r[i]) for r in [header, *table]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
         first = cells[0].ljust(widths[0])
@@ -61,7 +87,7 @@ def render_table(run: RunKpis, target_accuracy: Target | None = None) -> str:
     cost = f"  {run.gpu_hours:.3g} GPU-hours" if run.gpu_hours is not None else ""
     out = [f"run {run.run_id}  model {run.model}  base {run.base_config}{cost}", line(header)]
     out.append("  ".join("-" * w for w in widths))
-    out.extend(line(r) for r in rows)
+    out.extend(line(r) for r in table)
     problems = [(c.name, p) for c in run.configs for p in c.problems]
     if problems:
         out.append("")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from distkpi.domain.commit_status import MAX_DESCRIPTION, State, clip
 from distkpi.domain.judging.statistics import Judgement, KpiVerdict
+from distkpi.domain.kpis import catalogue
 from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus, RunKpis
 
 
@@ -45,15 +46,7 @@ def decide(
     return Verdict(State.SUCCESS, ())
 
 
-SHORT = {
-    "throughput": "tput",
-    "speedup": "speedup",
-    "efficiency": "eff",
-    "test_accuracy": "acc",
-    "time_to_accuracy_s": "TTA",
-    "trainer_gpu_memory_mib": "trainer mem",
-    "pserver_gpu_memory_mib": "ps mem",
-}
+SHORT = {k.name: k.short for k in catalogue.CATALOGUE}
 
 
 def _regression(j: Judgement) -> str:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from distkpi.domain.contracts import RunSpec
+from distkpi.domain.kpis import catalogue
 from distkpi.domain.kpis.engine import (
     MIXED,
     ConfigKpis,
@@ -22,17 +23,12 @@ from distkpi.domain.kpis.engine import (
     without_kpis,
 )
 
-MEASURED = (
-    "throughput",
-    "time_to_accuracy_s",
-    "test_accuracy",
-    "trainer_gpu_memory_mib",
-    "pserver_gpu_memory_mib",
-)
+# the KPIs a config measures itself (speedup, efficiency, accuracy delta are the base's)
+MEASURED = tuple(k.name for k in catalogue.CATALOGUE if not k.derived)
 
 
 def _mean_of(kpi: str, runs: Sequence[ConfigKpis]) -> tuple[float | None, tuple[float, ...]]:
-    values = tuple(v for r in runs if (v := getattr(r, kpi)) is not None)
+    values = tuple(v for r in runs if (v := r.value(kpi)) is not None)
     if len(values) < len(runs):  # a run that could not measure it leaves the mean unknown
         return None, values
     return statistics.fmean(values), values
@@ -55,11 +51,11 @@ def merged_runs(runs: Sequence[ConfigKpis]) -> ConfigKpis:
     converged = [r.converged for r in runs]
     problems = tuple(dict.fromkeys(p for r in runs for p in r.problems))
     return replace(
-        runs[0],
-        **means,
+        runs[0].with_values(means),
         problems=problems,
         throughput_samples=(),
         converged=False if False in converged else (None if None in converged else True),
+        diverged=any(r.diverged for r in runs),
         runs=len(runs),
         run_values={kpi: values for kpi, values in per_run.items() if values},
         hardware=hardware.pop() if len(hardware) == 1 else MIXED,
@@ -80,7 +76,7 @@ def combine(spec: RunSpec, runs: Sequence[Mapping[str, ConfigKpis]]) -> RunKpis:
     base = merged.get(base_spec.name)
     configs = []
     for kpis in merged.values():
-        judged = against_base(kpis, base, base_spec)
+        judged = against_base(kpis, base, base_spec, spec.alignment)
         if kpis.runs > 1 and base is not None and base.throughput and judged.speedup:
             speedups = tuple(v / base.throughput for v in kpis.run_values.get("throughput", ()))
             ratio = base.gpus / kpis.gpus  # efficiency is speedup over the GPU ratio

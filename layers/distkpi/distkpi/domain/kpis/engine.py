@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
@@ -16,7 +16,10 @@ from distkpi.domain.accuracy import (
     describe_target,
     headline,
 )
-from distkpi.domain.contracts import ConfigSpec, NodeManifest, Role, RunSpec
+from distkpi.domain.contracts import Alignment, ConfigSpec, NodeManifest, Role, RunSpec
+from distkpi.domain.kpis import catalogue
+from distkpi.domain.kpis.golden import GoldenCurve, against_golden
+from distkpi.domain.kpis.measuring import Measuring
 from distkpi.domain.logs.gpumemory import GpuMemorySummary
 from distkpi.domain.logs.logsummary import LogSummary, Per
 
@@ -32,6 +35,9 @@ MAX_PROBLEM_CHARS = 400
 SUPER_LINEAR = 1.05
 SUPER_LINEAR_PROBLEM = "super-linear scaling: check the base config's throughput"
 NOT_REACHED = "did not reach the target"
+# the training loss's first steps a config keeps for the loss-curve alignment across
+# configs (its stored item stays small whatever the run's length)
+MAX_CURVE_STEPS = 500
 
 
 class ConfigStatus(StrEnum):
@@ -68,6 +74,8 @@ class ConfigEvidence:
     problems: list[str] = field(default_factory=list)
     # files a manifest names that could not be read or parsed: the config cannot be judged
     unusable_files: list[str] = field(default_factory=list)
+    # the suite's golden loss curve (golden.py), when it has one and the run folder holds it
+    golden: GoldenCurve | None = None
 
 
 @dataclass(frozen=True)
@@ -104,28 +112,66 @@ class ConfigKpis:
     # are then B's mean over the pairs
     pairs: tuple[PairKpis, ...] = ()
 
+    # the catalogue's KPIs that are not fields of their own (catalogue.Kpi.measure), those
+    # with a value
+    measured: Mapping[str, float | None] = field(default_factory=dict)
+    # a trainer's training loss went NaN or Inf, or its framework counted NaN iterations:
+    # an enforced convergence KPI regresses
+    diverged: bool = False
+    # the first trainer's training loss by step (the first MAX_CURVE_STEPS reported), and
+    # against the base config's: whether within the suite's alignment, and the step of the
+    # largest difference (loss_alignment is its size)
+    loss_curve: Mapping[int, float] = field(default_factory=dict)
+    loss_alignment_step: int | None = None
+    # the catalogue's limited KPIs beyond the limit the suite sets (catalogue.Kpi.limited)
+    beyond_limits: tuple[str, ...] = ()
+    # its parallel layout where the suite states it (ConfigSpec.layout: tp, pp, dp, ...)
+    layout: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def aligned(self) -> bool | None:
+        """Whether its loss curve is within the suite's alignment (None: not measured)."""
+        if self.value("loss_alignment") is None:
+            return None
+        return "loss_alignment" not in self.beyond_limits
+
+    def value(self, kpi: str) -> float | None:
+        """Any catalogue KPI's value, a field of its own or measured."""
+        if kpi in _FIELDS:
+            found = getattr(self, kpi)
+            return None if found is None else float(found)
+        return self.measured.get(kpi)
+
+    def with_values(self, values: Mapping[str, float | None]) -> ConfigKpis:
+        """A copy with these catalogue KPIs set, wherever each is kept."""
+        own = {k: v for k, v in values.items() if k in _FIELDS}
+        measured = {**self.measured, **{k: v for k, v in values.items() if k not in _FIELDS}}
+        measured = {k: v for k, v in measured.items() if v is not None}
+        return replace(self, **own, measured=measured)  # type: ignore[arg-type]
+
     def to_json(self) -> dict[str, Any]:
         paired = {"pairs": [p.to_json() for p in self.pairs]} if self.pairs else {}
-        return paired | {
-            "gpus": self.gpus,
-            "pservers": self.pservers,
-            "status": self.status.value,
-            "throughput": self.throughput,
-            "speedup": self.speedup,
-            "efficiency": self.efficiency,
-            "time_to_accuracy_s": self.time_to_accuracy_s,
-            "test_accuracy": self.test_accuracy,
-            "test_accuracy_parts": (
-                dict(self.test_accuracy_parts) if self.test_accuracy_parts is not None else None
-            ),
-            "accuracy_delta": self.accuracy_delta,
-            "trainer_gpu_memory_mib": self.trainer_gpu_memory_mib,
-            "pserver_gpu_memory_mib": self.pserver_gpu_memory_mib,
-            "problems": list(self.problems),
-            "runs": self.runs,
-            "hardware": self.hardware,
-            "gpu_hours": self.gpu_hours,
-        }
+        out: dict[str, Any] = {"gpus": self.gpus, "pservers": self.pservers}
+        if self.layout:
+            out["layout"] = dict(self.layout)
+        out["status"] = self.status.value
+        for kpi in catalogue.CATALOGUE:
+            out[kpi.name] = self.value(kpi.name)
+            if kpi.name == "test_accuracy":
+                parts = self.test_accuracy_parts
+                out["test_accuracy_parts"] = dict(parts) if parts is not None else None
+        return (
+            paired
+            | out
+            | {
+                "loss_alignment_step": self.loss_alignment_step,
+                "diverged": self.diverged,
+                "problems": list(self.problems),
+                "runs": self.runs,
+                "hardware": self.hardware,
+                "gpu_hours": self.gpu_hours,
+            }
+        )
 
     def to_record(self) -> dict[str, Any]:
         """to_json plus what only storage needs (within-run samples)."""
@@ -134,6 +180,8 @@ class ConfigKpis:
             "name": self.name,
             "throughput_samples": list(self.throughput_samples),
             "converged": self.converged,
+            "beyond_limits": list(self.beyond_limits),
+            "loss_curve": {str(step): loss for step, loss in self.loss_curve.items()},
             "run_values": {kpi: list(values) for kpi, values in self.run_values.items()},
             "pairs": [p.to_record() for p in self.pairs],
         }
@@ -144,19 +192,24 @@ class ConfigKpis:
             value = data.get(key)
             return None if value is None else float(value)
 
+        kpis = {kpi.name: number(kpi.name) for kpi in catalogue.CATALOGUE}
+        own = {k: v for k, v in kpis.items() if k in _FIELDS}
         return cls(
             name=str(data["name"]),
             gpus=int(data["gpus"]),
             pservers=int(data.get("pservers", 0)),
             status=ConfigStatus(data["status"]),
-            throughput=number("throughput"),
-            speedup=number("speedup"),
-            efficiency=number("efficiency"),
-            time_to_accuracy_s=number("time_to_accuracy_s"),
-            test_accuracy=number("test_accuracy"),
-            accuracy_delta=number("accuracy_delta"),
-            trainer_gpu_memory_mib=number("trainer_gpu_memory_mib"),
-            pserver_gpu_memory_mib=number("pserver_gpu_memory_mib"),
+            **own,
+            measured={k: v for k, v in kpis.items() if k not in _FIELDS and v is not None},
+            diverged=bool(data.get("diverged", False)),
+            loss_curve={int(k): float(v) for k, v in (data.get("loss_curve") or {}).items()},
+            beyond_limits=tuple(str(k) for k in data.get("beyond_limits") or ()),
+            layout={str(k): int(v) for k, v in (data.get("layout") or {}).items()},
+            loss_alignment_step=(
+                None
+                if data.get("loss_alignment_step") is None
+                else int(data["loss_alignment_step"])
+            ),
             problems=tuple(str(p) for p in data.get("problems", ())),
             throughput_samples=tuple(float(v) for v in data.get("throughput_samples", ())),
             converged=_converged(data),
@@ -172,6 +225,9 @@ class ConfigKpis:
         )
 
 
+_FIELDS = frozenset(f.name for f in fields(ConfigKpis))
+
+
 @dataclass(frozen=True)
 class PairKpis:
     """One pair of a paired run's config: arm A (the base commit) and arm B (the head), run
@@ -185,9 +241,12 @@ class PairKpis:
         return {"pair": self.pair, "a": self.a.to_json(), "b": self.b.to_json()}
 
     def to_record(self) -> dict[str, Any]:
-        """Without the arms' within-run samples: a paired config is judged by its pairs, and
-        its stored item stays small whatever its runs reported."""
-        arms = {arm: getattr(self, arm).to_record() | {"throughput_samples": []} for arm in "ab"}
+        """Without the arms' within-run samples and loss curves: a paired config is judged by
+        its pairs, and its stored item stays small whatever its runs reported."""
+        arms = {
+            arm: getattr(self, arm).to_record() | {"throughput_samples": [], "loss_curve": {}}
+            for arm in "ab"
+        }
         return {"pair": self.pair, **arms}
 
     @classmethod
@@ -342,8 +401,28 @@ def _silent(trainers: Sequence[ParsedLog], reports: Sequence[_Reported]) -> list
     return []
 
 
+def _from_tokens(measuring: Measuring) -> float | None:
+    """Samples/s from tokens/s, where the log or the suite states the tokens per sample."""
+    figures = measuring.figures
+    if figures.tokens_per_s is None or figures.seq_len is None:
+        return None
+    return figures.tokens_per_s / figures.seq_len
+
+
+def _no_samples_why(measuring: Measuring) -> Problems:
+    figures = measuring.figures
+    if figures.tokens_per_s is None:
+        return ("no throughput: no trainer log reports one",)
+    if figures.seq_len is None:
+        return (
+            f"throughput (samples/s) unknown: the logs state {figures.tokens_per_s:.6g} tokens/s "
+            "but no sequence length (the suite's seq_len)",
+        )
+    return ()
+
+
 def _throughput(
-    spec: ConfigSpec, trainers: Sequence[ParsedLog]
+    spec: ConfigSpec, trainers: Sequence[ParsedLog], measuring: Measuring
 ) -> tuple[tuple[float | None, tuple[float, ...]], bool, Problems]:
     """(the config's throughput, its within-run samples), whether the logs are inconsistent
     (some trainers report and others do not, or they count differently: the config fails),
@@ -355,7 +434,7 @@ def _throughput(
         return (None, ()), False, ("no trainer log",)
     reports = [r for log in trainers if (r := _reported(log)) is not None]
     if not reports:
-        return (None, ()), False, ("no throughput: no trainer log reports one",)
+        return (_from_tokens(measuring), ()), False, _no_samples_why(measuring)
     pers = sorted({r.per.value for r in reports})
     if len(pers) > 1:
         why = f"throughput not given: trainer logs count it differently ({', '.join(pers)})"
@@ -441,13 +520,29 @@ def _test_accuracy(
 def _peak_memory(
     evidence: ConfigEvidence, role: Role, expected: bool
 ) -> tuple[float | None, Problems]:
+    """The role's peak GPU memory: nvidia-smi's samples, else the framework's own figure of
+    its rank (each log's, the largest), saying which one it is when both exist."""
     peaks = [
         g.summary.peak_mib
         for g in evidence.gpu_memory
         if g.role == role and g.summary.peak_mib is not None
     ]
+    own = [
+        (log.summary.framework_memory_mib, log.summary.framework_memory_kind)
+        for log in evidence.logs
+        if log.role == role and log.summary.framework_memory_mib is not None
+    ]
+    framework = max(own, key=lambda x: x[0] or 0.0) if own else None
     if peaks:
-        return max(peaks), ()
+        if framework is None:
+            return max(peaks), ()
+        said = f"{framework[0]:.0f} MiB ({framework[1] or 'its own figure'})"
+        note = f"{role} GPU memory is nvidia-smi's peak; the framework's own says {said}"
+        return max(peaks), (note,)
+    if framework is not None:
+        kind = framework[1] or "its own figure"
+        note = f"{role} GPU memory is the framework's {kind} (no nvidia-smi samples)"
+        return framework[0], (note,)
     if not expected:
         return None, ()
     rss = [
@@ -499,8 +594,11 @@ def config_kpis(
     target_accuracy: Target,
     accuracy_pass: int,
     direction: Direction = Direction.HIGHER,
+    *,
+    run: RunSpec | None = None,
 ) -> ConfigKpis:
-    """One config's own KPIs; speedup, efficiency and accuracy delta come from run_kpis."""
+    """One config's own KPIs; speedup, efficiency and accuracy delta come from run_kpis.
+    ``run``: its training settings (sequence length, FLOPs, dtype) for the LLM KPIs."""
     spec = evidence.spec
     status, node_problems = _status(evidence)
     file_problems = [f"{log.path}: {p}" for log in evidence.logs for p in log.summary.problems]
@@ -513,17 +611,31 @@ def config_kpis(
     ]
     if crashes:  # even when its node exited 0, as Paddle's legacy launcher does
         status = ConfigStatus.FAILED
-    (throughput, samples), inconsistent, throughput_problems = _throughput(spec, trainers)
+    hardware, hardware_problems = _hardware(evidence)
+    measuring = Measuring(spec, tuple((log.rank, log.summary) for log in trainers), run, hardware)
+    (throughput, samples), inconsistent, throughput_problems = _throughput(
+        spec, trainers, measuring
+    )
     if inconsistent:
         status = ConfigStatus.FAILED
     if status is not ConfigStatus.OK:
         throughput, samples = None, ()
-    (tta, converged), tta_problems = _time_to_accuracy(trainers, target_accuracy, direction)
+    measured = {
+        kpi.name: value
+        for kpi in catalogue.CATALOGUE
+        if kpi.measure is not None and (status is ConfigStatus.OK or not kpi.null_unless_ok)
+        if (value := kpi.measure(measuring)) is not None
+    }
+    diverged, divergence = _divergence(trainers)
+    if measuring.by_loss:
+        by_loss = measuring.loss_target
+        (tta, converged), tta_problems = (by_loss.time_s, by_loss.reached), by_loss.problems
+    else:
+        (tta, converged), tta_problems = _time_to_accuracy(trainers, target_accuracy, direction)
     accuracy = _test_accuracy(trainers, accuracy_pass, target_accuracy, direction)
     trainer_memory, trainer_memory_problems = _peak_memory(evidence, "trainer", True)
     pserver_memory, pserver_memory_problems = _peak_memory(evidence, "pserver", spec.pservers > 0)
-    hardware, hardware_problems = _hardware(evidence)
-    return ConfigKpis(
+    kpis = ConfigKpis(
         name=spec.name,
         gpus=spec.gpus,
         pservers=spec.pservers,
@@ -547,10 +659,70 @@ def config_kpis(
             *trainer_memory_problems,
             *pserver_memory_problems,
             *hardware_problems,
+            *measuring.figures.problems,
+            *divergence,
         ),
         hardware=hardware,
         gpu_hours=_gpu_hours(evidence),
+        measured=measured,
+        diverged=diverged,
+        loss_curve=_loss_curve(trainers),
+        layout=spec.layout,
     )
+    return _against_golden(kpis, evidence.golden)
+
+
+def _against_golden(kpis: ConfigKpis, golden: GoldenCurve | None) -> ConfigKpis:
+    """The config's loss curve against the suite's golden one: its largest relative
+    difference from the golden mean as golden_loss, beyond its min..max a limit."""
+    if golden is None or not kpis.loss_curve:
+        return kpis
+    check = against_golden(kpis.loss_curve, golden)
+    if check is None:
+        why = "golden curve: no step of the config's loss curve is in it"
+        return replace(kpis, problems=(*kpis.problems, why))
+    out = kpis.with_values({"golden_loss": check.largest})
+    if not check.outside:
+        return out
+    first = check.outside[0]
+    series = golden.loss
+    low, high = (series.min or series.values)[first], (series.max or series.values)[first]
+    why = (
+        f"loss outside the golden curve at {len(check.outside)} step(s), the first step "
+        f"{first}: {kpis.loss_curve[first]:.6g} against {low:.6g}..{high:.6g} "
+        f"± {golden.max_rel_diff:.2%}"
+    )
+    return replace(
+        out,
+        beyond_limits=(*out.beyond_limits, "golden_loss"),
+        problems=(*out.problems, why),
+    )
+
+
+def _loss_curve(trainers: Sequence[ParsedLog]) -> dict[int, float]:
+    curve = next((log.summary.loss_by_step for log in trainers if log.summary.loss_by_step), {})
+    return {step: curve[step] for step in sorted(curve)[:MAX_CURVE_STEPS]}
+
+
+def _divergence(trainers: Sequence[ParsedLog]) -> tuple[bool, Problems]:
+    """Whether training diverged: a NaN or infinite loss, or the framework's own count of
+    NaN (or skipped) iterations above zero, each a problem naming the log."""
+    problems = []
+    for log in trainers:
+        summary = log.summary
+        if summary.nonfinite_losses:
+            at = summary.first_nonfinite_step
+            where = f", the first at step {at}" if at is not None else ""
+            problems.append(
+                f"trainer {log.rank} ({log.path}): {summary.nonfinite_losses} NaN or infinite "
+                f"training loss(es){where}"
+            )
+        if summary.nan_iterations:
+            problems.append(
+                f"trainer {log.rank} ({log.path}): the framework counts "
+                f"{summary.nan_iterations} NaN or skipped iteration(s)"
+            )
+    return bool(problems), tuple(problems)
 
 
 def stored_problems(problems: Sequence[str]) -> tuple[str, ...]:
@@ -590,7 +762,9 @@ def run_kpis(run: RunSpec, configs: Mapping[str, ConfigKpis]) -> RunKpis:
     base = configs.get(base_spec.name)
     out = [
         pairs_against_base(
-            against_base(configs.get(spec.name) or without_kpis(spec), base, base_spec),
+            against_base(
+                configs.get(spec.name) or without_kpis(spec), base, base_spec, run.alignment
+            ),
             base,
             base_spec,
         )
@@ -627,7 +801,49 @@ def pairs_against_base(
     return replace(kpis, pairs=pairs)
 
 
-def against_base(kpis: ConfigKpis, base: ConfigKpis | None, base_spec: ConfigSpec) -> ConfigKpis:
+def loss_alignment(
+    curve: Mapping[int, float], base: Mapping[int, float], alignment: Alignment
+) -> tuple[float, int] | None:
+    """The largest relative difference of a loss curve from the base config's over the
+    steps both ran from ``alignment.from_step``, and its step; None: no such step."""
+    steps = [s for s in curve if s in base and s >= alignment.from_step and base[s] != 0]
+    if not steps:
+        return None
+    worst = max(steps, key=lambda s: abs(curve[s] - base[s]) / abs(base[s]))
+    return abs(curve[worst] - base[worst]) / abs(base[worst]), worst
+
+
+def _aligned(kpis: ConfigKpis, base: ConfigKpis | None, alignment: Alignment | None) -> ConfigKpis:
+    """The config's loss curve against the base config's, when the suite asks for it."""
+    if alignment is None or base is None or base.name == kpis.name or not kpis.loss_curve:
+        return kpis
+    found = loss_alignment(kpis.loss_curve, base.loss_curve, alignment)
+    if found is None:
+        why = f"loss alignment unknown: no step from {alignment.from_step} in both this config's "
+        why += f"and the base config {base.name}'s loss curves"
+        return replace(kpis, problems=(*kpis.problems, why))
+    diff, step = found
+    aligned = diff <= alignment.max_rel_diff
+    problems = kpis.problems
+    if not aligned:
+        problems = (
+            *problems,
+            f"loss curve {diff:.2%} from the base config {base.name}'s at step {step} "
+            f"({kpis.loss_curve[step]:.6g} vs {base.loss_curve[step]:.6g}), beyond "
+            f"{alignment.max_rel_diff:.2%}",
+        )
+    out = kpis.with_values({"loss_alignment": diff})
+    beyond = (*kpis.beyond_limits, "loss_alignment") if not aligned else kpis.beyond_limits
+    return replace(out, beyond_limits=beyond, loss_alignment_step=step, problems=problems)
+
+
+def against_base(
+    kpis: ConfigKpis,
+    base: ConfigKpis | None,
+    base_spec: ConfigSpec,
+    alignment: Alignment | None = None,
+) -> ConfigKpis:
+    kpis = _aligned(kpis, base, alignment)
     problems = list(kpis.problems)
     speedup = efficiency = None
     base_throughput = base.throughput if base is not None else None

@@ -37,6 +37,7 @@ from distkpi.domain.kpis.engine import (
     config_kpis,
     run_kpis,
 )
+from distkpi.domain.kpis.golden import parse_golden
 from distkpi.domain.layout import ARMS, arm_prefix, pair_prefix
 from distkpi.domain.logs.filesummary import (
     ENGINE_VERSION,
@@ -452,7 +453,9 @@ def gather_looks(
 def config_kpis_of(evidence: ConfigEvidence, run: RunSpec) -> ConfigKpis:
     if run.paired is not None:
         return paired_config_kpis(evidence, run)
-    return config_kpis(evidence, run.target_accuracy, run.accuracy_pass, run.accuracy_direction)
+    return config_kpis(
+        evidence, run.target_accuracy, run.accuracy_pass, run.accuracy_direction, run=run
+    )
 
 
 def paired_config_kpis(evidence: ConfigEvidence, run: RunSpec) -> ConfigKpis:
@@ -461,7 +464,9 @@ def paired_config_kpis(evidence: ConfigEvidence, run: RunSpec) -> ConfigKpis:
     problems and GPU-hours the whole job's: every run that ran counts)."""
 
     def kpis(part: ConfigEvidence) -> ConfigKpis:
-        return config_kpis(part, run.target_accuracy, run.accuracy_pass, run.accuracy_direction)
+        return config_kpis(
+            part, run.target_accuracy, run.accuracy_pass, run.accuracy_direction, run=run
+        )
 
     whole = kpis(replace(evidence, logs=[], gpu_memory=[]))
     pairs = tuple(
@@ -505,11 +510,28 @@ def paired_pairs(evidence: ConfigEvidence) -> list[int]:
     return sorted(p for p, seen in arms.items() if seen == set(ARMS))
 
 
+GOLDEN_FILE = "golden.json"
+
+
+def with_golden(source: RunSource, run: RunSpec, evidence: ConfigEvidence) -> ConfigEvidence:
+    """A suite with a golden curve: the copy of it in the run folder (``golden.json``), or a
+    problem saying why it cannot be judged."""
+    if run.golden is None:
+        return evidence
+    try:
+        evidence.golden = parse_golden(source.read_bytes(GOLDEN_FILE), run.golden)
+    except NotFoundError:
+        evidence.problems.append(f"golden curve {run.golden}: no {GOLDEN_FILE} in the run folder")
+    except (ContractError, StorageError) as exc:
+        evidence.problems.append(str(exc))
+    return evidence
+
+
 def config_kpis_from(
     source: RunSource, run: RunSpec, spec: ConfigSpec, *, capped: bool = True
 ) -> ConfigKpis:
     reading = Reading(run_id=run.run_id, settings=parse_settings(run), capped=capped)
-    return config_kpis_of(gather_config(source, spec, reading), run)
+    return config_kpis_of(with_golden(source, run, gather_config(source, spec, reading)), run)
 
 
 def iter_config_kpis(

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from distkpi.domain.accuracy import target_text
-from distkpi.domain.contracts import ConfigSpec, PairedRun, RunSpec
+from distkpi.domain.contracts import TRAINING_FIELDS, ConfigSpec, PairedRun, RunSpec
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.judging.settings import PairedSettings
 from distkpi.domain.layout import config_prefix
@@ -88,6 +88,7 @@ def run_spec_for(
             "accuracy_direction": suite.accuracy_direction,
             "warmup_reports": suite.warmup_reports,
             "metrics": suite.metrics,
+            **{field: getattr(suite, field) for field in TRAINING_FIELDS},
             "configs": [c.model_dump() for c in suite.specs()],
             "paired": (
                 {
@@ -223,6 +224,8 @@ def plan_jobs(
             "DISTKPI_COMMAND": json.dumps(list(suite.command)),
             "DISTKPI_COMMAND_TIMEOUT_S": str(suite.command_timeout_s),
         }
+        # its parallel layout, where the suite states it: DISTKPI_TP, DISTKPI_PP, ...
+        environment |= {f"DISTKPI_{k.upper()}": str(v) for k, v in spec.layout.items()}
         if run.paired is not None:
             environment["DISTKPI_BASE_SHA"] = run.paired.base_sha
             environment["DISTKPI_PAIRED"] = json.dumps(

@@ -22,10 +22,18 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from distkpi.domain.accuracy import Direction
 from distkpi.domain.contracts import (
     CONFIG_NAME_PATTERN,
+    LAYOUT_FIELDS,
+    Alignment,
     ConfigSpec,
+    Dtype,
+    ModelFlops,
+    Quality,
+    Size,
     TargetAccuracy,
+    check_quality,
     check_target,
     describe_errors,
+    layout_problem,
     require_unique_names,
 )
 from distkpi.domain.judging.settings import VerdictSettings
@@ -42,6 +50,24 @@ class SuiteConfig(BaseModel):
     gpus_per_trainer: Annotated[int, Field(ge=1)]
     pservers: Annotated[int, Field(ge=0)] = 0
     batch_size: Annotated[int, Field(ge=1)]
+    # its parallel layout (contracts.LAYOUT_FIELDS): tp x pp x dp x cp must be its GPUs
+    tp: Size = None
+    pp: Size = None
+    dp: Size = None
+    ep: Size = None
+    cp: Size = None
+    zero_stage: Annotated[int, Field(ge=0, le=3)] | None = None
+    micro_batch: Size = None
+    global_batch: Size = None
+    seq_len: Size = None
+
+    @model_validator(mode="after")
+    def _layout_fits(self) -> SuiteConfig:
+        gpus = self.trainers * self.gpus_per_trainer
+        problem = layout_problem(self.name, gpus, self.model_dump())
+        if problem:
+            raise ValueError(problem)
+        return self
 
     def spec(self) -> ConfigSpec:
         return ConfigSpec(
@@ -51,6 +77,7 @@ class SuiteConfig(BaseModel):
             pservers=self.pservers,
             batch_size=self.batch_size,
             nodes=self.trainers + self.pservers,
+            **{k: getattr(self, k) for k in LAYOUT_FIELDS},
         )
 
 
@@ -107,6 +134,16 @@ class Suite(BaseModel):
     warmup_reports: Annotated[int, Field(ge=0)] | None = None
     # how this suite's logs state KPIs: RE2 patterns, before the built-in readers
     metrics: DeclaredMetrics | None = None
+    # language-model training (contracts.TRAINING_FIELDS): the MFU's precision, tokens per
+    # sample, FLOPs per token (or the model's shape for 6N + attention), the training loss or
+    # an evaluation as the quality, loss-curve alignment, a golden curve's file
+    dtype: Dtype | None = None
+    seq_len: Annotated[int, Field(ge=1)] | None = None
+    flops_per_token: Annotated[float, Field(gt=0)] | None = None
+    model_flops: ModelFlops | None = None
+    quality: Quality = "eval"
+    alignment: Alignment | None = None
+    golden: Annotated[str, Field(min_length=1)] | None = None
     verdict: VerdictSettings = Field(default_factory=VerdictSettings)
     bisect: BisectSettings = Field(default_factory=BisectSettings)
     # what a trainer node asks for per GPU, and a parameter-server node (never a GPU);
@@ -123,6 +160,7 @@ class Suite(BaseModel):
         return configs
 
     _reachable_target = field_validator("target_accuracy")(check_target)
+    _loss_falls = field_validator("quality")(check_quality)
 
     @field_validator("source")
     @classmethod
