@@ -2,8 +2,9 @@
 
 The numbers are those of lines real frameworks print (quoted where used): torchtitan's
 `step: 10 loss: 7.8 memory: 33.94GiB(42.81%) tps: 6,697 tflops: 312.4 mfu: 31.6%` (per
-card, behind torchrun's `[rank0]:` prefix) and Megatron-LM's `elapsed time per iteration (ms): 12137.8
-| throughput per GPU (TFLOP/s/GPU): 872.5 | ... | global batch size: 1024` (per job)."""
+card, behind torchrun's `[rank0]:` prefix) and Megatron-LM's `elapsed time per iteration
+(ms): 12137.8 | throughput per GPU (TFLOP/s/GPU): 872.5 | ... | global batch size: 1024`
+(per job)."""
 
 from __future__ import annotations
 
