@@ -94,11 +94,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add(sub: Subcommands) -> None:
-    p = sub.add_parser(
-        "judge",
-        help="judge run folders of one commit together against a history file, as the "
-        "collector does",
+    summary = (
+        "judge run folders of one commit together against a history file, as the collector does"
     )
+    p = sub.add_parser("judge", help=summary, description=summary)
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders of one commit")
     p.add_argument("--history", required=True, help="CSV as `distkpi history --format csv` writes")
     p.add_argument("--suite", help="suite whose `verdict:` settings apply (default: all enforced)")
@@ -107,5 +106,5 @@ def add(sub: Subcommands) -> None:
         help="CSV as `distkpi baseline resets --format csv` writes: the history before each "
         "config's latest reset does not count, as in the collector",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print a JSON list of the judgements")
     p.set_defaults(func=run)

@@ -49,7 +49,21 @@ def load_handlers(root: Path) -> dict[str, ModuleType]:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         handlers[name] = module
+    _logs_to_stderr()
     return handlers
+
+
+def _logs_to_stderr() -> None:
+    """The handlers' Powertools logger writes to stdout, as Lambda wants; here stdout is the
+    command's result (one JSON document with --json), so its lines go to stderr."""
+    import logging
+    import sys
+
+    from distkpi.entry.observability import SERVICE
+
+    for handler in logging.getLogger(SERVICE).handlers:
+        if type(handler) is logging.StreamHandler and handler.stream is not sys.stderr:
+            handler.setStream(sys.stderr)
 
 
 def signed_function_url_event(secret: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:

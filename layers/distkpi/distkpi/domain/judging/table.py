@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from distkpi.domain.accuracy import Target, describe, describe_target, reached_sign
-from distkpi.domain.judging.statistics import Judgement
+from distkpi.domain.durations import short_seconds
 from distkpi.domain.kpis.engine import ConfigKpis, RunKpis
+
+if TYPE_CHECKING:  # the KPI table is drawn without the statistics (`distkpi kpis`)
+    from distkpi.domain.judging.statistics import Judgement
 
 _Row = tuple[str, Callable[[ConfigKpis], str]]
 
 
 def _num(value: float | None, fmt: str, unit: str = "") -> str:
     return "-" if value is None else f"{value:{fmt}}{unit}"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else short_seconds(value)
 
 
 def _signed(value: float | None) -> str:
@@ -36,7 +44,7 @@ ROWS: tuple[_Row, ...] = (
     ("speedup", lambda c: _num(c.speedup, ".2f")),
     ("efficiency", lambda c: _num(c.efficiency, ".2f")),
     ("throughput (samples/s)", lambda c: _num(c.throughput, ".1f")),
-    ("time to accuracy (s)", lambda c: _num(c.time_to_accuracy_s, ".0f")),
+    ("time to accuracy (s)", lambda c: _seconds(c.time_to_accuracy_s)),
     ("trainer GPU memory (MiB)", lambda c: _num(c.trainer_gpu_memory_mib, ".0f")),
     ("pserver GPU memory (MiB)", lambda c: _num(c.pserver_gpu_memory_mib, ".0f")),
     ("test accuracy", _accuracy),
