@@ -43,7 +43,12 @@ def open_table(args: argparse.Namespace, write: bool = False) -> Iterator[Dynamo
             "no table: give --table or set TABLE_NAME (the stack's RunsTableName), or --local"
         )
     import boto3
-    from botocore.exceptions import NoCredentialsError, NoRegionError, PartialCredentialsError
+    from botocore.exceptions import (
+        EndpointConnectionError,
+        NoCredentialsError,
+        NoRegionError,
+        PartialCredentialsError,
+    )
 
     from distkpi.adapters.aws import CLIENT_CONFIG
     from distkpi.adapters.dynamo import DynamoTable
@@ -55,6 +60,8 @@ def open_table(args: argparse.Namespace, write: bool = False) -> Iterator[Dynamo
         raise UsageError(NO_REGION) from None
     except (NoCredentialsError, PartialCredentialsError):
         raise UsageError(NO_CREDENTIALS) from None
+    except EndpointConnectionError as exc:  # something it relies on is down: exit 1
+        raise DistkpiError(f"{exc}: check --endpoint-url or the network") from None
 
 
 NO_REGION = (
