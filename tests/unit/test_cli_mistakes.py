@@ -14,7 +14,7 @@ import pytest
 import distkpi
 from distkpi_cli.local.demo import LocalResult, print_result
 from distkpi_cli.local.handlers import project_root
-from distkpi_cli.main import build_parser, main
+from distkpi_cli.main import build_parser, leaf_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL_SUITE = ROOT / "infra" / "suites" / "local.yaml"
@@ -284,3 +284,18 @@ def test_history_refuses_an_output_it_cannot_write_before_reading_the_table(
 ) -> None:
     assert main([*ON_AWS, *argv]) == 2
     assert capsys.readouterr().err == f"distkpi history: {message}\n"
+
+
+def test_a_refusal_is_prefixed_by_the_command_that_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `distkpi node`'s own positional is named `command`: the prefix is never its value
+    parser = build_parser()
+    args = parser.parse_args(["node", "--", "python", "train.py"])
+    assert leaf_parser(parser, args).prog == "distkpi node"
+    monkeypatch.delenv("TABLE_NAME", raising=False)
+    assert main(["baseline", "resets", "--repo", "a/b", "--model", "m"]) == 2
+    assert capsys.readouterr().err == (
+        "distkpi baseline resets: no table: give --table or set TABLE_NAME (the stack's "
+        "RunsTableName), or --local\n"
+    )
