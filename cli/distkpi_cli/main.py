@@ -1,6 +1,7 @@
 """The `distkpi` command line: one module per command in commands/. A command module imports
-only the standard library at its top; what its command uses is imported when it runs, so
-`distkpi --help` and `distkpi kpis` pay for nothing else (tests/unit/test_cli_imports.py)."""
+at its top only the standard library and what its flags need (no pydantic, numpy or AWS);
+what its command uses is imported when it runs, so `distkpi --help` and `distkpi kpis` pay
+for nothing else (tests/unit/test_cold_start_imports.py)."""
 
 from __future__ import annotations
 
