@@ -299,3 +299,20 @@ def test_a_refusal_is_prefixed_by_the_command_that_refused(
         "distkpi baseline resets: no table: give --table or set TABLE_NAME (the stack's "
         "RunsTableName), or --local\n"
     )
+
+
+def test_judge_without_pandas_is_refused_with_the_install_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: None if name == "pandas" else real(name)
+    )
+    history = tmp_path / "h.csv"
+    assert main(["judge", str(ROOT / "examples" / "seed-run"), "--history", str(history)]) == 2
+    assert capsys.readouterr().err == (
+        "distkpi judge: --history needs pandas, which is not installed: "
+        "pip install 'distkpi[analysis]'\n"
+    )

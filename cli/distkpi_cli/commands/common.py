@@ -74,6 +74,21 @@ NO_CREDENTIALS = (
 )
 
 
+ANALYSIS_INSTALL = "pip install 'distkpi[analysis]'"
+
+
+def require(modules: list[str], what: str) -> None:
+    """UsageError with the install line when any of ``modules`` (an optional dependency of
+    the CLI, never of the Lambda layer) is not installed."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UsageError(
+            f"{what} needs {' and '.join(missing)}, which is not installed: {ANALYSIS_INSTALL}"
+        )
+
+
 def table_options(p: argparse.ArgumentParser, *, suite: bool = True) -> None:
     if suite:
         p.add_argument("--repo", required=True, help="owner/name")

@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from pathlib import Path
 
 from distkpi_cli.commands.argtypes import positive_int
-from distkpi_cli.commands.common import Subcommands, UsageError, open_table, table_options
+from distkpi_cli.commands.common import (
+    Subcommands,
+    UsageError,
+    open_table,
+    require,
+    table_options,
+)
 
 FORMATS = ("table", "csv", "json", "parquet")
-INSTALL = "pip install 'distkpi[analysis]'"
 
 
 def _check(args: argparse.Namespace) -> None:
     """What the format needs, before the table is read: UsageError saying what to do."""
-    needed = ["pandas"] + (["pyarrow"] if args.format == "parquet" else [])
-    missing = [m for m in needed if importlib.util.find_spec(m) is None]
-    if missing:
-        raise UsageError(
-            f"--format {args.format} needs {' and '.join(missing)}, which is not installed: "
-            f"{INSTALL}"
-        )
+    require(
+        ["pandas"] + (["pyarrow"] if args.format == "parquet" else []), f"--format {args.format}"
+    )
     if args.format == "parquet" and not args.out:
         raise UsageError("--format parquet writes a file: give --out FILE")
     if args.out and not Path(args.out).parent.is_dir():

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from distkpi_cli.commands.common import Subcommands, UsageError
+from distkpi_cli.commands.common import Subcommands, UsageError, require
 
 if TYPE_CHECKING:
     from distkpi.domain.contracts import RunSpec
@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from distkpi.services.baseline import latest_resets
     from distkpi_cli.history_files import read_history_csv, read_resets_csv
 
+    require(["pandas"], "--history")
     spec, runs = _commit_runs(args.run_dirs)
     history = read_history_csv(Path(args.history))
     resets = latest_resets(read_resets_csv(Path(args.resets))) if args.resets else {}
