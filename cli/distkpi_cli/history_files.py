@@ -14,7 +14,6 @@ from distkpi.exceptions import ContractError
 
 RESET_COLUMNS = ("repo", "branch", "model", "config", "reason", "who", "at")
 REQUIRED = ("finished_at", "repo", "branch", "model", "config", "sha", "run_id", "kpi", "value")
-FORMATS = ("table", "csv", "json", "parquet")
 
 
 def read_history_csv(path: Path) -> list[HistoryRow]:
@@ -84,7 +83,9 @@ def write_history(
         try:
             frame.to_parquet(path, index=False)
         except ImportError as exc:
-            raise ContractError("--format parquet needs pyarrow (pip install pyarrow)") from exc
+            raise ContractError(
+                "--format parquet needs pyarrow: pip install 'distkpi[analysis]'"
+            ) from exc
     else:
         out.write(frame.to_string(index=False) + "\n" if len(frame) else "no history\n")
 

@@ -74,3 +74,18 @@ def test_files_that_are_no_github_delivery_are_refused_by_name(
     names = ["--event-name", "ping", "--event-name", "push", "--event-name", "push"]
     assert main(["local", *two, *names, "--dry-run"]) == 2
     assert "--event-name given 3 times for 2 --event" in capsys.readouterr().err
+
+
+def test_a_refused_delivery_logs_to_stderr_and_prints_one_json_document(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Given a recorded push of a repository the stack does not allow
+    recorded = json.loads((EVENTS / "push.json").read_text())
+    recorded["payload"]["repository"]["full_name"] = "stranger/elsewhere"
+    delivery = tmp_path / "push.json"
+    delivery.write_text(json.dumps(recorded))
+    # When it is replayed with --json, then stdout is one JSON document (the handler's
+    # Powertools warning went to stderr)
+    out = replayed(capsys, "--event", str(delivery))
+    assert [d["status_code"] for d in out["deliveries"]] == [202]
+    assert out["runs"] == []

@@ -214,6 +214,43 @@ def test_the_runs_of_a_commit(stack: Stack, capsys: pytest.CaptureFixture[str]) 
     assert run_id in line and "done" in line and "success" in line
     assert main(["runs", "--repo", REPO, "--sha", "0" * 40, "--table", TABLE]) == 0
     assert "no runs" in capsys.readouterr().out
+    # the 10 characters every output prints, and a shorter prefix, find the finished run
+    for prefix in (sha[:10], sha[:7]):
+        assert main(["runs", "--repo", REPO, "--sha", prefix, "--table", TABLE, "--json"]) == 0
+        assert [r["run_id"] for r in json.loads(capsys.readouterr().out)] == [run_id]
+    # a revision of the checkout the command runs in: a commit with no runs
+    assert main(["runs", "--repo", REPO, "--sha", "HEAD", "--table", TABLE]) == 0
+    assert capsys.readouterr().out.startswith(f"no runs of {REPO}@")
+    assert main(["runs", "--repo", REPO, "--sha", "fffffff", "--table", TABLE]) == 2
+    assert capsys.readouterr().err == (
+        "distkpi runs: --sha fffffff: no stored run's sha starts with it and it is not a "
+        f"commit of {Path.cwd().resolve()}: give a full sha, a unique prefix, or a revision run "
+        "inside the repository\n"
+    )
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "table", "parquet"])
+def test_history_out_writes_the_file_in_every_format(
+    stack: Stack, capsys: pytest.CaptureFixture[str], tmp_path: Path, fmt: str
+) -> None:
+    seed_history(stack, 3)
+    out = tmp_path / f"history.{fmt}"
+    argv = ["history", "--kpi", "throughput", "--format", fmt, "--out", str(out)]
+    assert main([*argv, *ON_TABLE]) == 0
+    assert capsys.readouterr().out == ""
+    if fmt == "csv":
+        rows = list(csv.DictReader(out.open()))
+    elif fmt == "json":
+        rows = json.loads(out.read_text())
+    elif fmt == "parquet":
+        import pandas as pd
+
+        rows = pd.read_parquet(out).to_dict(orient="records")
+    else:
+        lines = out.read_text().splitlines()
+        assert lines[0].split()[:3] == ["finished_at", "repo", "branch"]
+        rows = lines[1:]
+    assert len(rows) == 3 * len(THROUGHPUT)
 
 
 def fork_pull_request_from_a_branch_named_develop(stack: Stack) -> dict[str, Any]:

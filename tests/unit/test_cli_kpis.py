@@ -196,16 +196,42 @@ def test_a_target_the_direction_cannot_reach_exits_2(
 
 
 @pytest.mark.parametrize(
-    "argv",
+    ("argv", "message"),
     [
-        ["--target-accuracy", "BBOX=0.3,BBOX=0.4"],
-        ["--target-accuracy", "BBOX"],
-        ["--target-accuracy", "=0.3"],
-        ["--target-accuracy", "BBOX=x"],
-        ["--accuracy-direction", "up"],
+        (
+            ["--target-accuracy", "BBOX=0.3,BBOX=0.4"],
+            "argument --target-accuracy: 'BBOX=0.3,BBOX=0.4': give X or NAME=X[,NAME=X...] "
+            "('BBOX=0.4' is not NAME=X with a new NAME)",
+        ),
+        (
+            ["--target-accuracy", "BBOX=x"],
+            "argument --target-accuracy: 'BBOX=x': give X or NAME=X[,NAME=X...] (could not "
+            "convert string to float: 'x')",
+        ),
+        (
+            ["--accuracy-direction", "up"],
+            "argument --accuracy-direction: invalid choice: 'up' (choose from 'higher', 'lower')",
+        ),
     ],
 )
-def test_unreadable_accuracy_flags_are_usage_errors(argv: list[str]) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        main(["kpis", str(EXAMPLE), *argv])
-    assert exit_.value.code == 2
+def test_unreadable_accuracy_flags_are_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["kpis", str(EXAMPLE), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: distkpi kpis ")
+    assert err.splitlines()[-1] == f"distkpi kpis: {message}"
+
+
+@pytest.mark.parametrize("argv", [["--target-accuracy", "BBOX"], ["--target-accuracy", "=0.3"]])
+def test_a_target_without_a_number_is_a_usage_error(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["kpis", str(EXAMPLE), *argv]) == 2
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .startswith(
+            f"distkpi kpis: argument --target-accuracy: {argv[1]!r}: give X or NAME=X[,NAME=X...]"
+        )
+    )

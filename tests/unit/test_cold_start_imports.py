@@ -1,6 +1,8 @@
-"""The webhook and job_events paths must not pay for pandas or matplotlib at cold start, and
-the webhook not for numpy, the KPI engine or the statistics either (a suite's verdict
-settings are apart from them)."""
+"""What each entry point imports before it does anything, by module list (never by time): the
+webhook must not pay for pandas, matplotlib, numpy, the KPI engine or the statistics (a suite's
+verdict settings are apart from them); the other handlers for pandas or matplotlib; and the
+command line only for what its command uses (`distkpi --help` for argparse, `distkpi kpis`
+for the KPI engine, never the statistics, numpy or AWS)."""
 
 import subprocess
 import sys
@@ -9,24 +11,35 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+ANALYSIS = ("pandas", "matplotlib", "pyarrow", "scipy")
+STATISTICS = (
+    "numpy",
+    "statistics",
+    "distkpi.domain.judging.statistics",
+    "distkpi.domain.judging.student_t",
+    "distkpi.domain.judging.changepoints",
+)
+KPI_ENGINE = ("distkpi.domain.kpis.engine", "ahocorasick_rs")
+AWS = ("boto3", "botocore")
+
+
+def loaded(code: str, unwanted: tuple[str, ...]) -> list[str]:
+    """Which of ``unwanted`` a fresh interpreter has imported after ``code``."""
+    code += f"\nimport sys\nprint(sorted(m for m in {unwanted!r} if m in sys.modules))\n"
+    env = {"POWERTOOLS_TRACE_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    return out.stdout.strip().splitlines()[-1:]
 
 
 @pytest.mark.parametrize(
     ("function", "unwanted"),
     [
-        (
-            "webhook",
-            (
-                "pandas",
-                "matplotlib",
-                "numpy",
-                "distkpi.domain.kpis.engine",
-                "ahocorasick_rs",
-                "distkpi.domain.judging.statistics",
-                "distkpi.domain.judging.student_t",
-            ),
-        ),
-        ("job_events", ("pandas", "matplotlib")),
+        ("webhook", (*ANALYSIS, *STATISTICS, *KPI_ENGINE)),
+        ("job_events", (*ANALYSIS, *STATISTICS, *KPI_ENGINE)),
+        ("collector", (*ANALYSIS, *STATISTICS)),
+        ("sweeper", ANALYSIS),  # it judges the runs it settles: the statistics are its own
     ],
 )
 def test_handler_imports_no_heavy_analysis_modules(
@@ -34,13 +47,42 @@ def test_handler_imports_no_heavy_analysis_modules(
 ) -> None:
     handler = str(ROOT / "functions" / function / "app.py")
     code = (
-        "import importlib.util, sys\n"
+        "import importlib.util\n"
         f"spec = importlib.util.spec_from_file_location('app', {handler!r})\n"
         "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
-        f"print(sorted(m for m in {unwanted!r} if m in sys.modules))\n"
     )
-    env = {"POWERTOOLS_TRACE_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1"}
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    assert loaded(code, unwanted) == ["[]"]
+
+
+def _cli(*argv: str) -> str:
+    return (
+        "import contextlib, io\n"
+        "from distkpi_cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        f"    main({list(argv)!r})\n"
     )
-    assert out.stdout.strip() == "[]"
+
+
+def test_the_help_imports_argparse_and_the_command_modules_only() -> None:
+    unwanted = (
+        *ANALYSIS,
+        *STATISTICS,
+        *KPI_ENGINE,
+        *AWS,
+        "pydantic",
+        "re2",
+        "yaml",
+        "moto",
+        "torch",
+    )
+    assert loaded(_cli("--help"), unwanted) == ["[]"]
+    assert loaded(_cli("kpis", "--help"), unwanted) == ["[]"]
+
+
+def test_kpis_imports_the_kpi_engine_and_no_statistics_or_aws() -> None:
+    folder = str(ROOT / "examples" / "seed-run")
+    unwanted = (*ANALYSIS, *STATISTICS, *AWS, "distkpi.domain.judging.settings", "yaml", "moto")
+    assert loaded(_cli("kpis", folder), unwanted) == ["[]"]
+    assert loaded(_cli("kpis", folder, "--json"), unwanted) == ["[]"]
+    # and it did compute them: the engine is what it paid for
+    assert loaded(_cli("kpis", folder), KPI_ENGINE) == [repr(sorted(KPI_ENGINE))]

@@ -32,7 +32,16 @@ FORBIDDEN = {
     CLI / "node": ("distkpi.services", "distkpi.entry", "distkpi_cli.local"),
 }
 # what every concern of domain shares (each imports nothing of domain but one another)
-SHARED = {"accuracy", "patterns", "contracts", "commit_status", "signing", "layout", "untrusted"}
+SHARED = {
+    "accuracy",
+    "patterns",
+    "contracts",
+    "commit_status",
+    "signing",
+    "layout",
+    "untrusted",
+    "durations",
+}
 # domain's concerns (a subpackage, or a module at its top) and those each may import
 DOMAIN_BELOW = {
     **{name: SHARED for name in SHARED},

@@ -266,3 +266,12 @@ def test_under_confirm_the_base_configs_speedup_is_no_holm_family() -> None:
         assert j.low is None and j.high is None and j.confidence is None
     others = [(j.config, j.kpi, j.confidence) for j in judged if j.config != base.name]
     assert others == [(j.config, j.kpi, j.confidence) for j in plain if j.config != base.name]
+
+
+@pytest.mark.parametrize("history", [[0.97], [0.97, 0.9, 0.99, 0.93, 0.985, 0.95]])
+def test_an_accuracys_allowed_range_stops_at_1(history: list[float]) -> None:
+    # a ±15% tolerance (one earlier value) or a t-interval (six) around 0.97 reaches past 1
+    settings = VerdictSettings(tolerance={"test_accuracy": 0.15})
+    judged = judge_kpi("1x2", "test_accuracy", 0.95, history, settings)
+    assert judged.high == 1.0
+    assert judged.low is not None and judged.low < 0.95

@@ -1,6 +1,9 @@
 """The verdict and the 140-character headline GitHub shows."""
 
+import pytest
+
 from distkpi.domain.commit_status import State
+from distkpi.domain.judging.table import render_table
 from distkpi.domain.judging.verdict import decide, describe
 from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus, RunKpis
 
@@ -100,3 +103,19 @@ def test_an_enforced_regression_is_a_failure_that_names_it() -> None:
     assert describe(result, verdict, [slower, never]).endswith(
         ": 4x8 tput -25%; 4x8 TTA never reached the target"
     )
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [(0.07, "TTA 0.07s"), (2.44, "TTA 2.4s"), (9.96, "TTA 10s"), (600.4, "TTA 600s")],
+)
+def test_a_short_time_to_accuracy_keeps_two_digits(seconds: float, shown: str) -> None:
+    result = run(
+        config("1x1", 1, speedup=1.0, efficiency=1.0, accuracy_delta=0.0),
+        config("1x2", 2, speedup=1.6, efficiency=0.8, time_to_accuracy_s=seconds),
+    )
+    verdict = decide(result, 0.001)
+    assert describe(result, verdict) == f"2 GPUs 1.6x, eff 0.80, {shown}, acc Δ0.0004: ok"
+    table = render_table(result).splitlines()
+    row = next(line for line in table if line.startswith("time to accuracy (s)"))
+    assert row.split()[-1] == shown.removeprefix("TTA ").removesuffix("s")

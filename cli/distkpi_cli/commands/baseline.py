@@ -36,16 +36,24 @@ def resets(args: argparse.Namespace) -> int:
 
 
 def add(sub: Subcommands) -> None:
-    b = sub.add_parser("baseline", help="manage baselines").add_subparsers(
-        dest="action", required=True
+    summary = "audited baseline resets: make one, or list them"
+    b = sub.add_parser("baseline", help=summary, description=summary).add_subparsers(
+        dest="action", required=True, metavar="ACTION"
     )
-    r = b.add_parser("reset", help="start a config's baseline afresh after an intended change")
+    about = "start a config's baseline afresh after an intended change"
+    r = b.add_parser("reset", help=about, description=about)
     table_options(r)
     r.add_argument("--config", required=True, help="config name, or * for all")
     r.add_argument("--reason", required=True, help="why: kept with the reset for audit")
     r.add_argument("--who", help="who resets (default: the current user)")
     r.set_defaults(func=reset)
-    listed = b.add_parser("resets", help="the audited resets of a (repo, branch, model)")
+    about = "the audited resets of a (repo, branch, model)"
+    listed = b.add_parser("resets", help=about, description=about)
     table_options(listed)
-    listed.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    listed.add_argument(
+        "--format",
+        choices=("table", "csv", "json"),
+        default="table",
+        help="csv is what `distkpi judge --resets` reads (default: %(default)s)",
+    )
     listed.set_defaults(func=resets)

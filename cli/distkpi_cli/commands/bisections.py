@@ -48,10 +48,11 @@ def _line(b: Bisection) -> str:
 
 
 def add(sub: Subcommands) -> None:
-    p = sub.add_parser("bisections", help="bisections of regressions, newest last")
+    summary = "bisections of regressions, newest last"
+    p = sub.add_parser("bisections", help=summary, description=summary)
     p.add_argument("--repo", help="owner/name (default: every repository)")
     p.add_argument("--model", help="suite name (default: every suite)")
-    p.add_argument("--branch", help="default: every branch")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--branch", help="only this branch's (default: every branch)")
+    p.add_argument("--json", action="store_true", help="print a JSON list of the bisections")
     table_options(p, suite=False)
     p.set_defaults(func=run)

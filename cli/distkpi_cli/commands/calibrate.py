@@ -27,11 +27,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _start(args: argparse.Namespace) -> int:
-    from distkpi.domain.github.webhook import SHA
     from distkpi_cli.github_dispatch import ask_calibration
+    from distkpi_cli.revisions import FULL_SHA, commit_of
 
-    if not args.sha or not SHA.fullmatch(args.sha):
-        raise UsageError("--start needs --sha, the commit's full 40-digit lower-case hex sha")
+    if not args.sha:
+        raise UsageError("--start needs --sha: the commit to measure (a sha or a git revision)")
+    if not FULL_SHA.fullmatch(args.sha):
+        args.sha = commit_of(args.sha, Path.cwd())
     token = os.environ.get("GITHUB_TOKEN")
     if not token:
         raise UsageError("--start needs $GITHUB_TOKEN: a token that may write to --repo")
@@ -48,37 +50,60 @@ def _start(args: argparse.Namespace) -> int:
 def jobs_count(text: str) -> int:
     from distkpi.domain.github.webhook import MAX_CALIBRATION_JOBS
 
-    jobs = int(text)
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
     if not 0 < jobs <= MAX_CALIBRATION_JOBS:
-        raise argparse.ArgumentTypeError(f"{text}: from 1 to {MAX_CALIBRATION_JOBS} A/A jobs")
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give a whole number from 1 to {MAX_CALIBRATION_JOBS} (A/A jobs)"
+        )
     return jobs
 
 
 def drop_share(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
     if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: a share of the throughput between 0 and 1")
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give a share of the throughput between 0 and 1, e.g. 0.25"
+        )
     return value
 
 
 def add(sub: Subcommands) -> None:
-    p = sub.add_parser(
-        "calibrate",
-        help="A/A jobs of a suite: start them (--start), or report the fleet's noise from them",
-    )
+    summary = "A/A jobs of a suite: start them (--start), or report the fleet's noise from them"
+    p = sub.add_parser("calibrate", help=summary, description=summary)
     table_options(p)
     p.add_argument(
         "--start",
         action="store_true",
         help="ask GitHub (repository_dispatch) for --jobs A/A jobs at --sha; needs $GITHUB_TOKEN",
     )
-    p.add_argument("--sha", help="with --start: the commit measured in both arms")
-    p.add_argument("--jobs", type=jobs_count, default=3, help="with --start: how many A/A jobs")
     p.add_argument(
-        "--api-url", default="https://api.github.com", help="with --start: GitHub's REST API"
+        "--sha",
+        metavar="REV",
+        help="with --start: the commit measured in both arms (a sha, or a git revision of "
+        "the repository this runs in)",
     )
     p.add_argument(
-        "--drop", type=drop_share, default=0.25, help="the throughput drop to rank the designs by"
+        "--jobs",
+        type=jobs_count,
+        default=3,
+        help="with --start: how many A/A jobs (default: %(default)s)",
+    )
+    p.add_argument(
+        "--api-url",
+        default="https://api.github.com",
+        help="with --start: GitHub's REST API (default: %(default)s)",
+    )
+    p.add_argument(
+        "--drop",
+        type=drop_share,
+        default=0.25,
+        help="the throughput drop to rank the designs by (default: %(default)s)",
     )
     p.add_argument(
         "--suite", help="suite file whose verdict settings to use (default: the runs' own)"

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from distkpi_cli.commands.common import Subcommands, UsageError
+from distkpi_cli.commands.common import Subcommands, UsageError, require
 
 if TYPE_CHECKING:
     from distkpi.domain.contracts import RunSpec
@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from distkpi.services.baseline import latest_resets
     from distkpi_cli.history_files import read_history_csv, read_resets_csv
 
+    require(["pandas"], "--history")
     spec, runs = _commit_runs(args.run_dirs)
     history = read_history_csv(Path(args.history))
     resets = latest_resets(read_resets_csv(Path(args.resets))) if args.resets else {}
@@ -94,11 +95,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add(sub: Subcommands) -> None:
-    p = sub.add_parser(
-        "judge",
-        help="judge run folders of one commit together against a history file, as the "
-        "collector does",
+    summary = (
+        "judge run folders of one commit together against a history file, as the collector does"
     )
+    p = sub.add_parser("judge", help=summary, description=summary)
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders of one commit")
     p.add_argument("--history", required=True, help="CSV as `distkpi history --format csv` writes")
     p.add_argument("--suite", help="suite whose `verdict:` settings apply (default: all enforced)")
@@ -107,5 +107,5 @@ def add(sub: Subcommands) -> None:
         help="CSV as `distkpi baseline resets --format csv` writes: the history before each "
         "config's latest reset does not count, as in the collector",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print a JSON list of the judgements")
     p.set_defaults(func=run)

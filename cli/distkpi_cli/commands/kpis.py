@@ -16,7 +16,7 @@ def run(args: argparse.Namespace) -> int:
     from distkpi_cli.localfs import LocalRunSource
 
     source = LocalRunSource(Path(args.run_dir))
-    direction = args.accuracy_direction
+    direction = Direction(args.accuracy_direction) if args.accuracy_direction else None
     # a person's own folder: files of any size are parsed (the collector caps them)
     run = compute_run_kpis(
         source, args.target_accuracy, args.accuracy_pass, direction, capped=False
@@ -41,20 +41,31 @@ def _target(text: str) -> Target:
 
 
 def add(sub: Subcommands) -> None:
-    p = sub.add_parser("kpis", help="compute the KPIs of a run folder")
+    summary = "compute the KPIs of a run folder"
+    p = sub.add_parser(
+        "kpis",
+        help=summary,
+        description=f"{summary}: a table, or with --json one object. Exit 0 when the folder "
+        "could be read (even with failed configs), 2 when it or a flag is unusable.",
+    )
     p.add_argument("run_dir", help="a run folder: run.json and <config>/node-<i>.json")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--target-accuracy",
         type=_target,
         metavar="X|NAME=X[,NAME=X...]",
-        help="override run.json's target: a number, or named parts that must all be reached",
+        help="override run.json's target: a number (within [0, 1] for a higher-is-better "
+        "metric), or named parts that must all be reached",
     )
     p.add_argument(
         "--accuracy-direction",
         choices=[d.value for d in Direction],
-        type=Direction,
         help="override run.json's: higher (top-1) or lower (an error rate, a perplexity)",
     )
-    p.add_argument("--accuracy-pass", type=int, help="override run.json's accuracy pass")
+    p.add_argument(
+        "--accuracy-pass",
+        type=int,
+        metavar="N",
+        help="override run.json's: the pass whose test accuracy is reported",
+    )
     p.set_defaults(func=run)

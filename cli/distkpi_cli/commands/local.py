@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from distkpi_cli.commands.argtypes import fault, positive_int
 from distkpi_cli.commands.calibrate import drop_share, jobs_count
 from distkpi_cli.commands.common import DEFAULT_STATE, FAILURE, Subcommands
 
@@ -17,9 +18,21 @@ DEFAULT_SUITE = "infra/suites/local.yaml"
 CALIBRATED_SUITE = "infra/suites/local-paired.yaml"  # what `distkpi local calibrate` runs
 
 
-def _fault(text: str) -> tuple[str, int, int]:
-    config, node, epoch = text.rsplit(":", 2)
-    return config, int(node), int(epoch)
+def _check(args: argparse.Namespace, source: Path | None) -> None:
+    """The suite as given and the commits, before any stack starts: ContractError or
+    UsageError naming them (exit 2). The webhook would only post a status naming the
+    suite's bucket key, cut at GitHub's 140 characters."""
+    from distkpi.domain.planning.suites import load_suite
+    from distkpi_cli.local.handlers import project_root
+    from distkpi_cli.revisions import commit_of
+
+    load_suite(Path(args.suite))
+    if args.action == "up" or args.event:
+        return
+    repository = source or project_root()
+    commit_of(args.sha, repository)
+    if args.push_from:
+        commit_of(args.push_from, repository, "--push-from")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,9 +41,11 @@ def run(args: argparse.Namespace) -> int:
 
     source = Path(args.repo) if args.repo else None
     state = StateFolder(Path(args.state))
+    default = CALIBRATED_SUITE if args.action == "calibrate" else DEFAULT_SUITE
+    args.suite = args.suite or default
+    _check(args, source)
     if args.action == "calibrate":
         return _calibrate(args, source, state)
-    args.suite = args.suite or DEFAULT_SUITE
     if args.action == "up":
         from distkpi_cli.local.up import serve
 
@@ -68,7 +83,7 @@ def _calibrate(args: argparse.Namespace, source: Path | None, state: StateFolder
     from distkpi_cli.local.calibrate import calibrate_local
 
     report = calibrate_local(
-        Path(args.suite or CALIBRATED_SUITE),
+        Path(args.suite),
         Path(args.out),
         args.sha,
         jobs=args.jobs,
@@ -131,7 +146,14 @@ def _describe_plan(planned: dict[str, Any]) -> str:
 
 
 def add(sub: Subcommands) -> None:
-    p = sub.add_parser("local", help="the whole pipeline on this machine, with real training")
+    summary = "the whole pipeline on this machine, with real training"
+    p = sub.add_parser(
+        "local",
+        help=summary,
+        description=f"{summary}: push --sha to develop on a local stack (moto for AWS, a "
+        "GitHub stand-in), run its jobs as local processes and print the verdict. Exit 0 on a "
+        "success or failure verdict, 1 on error, 2 on unusable input.",
+    )
     p.add_argument(
         "action",
         nargs="?",
@@ -146,19 +168,30 @@ def add(sub: Subcommands) -> None:
     p.add_argument(
         "--state",
         default=str(DEFAULT_STATE),
-        help="folder the local AWS state (history, runs, reports) is kept in between runs",
+        help="folder the local AWS state (history, runs, reports) is kept in between runs "
+        "(default: %(default)s)",
     )
     p.add_argument(
         "--fresh", action="store_true", help="start from empty state (deletes the --state folder)"
     )
-    p.add_argument("--port", type=int, default=4566, help="with up: moto's port (GitHub: next)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=4566,
+        help="with up: moto's port, GitHub's the next (default: %(default)s)",
+    )
     p.add_argument(
         "--pull-request",
         action="store_true",
         help="the last commit comes as a pull request onto its parent (else it is pushed)",
     )
     p.add_argument("--repo", help="git repository whose code is measured (default: this one)")
-    p.add_argument("--sha", default="HEAD", help="commit (any git revision) to measure")
+    p.add_argument(
+        "--sha",
+        default="HEAD",
+        metavar="REV",
+        help="commit to measure: any git revision or unique sha prefix (default: %(default)s)",
+    )
     p.add_argument(
         "--dry-run", action="store_true", help="stop after the webhook: what would be submitted"
     )
@@ -168,7 +201,11 @@ def add(sub: Subcommands) -> None:
         action="store_true",
         help="sign in to GitHub as an App: check runs with the KPI table (JSON adds `checks`)",
     )
-    p.add_argument("--out", default="out/local", help="where run folders and job logs go")
+    p.add_argument(
+        "--out",
+        default="out/local",
+        help="where run folders and job logs go (default: %(default)s)",
+    )
     p.add_argument(
         "--keep-work",
         action="store_true",
@@ -177,10 +214,11 @@ def add(sub: Subcommands) -> None:
     )
     p.add_argument(
         "--commits",
-        type=int,
+        type=positive_int,
         default=1,
+        metavar="N",
         help="N merges: --sha and the N-1 commits before it (first parent) are pushed to "
-        "develop, oldest first, each judged against the runs before it",
+        "develop, oldest first, each judged against the runs before it (default: %(default)s)",
     )
     p.add_argument(
         "--push-from",
@@ -203,16 +241,21 @@ def add(sub: Subcommands) -> None:
         help="the event of every --event (once), or of the n-th (once per --event); default: "
         "the file's X-GitHub-Event header",
     )
-    p.add_argument("--jobs", type=jobs_count, default=3, help="calibrate: how many A/A jobs")
+    p.add_argument(
+        "--jobs",
+        type=jobs_count,
+        default=3,
+        help="calibrate: how many A/A jobs (default: %(default)s)",
+    )
     p.add_argument(
         "--drop",
         type=drop_share,
         default=0.25,
-        help="calibrate: the throughput drop the designs are ranked by",
+        help="calibrate: the throughput drop the designs are ranked by (default: %(default)s)",
     )
     p.add_argument(
         "--fail",
-        type=_fault,
+        type=fault,
         action="append",
         metavar="CONFIG:NODE:EPOCH",
         help="make that node's training crash after that epoch (to see an error verdict)",

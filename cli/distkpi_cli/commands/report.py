@@ -27,8 +27,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add(sub: Subcommands) -> None:
-    rep = sub.add_parser("report", help="write a finished run's report (HTML and PNGs) locally")
-    rep.add_argument("run_id")
+    summary = "write a finished run's report (HTML and PNGs) locally"
+    rep = sub.add_parser("report", help=summary, description=summary)
+    rep.add_argument("run_id", help="the run's id, as `distkpi runs` lists it")
     rep.add_argument("--out", required=True, help="folder to write index.html and the charts to")
     table_options(rep, suite=False)
     rep.set_defaults(func=run)

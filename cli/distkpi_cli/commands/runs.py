@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from distkpi_cli.commands.common import Subcommands, open_table, table_options
@@ -13,9 +15,18 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
-    from distkpi.adapters.dynamo import RunRepository
+    from distkpi.adapters.dynamo import HistoryRepository, RunRepository
+    from distkpi_cli.revisions import stored_sha
 
     with open_table(args) as table:
+        history = HistoryRepository(table)
+
+        def stored() -> Iterator[str]:
+            for series in history.series(args.repo):
+                for record in history.history(args.repo, series.branch, series.model):
+                    yield record.sha
+
+        args.sha = stored_sha(args.sha, stored, Path.cwd())
         runs = RunRepository(table).of_commit(args.repo, args.sha)
     if args.json:
         print(json.dumps([_run_summary(r) for r in runs], indent=2))
@@ -44,9 +55,16 @@ def _run_summary(run: RunRecord) -> dict[str, object]:
 
 
 def add(sub: Subcommands) -> None:
-    commit = sub.add_parser("runs", help="the runs of one commit, with their verdicts")
+    summary = "the runs of one commit, with their verdicts"
+    commit = sub.add_parser("runs", help=summary, description=summary)
     commit.add_argument("--repo", required=True, help="owner/name")
-    commit.add_argument("--sha", required=True)
-    commit.add_argument("--json", action="store_true")
+    commit.add_argument(
+        "--sha",
+        required=True,
+        metavar="REV",
+        help="the commit: a full sha, a prefix of a stored run's sha, or a git revision "
+        "(HEAD, a branch) of the repository this runs in",
+    )
+    commit.add_argument("--json", action="store_true", help="print a JSON list of the runs")
     table_options(commit, suite=False)
     commit.set_defaults(func=run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from distkpi_cli.commands.argtypes import positive_int
 from distkpi_cli.commands.common import Subcommands, open_table, table_options
 
 
@@ -31,16 +32,26 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add(sub: Subcommands) -> None:
-    site = sub.add_parser("site", help="write the KPI history as static pages to browse")
+    summary = "write the KPI history as static pages to browse"
+    site = sub.add_parser("site", help=summary, description=summary)
     site.add_argument("--out", required=True, help="folder to write index.html and pages to")
-    site.add_argument("--repo", help="only this repository's histories (owner/name)")
-    site.add_argument("--model", help="only this suite's")
-    site.add_argument("--branch", help="only this branch's")
+    site.add_argument(
+        "--repo", help="only this repository's histories, owner/name (default: every one)"
+    )
+    site.add_argument("--model", help="only this suite's (default: every suite)")
+    site.add_argument("--branch", help="only this branch's (default: every branch)")
     site.add_argument(
         "--report-url",
         default="../reports/{run_id}/index.html",
-        help="where a point links, {run_id} filled in (default: the reports beside the site)",
+        help="where a point links, {run_id} filled in; the default is the reports beside the "
+        "site (default: %(default)s)",
     )
-    site.add_argument("--page-runs", type=int, default=500, help="runs per page of a history")
+    site.add_argument(
+        "--page-runs",
+        type=positive_int,
+        default=500,
+        metavar="N",
+        help="runs per page of a history (default: %(default)s)",
+    )
     table_options(site, suite=False)
     site.set_defaults(func=run)

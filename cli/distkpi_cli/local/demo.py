@@ -307,6 +307,13 @@ def print_result(result: LocalResult, out: TextIO = sys.stdout) -> None:
     where its files are, and every status GitHub received."""
     from distkpi.domain.judging.table import render_judgements, render_table
 
+    if not result.runs:  # the webhook started nothing: the statuses say why
+        print("no run started; statuses GitHub received:", file=out)
+        for status in result.statuses:
+            print(
+                f"  {status['context']:16s} {status['state']:8s} {status['description']}", file=out
+            )
+        return
     for run in result.runs[:-1]:
         print(f"{run.event:12s} {run.run_id}: {run.state} - {run.description}", file=out)
     last = result.runs[-1]

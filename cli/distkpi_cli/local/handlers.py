@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import importlib.util
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -49,7 +51,33 @@ def load_handlers(root: Path) -> dict[str, ModuleType]:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         handlers[name] = module
+    _logs_to_stderr()
     return handlers
+
+
+def _logs_to_stderr() -> None:
+    """The handlers' Powertools logger writes to stdout, as Lambda wants; here stdout is the
+    command's result (one JSON document with --json), so its lines go to stderr: whichever
+    sys.stderr is current when a line is written."""
+    import logging
+
+    from distkpi.entry.observability import SERVICE
+
+    for handler in logging.getLogger(SERVICE).handlers:
+        if type(handler) is logging.StreamHandler and handler.stream is not _STDERR:
+            with handler.lock or contextlib.nullcontext():
+                handler.stream = _STDERR  # not setStream: that flushes the old stream
+
+
+class _CurrentStderr:
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+_STDERR = _CurrentStderr()
 
 
 def signed_function_url_event(secret: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:

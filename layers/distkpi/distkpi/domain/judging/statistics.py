@@ -314,6 +314,13 @@ def _verdict(higher: bool, value: float, low: float, high: float) -> KpiVerdict:
     return KpiVerdict.PASS
 
 
+def _capped(e: KpiEvidence, high: float) -> float:
+    """A higher-is-better accuracy measured as a fraction (as suites and run.json hold it):
+    its allowed range stops at 1, whatever the tolerance or the spread would allow."""
+    fraction = e.kpi == "test_accuracy" and e.better_higher
+    return min(high, 1.0) if fraction and max((*e.history, *e.values)) <= 1.0 else high
+
+
 def _without_test(e: KpiEvidence, settings: VerdictSettings) -> Judgement:
     """A KPI with no statistical test: never converged, no value, no baseline, or too
     short a baseline for a spread (then the suite's tolerance)."""
@@ -345,7 +352,7 @@ def _without_test(e: KpiEvidence, settings: VerdictSettings) -> Judgement:
     recent = e.history[-settings.window :]
     mean = statistics.fmean(recent)
     tolerance = settings.tolerance_of(e.kpi)
-    low, high = mean - abs(mean) * tolerance, mean + abs(mean) * tolerance
+    low, high = mean - abs(mean) * tolerance, _capped(e, mean + abs(mean) * tolerance)
     verdict = _verdict(e.better_higher, value, low, high) if enforced else KpiVerdict.NOT_ENFORCED
     how = f"{len(recent)} baseline value(s): ±{tolerance:.0%} tolerance"
     return Judgement(e.config, e.kpi, value, mean, low, high, verdict, how, runs)
@@ -367,6 +374,7 @@ def judge_all(
             continue
         level = levels.get(_family(e), stopped)
         low, high, verdict = test.outside(level)
+        high = _capped(e, high)
         value = e.value or 0.0
         if e.kpi not in settings.enforced:
             verdict = KpiVerdict.NOT_ENFORCED

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from distkpi.domain.accuracy import Target, describe, describe_target, reached_sign
-from distkpi.domain.judging.statistics import Judgement
+from distkpi.domain.durations import short_seconds
 from distkpi.domain.kpis import catalogue
 from distkpi.domain.kpis.catalogue import Kpi
 from distkpi.domain.kpis.engine import ConfigKpis, RunKpis
+
+if TYPE_CHECKING:  # the KPI table is drawn without the statistics (`distkpi kpis`)
+    from distkpi.domain.judging.statistics import Judgement
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,10 @@ class Row:
 
 def _num(value: float | None, fmt: str, unit: str = "") -> str:
     return "-" if value is None else f"{value:{fmt}}{unit}"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else short_seconds(value)
 
 
 def _accuracy(c: ConfigKpis) -> str:
@@ -50,6 +58,8 @@ def _layout(c: ConfigKpis) -> str:
 def _kpi_cell(kpi: Kpi) -> Callable[[ConfigKpis], str]:
     if kpi.name == "test_accuracy":
         return _accuracy
+    if kpi.names_target:
+        return lambda c: _seconds(c.value(kpi.name))
     return lambda c: _num(c.value(kpi.name), kpi.fmt)
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from distkpi.domain.commit_status import MAX_DESCRIPTION, State, clip
+from distkpi.domain.durations import short_seconds
 from distkpi.domain.judging.statistics import Judgement, KpiVerdict
 from distkpi.domain.kpis import catalogue
 from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus, RunKpis
@@ -70,7 +71,7 @@ def _headline(largest: ConfigKpis, judgements: Sequence[Judgement]) -> str:
     if largest.efficiency is not None:
         parts.append(f"eff {largest.efficiency:.2f}")
     if largest.time_to_accuracy_s is not None:
-        parts.append(f"TTA {largest.time_to_accuracy_s:.0f}s")
+        parts.append(f"TTA {short_seconds(largest.time_to_accuracy_s)}s")
     if largest.accuracy_delta is not None:
         parts.append(f"acc Δ{abs(largest.accuracy_delta):.4f}")
     return ", ".join(parts)

@@ -253,13 +253,20 @@ def parse_suite(text: str | bytes, where: str) -> Suite:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ContractError(f"{where}: not valid YAML: {exc}") from exc
+        raise ContractError(f"{where}: not valid YAML: {_yaml_problem(exc)}") from exc
     if isinstance(data, dict):
         data = {**data, "where": where}
     try:
         return Suite.model_validate(data)
     except ValidationError as exc:
         raise ContractError(f"{where}: invalid suite: {describe_errors(exc)}") from exc
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's error in one line: its problem and where (its str() spans several)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}" if mark else problem
 
 
 def load_suite(path: Path) -> Suite:
