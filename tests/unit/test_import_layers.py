@@ -41,6 +41,7 @@ SHARED = {
     "layout",
     "untrusted",
     "durations",
+    "averages",
 }
 # domain's concerns (a subpackage, or a module at its top) and those each may import
 DOMAIN_BELOW = {

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from distkpi_cli.commands.argtypes import positive_int
 from distkpi_cli.commands.common import Subcommands, UsageError
 
 
@@ -61,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add(sub: Subcommands) -> None:
-    p = sub.add_parser("golden", help="write a golden loss curve from N runs of one commit")
+    summary = "write a golden loss curve from N runs of one commit"
+    p = sub.add_parser("golden", help=summary, description=summary)
     p.add_argument(
         "--from",
         dest="source",
@@ -69,12 +71,12 @@ def add(sub: Subcommands) -> None:
         metavar="RUN_FOLDER",
         help="a folder of run folders, or one paired run folder (its pairs' arms)",
     )
-    p.add_argument("--runs", type=int, required=True, metavar="N", help="how many runs")
+    p.add_argument("--runs", type=positive_int, required=True, metavar="N", help="how many runs")
     p.add_argument(
         "--tolerance",
         type=float,
         default=0.02,
-        help="relative slack around each step's min..max (default 0.02)",
+        help="relative slack around each step's min..max (default: %(default)s)",
     )
     p.add_argument("--out", help="the file to write (default: standard output)")
     p.set_defaults(func=run)

@@ -11,7 +11,6 @@ enforced one."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -19,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from distkpi.domain import averages
 from distkpi.domain.contracts import describe_errors
 from distkpi.exceptions import ContractError
 
@@ -71,7 +71,7 @@ def golden_from(curves: Sequence[Mapping[int, float]], tolerance: float) -> Gold
         start_step=steps[0],
         end_step=steps[-1],
         step_interval=interval,
-        values={s: statistics.fmean(c[s] for c in curves) for s in steps},
+        values={s: averages.fmean(c[s] for c in curves) for s in steps},
         min={s: min(c[s] for c in curves) for s in steps},
         max={s: max(c[s] for c in curves) for s in steps},
     )

@@ -20,11 +20,11 @@ per config from its trainers' summaries and the run's training settings:
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from distkpi.domain import averages
 from distkpi.domain.accuracy import Direction, at_least_as_good
 from distkpi.domain.contracts import ConfigSpec, RunSpec
 from distkpi.domain.kpis.gpu_peaks import gpu_model, peak_tflops
@@ -86,12 +86,12 @@ def _combined(spec: ConfigSpec, reports: Sequence[tuple[int, float, Per]]) -> fl
     if per is Per.JOB:
         return values[0]
     if per is Per.CARD:
-        return statistics.fmean(values) * spec.gpus
+        return averages.fmean(values) * spec.gpus
     if per is Per.NODE:
         by_node: dict[int, list[float]] = {}
         for rank, value, _ in reports:
             by_node.setdefault(rank, []).append(value)
-        return sum(statistics.fmean(v) for v in by_node.values())
+        return sum(averages.fmean(v) for v in by_node.values())
     return sum(values)
 
 
@@ -118,7 +118,7 @@ def _tokens(m: Measuring, problems: list[str]) -> float | None:
 
 def _mean_of(runs: Sequence[RunningMean]) -> float | None:
     means = [mean for r in runs if (mean := r.mean) is not None]
-    return statistics.fmean(means) if means else None
+    return averages.fmean(means) if means else None
 
 
 def _seq_len(m: Measuring) -> int | None:
@@ -180,7 +180,7 @@ def _figures(m: Measuring) -> Figures:
     problems: list[str] = []
     tokens = _tokens(m, problems)
     steps = [v for _, s in m.trainers for v in s.step_time_s.values_after_warmup]
-    step = statistics.median(steps) if steps else None
+    step = averages.median(steps) if steps else None
     seq_len = _seq_len(m)
     flops = _flops_per_token(m, seq_len)
     framework = _mean_of([s.tflops_per_gpu for _, s in m.trainers])
@@ -219,7 +219,7 @@ def _loss_target(m: Measuring) -> LossTarget:
     if not times:
         why = f"time to the target loss unknown: step {reached} reached it, but no step is timed"
         return LossTarget(reached, None, True, (why,))
-    return LossTarget(reached, reached * statistics.fmean(times), True)
+    return LossTarget(reached, reached * averages.fmean(times), True)
 
 
 def steps_to_target(m: Measuring) -> float | None:
