@@ -9,15 +9,10 @@ the job record the launcher wrote next to it.
 
 from __future__ import annotations
 
-import atexit
-import functools
 import os
 import shutil
-import stat
 import subprocess
 import sys
-import sysconfig
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,51 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from distkpi.adapters.batch import KEY_VARIABLE, WITHHELD_KEY
+from distkpi_cli.local.codeenv import code_bin
 from distkpi_cli.node.hardware import LOCAL
 
 NODE_TIMEOUT_S = 900
-
-
-def reachable_by_others(path: str) -> bool:
-    """Whether another user can run ``path``: every folder above it searchable by others."""
-    real = Path(os.path.realpath(path))
-    return all(p.stat().st_mode & stat.S_IXOTH for p in [real, *real.parents])
-
-
-@functools.cache
-def python_for_the_code() -> str:
-    """A folder to put first on the code's PATH whose `python` is this Python as the code's
-    user can run it: this one's own folder, or (when it lives where other users cannot
-    reach, such as under root's home) a folder of wrappers that run the system's Python of
-    the same version with this one's packages."""
-    own = os.path.dirname(sys.executable)
-    if reachable_by_others(sys.executable):
-        return own
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    system = shutil.which(version, path="/usr/local/bin:/usr/bin:/bin")
-    if system is None or not reachable_by_others(system):
-        return own  # the code's user cannot run it: its command fails, saying so
-    packages = [sysconfig.get_paths()["purelib"], *map(str, _package_roots())]
-    folder = Path(tempfile.mkdtemp(prefix="distkpi-python-"))
-    folder.chmod(0o755)
-    atexit.register(shutil.rmtree, folder, True)
-    for name in ("python", "python3", version):
-        wrapper = folder / name
-        wrapper.write_text(
-            "#!/bin/sh\n"
-            f'PYTHONPATH="{os.pathsep.join(packages)}${{PYTHONPATH:+:$PYTHONPATH}}" '
-            f'exec {system} "$@"\n'
-        )
-        wrapper.chmod(0o755)
-    return str(folder)
-
-
-def _package_roots() -> list[Path]:
-    """Where this checkout's packages are (an editable install is on no path of its own)."""
-    import distkpi
-    import distkpi_cli
-
-    return [Path(str(p.__file__)).resolve().parents[1] for p in (distkpi, distkpi_cli)]
 
 
 @dataclass(frozen=True)
@@ -188,7 +142,7 @@ class Executor:
                 "DISTKPI_WORKDIR": str(self._node_dir(job, node)),
                 "DISTKPI_NODE_ADDRESS": "127.0.0.1",
                 "DISTKPI_INSTANCE_TYPE": LOCAL,  # this machine: no metadata service asked
-                "PATH": os.pathsep.join([python_for_the_code(), env.get("PATH", "")]),
+                "PATH": os.pathsep.join([code_bin(), env.get("PATH", "")]),
                 "PYTHONUNBUFFERED": "1",
             }
         )
