@@ -115,5 +115,9 @@ def test_a_crashed_trainer_fails_its_config_though_its_launcher_exits_0(
     cfg = result.to_json()["runs"][0]["configs"]["1x1"]
     assert result.statuses[-1]["state"] == "error"
     assert cfg["status"] == "failed"
-    assert any("crashed: its log shows a Python traceback" in p for p in cfg["problems"])
+    cause = "RuntimeError: injected failure after pass 0 (DISTKPI_FAIL_AT_EPOCH)"
+    assert (
+        f"trainer 0 (logs/trainer-0.log) crashed: {cause} (the end of a Python traceback)"
+        in (cfg["problems"])
+    )
     assert not any("exited with code" in p for p in cfg["problems"])  # the node exited 0

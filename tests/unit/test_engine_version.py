@@ -29,6 +29,8 @@ RECORDED = {
     1: "fa656cdae2a759292a3b39fa7f16739b2cd106e16feebaeb363c208923cb0a58",
     # the field's formats, directions and suites' patterns (issue 23), in domain/logs/
     2: "058b2a1f3a419c04facaf6c845cb1bf13bcbb5c45a95a4a8da3f45a680d2bfe3",
+    # a crash's cause: the last line of its traceback or Paddle's error summary
+    3: "bf14d2fb2c3a2f5a11a72637b9ade0fb8bcfca7d0b2b9f1216c90c693425f554",
 }
 
 

@@ -56,6 +56,7 @@ def every_field_set() -> list[tuple[str, Any]]:
         epoch_starts={0: 100.0, 1: 160.0},
         epoch_stops={0: 150.0, 1: 210.0},
         crash="a Python traceback",
+        crash_cause="RuntimeError: gloo",
         aborted=True,
         problem_counts={"unreadable :::MLLOG line skipped": 2, "empty file": 1},
     )

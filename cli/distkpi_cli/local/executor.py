@@ -20,10 +20,32 @@ from pathlib import Path
 from typing import Any
 
 from distkpi.adapters.batch import KEY_VARIABLE, WITHHELD_KEY
+from distkpi.domain.logs.logformats import MAX_CAUSE_CHARS, parse_log
+from distkpi.domain.untrusted import neutral
 from distkpi_cli.local.codeenv import code_bin
 from distkpi_cli.node.hardware import LOCAL
 
 NODE_TIMEOUT_S = 900
+NODE_SAYS = "distkpi node: "  # how the node runner's own lines start
+
+
+def crash_cause(output: Path) -> str | None:
+    """Why a node failed, from what it printed: the last line of the code's traceback or
+    Paddle's error summary, else the node's own problem (`distkpi node: ...`); neutral, as
+    any string from a log is."""
+    try:
+        with output.open("rb") as stream:
+            cause = parse_log(stream).crash_cause
+        if cause is None:
+            said = [
+                line
+                for line in output.read_text(errors="replace").splitlines()
+                if line.startswith(NODE_SAYS)
+            ]
+            cause = said[-1].removeprefix(NODE_SAYS) if said else None
+    except OSError:
+        return None
+    return neutral(cause[:MAX_CAUSE_CHARS]) if cause else None
 
 
 @dataclass(frozen=True)
@@ -196,6 +218,10 @@ class Executor:
         outcome.exit_codes = [p.returncode for p in procs]
         if outcome.reason is None and outcome.exit_codes[0] != 0:
             outcome.reason = f"node 0 exited with code {outcome.exit_codes[0]}"
+        if outcome.reason is not None and outcome.reason.startswith("node "):
+            node = int(outcome.reason.split()[1])
+            if cause := crash_cause(self.workdir / job.config / f"node-{node}.stdout"):
+                outcome.reason += f": {cause}"
         outcome.seconds = time.monotonic() - started
         return outcome
 

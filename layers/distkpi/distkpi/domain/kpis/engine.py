@@ -19,6 +19,7 @@ from distkpi.domain.accuracy import (
 from distkpi.domain.contracts import ConfigSpec, NodeManifest, Role, RunSpec
 from distkpi.domain.logs.gpumemory import GpuMemorySummary
 from distkpi.domain.logs.logsummary import LogSummary, Per
+from distkpi.domain.untrusted import neutral
 
 # a config's hardware when a node could not read its own, and when its trainers disagree:
 # unknown is compared only with unknown, mixed with nothing
@@ -494,6 +495,15 @@ def _gpu_hours(evidence: ConfigEvidence) -> float | None:
     return sum(walls) / 3600 if walls else None
 
 
+def _crashed(log: ParsedLog) -> str:
+    """A crashed process's problem: what it raised (the log's own words, made neutral as any
+    string from a log is) and what showed the crash."""
+    where = f"{log.role} {log.rank} ({log.path}) crashed"
+    if log.summary.crash_cause is None:
+        return f"{where}: its log shows {log.summary.crash}"
+    return f"{where}: {neutral(log.summary.crash_cause)} (the end of {log.summary.crash})"
+
+
 def config_kpis(
     evidence: ConfigEvidence,
     target_accuracy: Target,
@@ -506,11 +516,7 @@ def config_kpis(
     file_problems = [f"{log.path}: {p}" for log in evidence.logs for p in log.summary.problems]
     file_problems += [f"{g.path}: {p}" for g in evidence.gpu_memory for p in g.summary.problems]
     trainers = sorted((log for log in evidence.logs if log.role == "trainer"), key=lambda x: x.rank)
-    crashes = [
-        f"{log.role} {log.rank} ({log.path}) crashed: its log shows {log.summary.crash}"
-        for log in evidence.logs
-        if log.summary.crash is not None
-    ]
+    crashes = [_crashed(log) for log in evidence.logs if log.summary.crash is not None]
     if crashes:  # even when its node exited 0, as Paddle's legacy launcher does
         status = ConfigStatus.FAILED
     (throughput, samples), inconsistent, throughput_problems = _throughput(spec, trainers)
