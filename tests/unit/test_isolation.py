@@ -20,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +30,7 @@ import boto3
 import pytest
 
 from distkpi.domain.signing import signed_by
-from distkpi_cli.local.codeenv import code_bin
+from distkpi_cli.local.codeenv import code_bin, twin_of
 from distkpi_cli.node.isolation import LEASED_UIDS, _lease_dir, processes_of
 from tests.conftest import git
 
@@ -240,3 +241,31 @@ def test_as_an_ordinary_user_the_runner_hides_its_secrets_and_the_code_finds_non
         assert_nothing_found(output, uploaded(s3, "hunt-user"), OTHER_UID)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_codes_user_runs_this_environments_readable_twin_and_its_console_scripts() -> None:
+    """What `distkpi local` gives the code's user when this environment is where it cannot
+    enter (a clone under root's home): made here whatever the clone's folder, and reused."""
+    twin = twin_of(Path(sys.prefix))
+    assert twin_of(Path(sys.prefix)) == twin
+    site = next(twin.glob("lib/python*/site-packages"))
+    assert not list(site.glob("__editable__*"))  # they point back into the clone
+    own = Path(sysconfig.get_paths()["purelib"])
+    assert (site / "torch" / "__init__.py").read_bytes() == (
+        own / "torch" / "__init__.py"
+    ).read_bytes()
+    as_other = {"user": OTHER_UID, "group": OTHER_UID, "extra_groups": [], "cwd": "/"}
+    env = {"PATH": f"{twin / 'bin'}:/usr/bin:/bin", "HOME": "/nonexistent"}
+    ran = subprocess.run(
+        ["python", "-c", "import sys, torch; print(sys.prefix)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        **as_other,
+    )
+    assert ran.returncode == 0 and ran.stdout.strip() == str(twin), ran.stderr
+    ran = subprocess.run(
+        ["torchrun", "--help"], env=env, capture_output=True, text=True, check=False, **as_other
+    )
+    assert ran.returncode == 0 and ran.stdout.startswith("usage: torchrun"), ran.stderr
