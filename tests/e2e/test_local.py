@@ -103,12 +103,13 @@ def test_a_tiny_suite_from_webhook_to_verdict(tmp_path: Path) -> None:
 
 
 def test_a_crashing_node_gives_an_error_and_a_failed_config(tmp_path: Path) -> None:
+    progress = io.StringIO()
     result = run_local(
         suite(tmp_path, "1x1", "1x2"),
         tmp_path / "out",
         source=repository(tmp_path),
         faults={("1x2", 0): 0},
-        progress=io.StringIO(),
+        progress=progress,
     )
     final = result.statuses[-1]
     assert final["state"] == "error"
@@ -117,6 +118,12 @@ def test_a_crashing_node_gives_an_error_and_a_failed_config(tmp_path: Path) -> N
     configs = result.to_json()["runs"][0]["configs"]
     assert configs["1x2"]["status"] == "failed" and configs["1x2"]["throughput"] is None
     assert any("exited with code 1" in p for p in configs["1x2"]["problems"])
+    # the console says why, in the code's own words: the last line of its traceback
+    cause = "RuntimeError: injected failure after epoch 0 (DISTKPI_FAIL_AT_EPOCH)"
+    assert f"1x2: failed: node 0 exited with code 1: {cause} in " in progress.getvalue()
+    assert f"crashed: {cause} (the end of a Python traceback)" in " ".join(
+        configs["1x2"]["problems"]
+    )
     assert configs["1x1"]["status"] == "ok"
     log = (result.runs[0].folder / "1x2" / "logs" / "trainer-0.log").read_text()
     assert "injected failure after epoch 0" in log

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from distkpi.domain.kpis.runfolder import compute_run_kpis
+from distkpi_cli.local.codeenv import code_bin, reachable_cache
 from distkpi_cli.local.demo import run_local
-from distkpi_cli.local.executor import python_for_the_code
 from distkpi_cli.localfs import LocalRunSource
 from tests.e2e.test_local import ROOT, repository
 
@@ -24,10 +24,12 @@ pytestmark = pytest.mark.e2e
 def cache() -> Path:
     """A cache folder holding the suite's pinned environment, made here once, where every
     node's user can reach it: each node has a home of its own, in which the suite's setup
-    would make the environment again (about 25 s) at every run."""
-    folder = Path(os.environ.get("DISTKPI_CACHE_DIR") or ROOT / "out" / "cache").resolve()
+    would make the environment again (about 25 s) at every run. out/cache, unless the clone
+    is where they cannot enter (as root under a folder of mode 700)."""
+    given = os.environ.get("DISTKPI_CACHE_DIR")
+    folder = Path(given).resolve() if given else reachable_cache(ROOT / "out" / "cache")
     folder.mkdir(parents=True, exist_ok=True)
-    python = Path(python_for_the_code()) / "python"  # the Python the nodes' code runs
+    python = Path(code_bin()) / "python"  # the Python the nodes' code runs
     made = subprocess.run(
         [str(python), "infra/job/paddle/env.py", "setup", "cpu"],
         cwd=ROOT,
@@ -113,5 +115,9 @@ def test_a_crashed_trainer_fails_its_config_though_its_launcher_exits_0(
     cfg = result.to_json()["runs"][0]["configs"]["1x1"]
     assert result.statuses[-1]["state"] == "error"
     assert cfg["status"] == "failed"
-    assert any("crashed: its log shows a Python traceback" in p for p in cfg["problems"])
+    cause = "RuntimeError: injected failure after pass 0 (DISTKPI_FAIL_AT_EPOCH)"
+    assert (
+        f"trainer 0 (logs/trainer-0.log) crashed: {cause} (the end of a Python traceback)"
+        in (cfg["problems"])
+    )
     assert not any("exited with code" in p for p in cfg["problems"])  # the node exited 0

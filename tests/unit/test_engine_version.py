@@ -27,6 +27,8 @@ RECORDED = {
     3: "14d4757156ea3bc83144fa4e2af8aefe956626c33282703c65fbef0d94473090",
     # readers as a registry, one module per log family, and today's frameworks (issue 33)
     4: "21d2f7581e5d4d167d6f6574b8a443426ce7953db1d44606d7170950384efa1d",
+    # a crash's cause: the exception line its traceback ends with (issue 34)
+    5: "e7a1a1693b18035afd56e6fa1e2d5efddaaad46fe188d0b32e0411ed63d60200",
 }
 
 

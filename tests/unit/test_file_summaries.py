@@ -24,6 +24,7 @@ from distkpi.domain.logs.filesummary import (
     summary_to_json,
 )
 from distkpi.domain.logs.gpumemory import GpuMemorySummary
+from distkpi.domain.logs.logformats import ParseSettings
 from distkpi.domain.logs.logsummary import EvalPoint, Level, LogSummary, Per, RunningMean
 from distkpi.domain.signing import sign
 from distkpi.exceptions import ContractError
@@ -56,6 +57,7 @@ def every_field_set() -> list[tuple[str, Any]]:
         epoch_starts={0: 100.0, 1: 160.0},
         epoch_stops={0: 150.0, 1: 210.0},
         crash="a Python traceback",
+        crash_cause="RuntimeError: gloo",
         aborted=True,
         problem_counts={"unreadable :::MLLOG line skipped": 2, "empty file": 1},
         tokens_per_s=RunningMean(Per.JOB, 2, 3, 30.0, [9.0, 10.0, 11.0]),
@@ -197,6 +199,22 @@ def test_summaries_of_another_engine_are_parsed_again_and_it_says_so(
         assert note.startswith(f"node(s) {nodes}: ") and why in note
         assert kpis.throughput == expected[name].throughput
         assert dataclasses.replace(kpis, problems=expected[name].problems) == expected[name]
+
+
+def test_a_suite_that_reads_its_logs_its_own_way_is_parsed_without_a_problem_saying_so(
+    folder: Path,
+) -> None:
+    """The collector parses such a suite's logs by design; a note saying so led every one
+    of its statuses, before the cause of a failure."""
+    own_way = Reading(KEY, settings=ParseSettings(warmup_reports=0))
+    for kpis in kpis_of(folder, own_way).values():
+        assert not any("its own way" in p for p in kpis.problems)
+        assert kpis.throughput is not None
+    unread = kpis_of(folder, dataclasses.replace(own_way, parse_logs=False))["1x1"]
+    assert (
+        "node(s) 0: the suite reads its logs its own way (direction, warm-up or patterns); "
+        "their files were not read: only the collector parses logs"
+    ) in unread.problems
 
 
 def test_an_unreadable_summary_has_its_file_parsed(folder: Path) -> None:

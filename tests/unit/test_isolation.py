@@ -13,6 +13,8 @@ user first, so it needs root too."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -28,7 +30,8 @@ import boto3
 import pytest
 
 from distkpi.domain.signing import signed_by
-from distkpi_cli.node.isolation import processes_of
+from distkpi_cli.local.codeenv import code_bin, twin_of
+from distkpi_cli.node.isolation import LEASED_UIDS, _lease_dir, processes_of
 from tests.conftest import git
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,9 +162,25 @@ def assert_nothing_found(output: str, objects: dict[str, bytes], daemon_uid: int
     assert "DISTKPI_LOG_DIR" in found  # it did read its own environment
     daemon = int(objects["files/trainer-0/daemon.pid"])
     assert not Path(f"/proc/{daemon}").exists() or _zombie(daemon)
-    assert processes_of(daemon_uid) == []
+    with held(daemon_uid):
+        assert processes_of(daemon_uid) == []
     manifest = json.loads(objects["node-0.json"])
     assert signed_by(KEY, manifest) and manifest["exit_code"] == 0
+
+
+@contextlib.contextmanager
+def held(uid: int) -> Iterator[None]:
+    """The lease of ``uid``, as a node takes it, once no node holds it: a node beside this
+    test (another test's, a user's `distkpi local`) may have leased the uid the moment the
+    node under test released it, and its processes are its own. A node leases a uid only
+    when no process runs as it, and kills every one of them before it lets it go, so once
+    this test holds it, any process of it is one the node under test left."""
+    if not LEASED_UIDS.start <= uid < LEASED_UIDS.stop:
+        yield
+        return
+    with open(_lease_dir() / str(uid), "ab") as lease:
+        fcntl.flock(lease, fcntl.LOCK_EX)
+        yield
 
 
 def _zombie(pid: int) -> bool:
@@ -187,9 +206,10 @@ def test_as_root_the_code_runs_as_another_user_and_finds_no_secret(
     assert uid != 0
 
 
-def python_for(uid: int) -> tuple[list[str], dict[str, str]]:
-    """This interpreter, or the system's of the same version with this one's packages, as
-    another user can run it (a Python under root's home is out of its reach)."""
+def python_for(uid: int, base: Path) -> tuple[list[str], dict[str, str]]:
+    """This interpreter, or (when it is where another user cannot enter, such as a clone
+    under root's home) the readable twin of its environment that `distkpi local` gives the
+    code's user, with a copy of this checkout's packages in ``base``."""
     probe = [sys.executable, "-c", "import distkpi_cli, boto3"]
     try:
         ran = subprocess.run(probe, user=uid, group=uid, capture_output=True, check=False)
@@ -197,14 +217,10 @@ def python_for(uid: int) -> tuple[list[str], dict[str, str]]:
             return [sys.executable], {}
     except PermissionError:
         pass
-    system = shutil.which(
-        f"python{sys.version_info.major}.{sys.version_info.minor}", path="/usr/bin"
-    )
-    if system is None:
-        pytest.skip("no Python of this version that another user can run")
-    packages = [ROOT / "layers" / "distkpi", ROOT / "cli", sysconfig.get_paths()["purelib"]]
-    path = os.pathsep.join(map(str, packages))
-    return [system], {"PYTHONPATH": path}
+    packages = base / "packages"
+    for package in (ROOT / "cli" / "distkpi_cli", ROOT / "layers" / "distkpi" / "distkpi"):
+        shutil.copytree(package, packages / package.name, ignore=shutil.ignore_patterns("*.pyc"))
+    return [str(Path(code_bin()) / "python")], {"PYTHONPATH": str(packages)}
 
 
 def test_as_an_ordinary_user_the_runner_hides_its_secrets_and_the_code_finds_none(
@@ -219,9 +235,37 @@ def test_as_an_ordinary_user_the_runner_hides_its_secrets_and_the_code_finds_non
         work.mkdir()
         for path in [base, *repo.rglob("*"), repo, work]:
             os.lchown(path, OTHER_UID, OTHER_UID)
-        python, extra = python_for(OTHER_UID)
+        python, extra = python_for(OTHER_UID, base)
         env = batch_environment(endpoint, repo, sha, work, "hunt-user") | extra
         output = run_node(python, env, work, user=OTHER_UID, group=OTHER_UID, extra_groups=[])
         assert_nothing_found(output, uploaded(s3, "hunt-user"), OTHER_UID)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_codes_user_runs_this_environments_readable_twin_and_its_console_scripts() -> None:
+    """What `distkpi local` gives the code's user when this environment is where it cannot
+    enter (a clone under root's home): made here whatever the clone's folder, and reused."""
+    twin = twin_of(Path(sys.prefix))
+    assert twin_of(Path(sys.prefix)) == twin
+    site = next(twin.glob("lib/python*/site-packages"))
+    assert not list(site.glob("__editable__*"))  # they point back into the clone
+    own = Path(sysconfig.get_paths()["purelib"])
+    assert (site / "torch" / "__init__.py").read_bytes() == (
+        own / "torch" / "__init__.py"
+    ).read_bytes()
+    as_other = {"user": OTHER_UID, "group": OTHER_UID, "extra_groups": [], "cwd": "/"}
+    env = {"PATH": f"{twin / 'bin'}:/usr/bin:/bin", "HOME": "/nonexistent"}
+    ran = subprocess.run(
+        ["python", "-c", "import sys, torch; print(sys.prefix)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        **as_other,
+    )
+    assert ran.returncode == 0 and ran.stdout.strip() == str(twin), ran.stderr
+    ran = subprocess.run(
+        ["torchrun", "--help"], env=env, capture_output=True, text=True, check=False, **as_other
+    )
+    assert ran.returncode == 0 and ran.stdout.startswith("usage: torchrun"), ran.stderr

@@ -62,16 +62,38 @@ def test_a_node_that_exited_non_zero_fails_the_config(run_builder: RunBuilder) -
 
 
 CRASHES = [
-    'Traceback (most recent call last):\n  File "train.py", line 9\nRuntimeError: gloo\n',
-    "----------------------\nError Message Summary:\nInvalidArgumentError: x\n",
-    "[SignalInfo: *** SIGSEGV (@0x0) received by PID 7 (TID 0x7f) from PID 0 ***]\n",
-    mllog("run_stop", None, 5_000, status="failure") + "\n",
+    (
+        'Traceback (most recent call last):\n  File "train.py", line 9\nRuntimeError: gloo\n',
+        "RuntimeError: gloo (the end of a Python traceback)",
+    ),
+    (
+        "----------------------\nError Message Summary:\nInvalidArgumentError: x\n",
+        "InvalidArgumentError: x (the end of a Paddle error (Error Message Summary))",
+    ),
+    (
+        "[SignalInfo: *** SIGSEGV (@0x0) received by PID 7 (TID 0x7f) from PID 0 ***]\n",
+        "its log shows a fatal signal (SignalInfo)",
+    ),
+    (
+        mllog("run_stop", None, 5_000, status="failure") + "\n",
+        "its log shows a run_stop with status failure",
+    ),
+    # a chained exception: the last line of the last traceback, made neutral as any log
+    # string is (no mention, no link)
+    (
+        'Traceback (most recent call last):\n  File "a.py"\nValueError: inner\n\n'
+        "During handling of the above exception, another exception occurred:\n\n"
+        'Traceback (most recent call last):\n  File "a.py"\n'
+        "torch.distributed.DistBackendError: NCCL error, ask @ops at https://x.example\n",
+        "torch.distributed.DistBackendError: NCCL error, ask @\u200bops at https:\u200b//x.example"
+        " (the end of a Python traceback)",
+    ),
 ]
 
 
-@pytest.mark.parametrize("crash", CRASHES)
+@pytest.mark.parametrize(("crash", "cause"), CRASHES)
 def test_a_log_that_shows_a_crash_fails_the_config_though_its_node_exited_0(
-    run_builder: RunBuilder, crash: str
+    run_builder: RunBuilder, crash: str, cause: str
 ) -> None:
     # Paddle's legacy launcher can exit 0 for a worker that died: the log still says so
     b = run_builder.config("1x1").config("2x1", trainers=2)
@@ -80,10 +102,15 @@ def test_a_log_that_shows_a_crash_fails_the_config_though_its_node_exited_0(
     b.node("2x1", 1, [("trainer-1.log", "trainer", 1, "log", pass_log(100, 100) + crash)])
     cfg = kpis(b).config("2x1")
     assert cfg.status == "failed" and cfg.throughput is None
-    assert any(
-        p.startswith("trainer 1 (trainer-1.log) crashed: its log shows a") for p in cfg.problems
-    )
+    assert f"trainer 1 (trainer-1.log) crashed: {cause}" in cfg.problems
     assert kpis(b).config("1x1").status == "ok"
+
+
+def test_an_error_line_with_no_crash_before_it_is_no_cause(run_builder: RunBuilder) -> None:
+    b = run_builder.config("1x1")
+    b.trainer("1x1", 0, "ConnectionError: retrying in 1 s\n" + pass_log(100, 100))
+    cfg = kpis(b).config("1x1")
+    assert cfg.status == "ok" and not any("crashed" in p for p in cfg.problems)
 
 
 def test_a_node_that_never_reported_makes_it_incomplete(run_builder: RunBuilder) -> None:

@@ -8,7 +8,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import shutil
 import subprocess
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -210,6 +213,28 @@ def test_a_failing_setup_command_fails_the_node_and_the_command_never_runs(
     log = uploaded(s3, "logs/trainer-0.log")
     assert "compiling the world" in log and "Training performance" not in log
     assert not [f for f in got["files"] if f["path"].endswith("seen.json")]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the code as another user")
+def test_what_the_codes_user_cannot_reach_fails_the_node_before_its_setup(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    path, _, tip = repo
+    closed = Path(tempfile.mkdtemp())  # mode 700, as `mktemp -d` makes it
+    try:
+        cache = closed / "cache"
+        limits = {"DISTKPI_CACHE_DIR": str(cache), "DISTKPI_RUN_AS_UID": "61998"}
+        codes = run_job(path, tip, tmp_path / "work", 1, **limits)
+    finally:
+        shutil.rmtree(closed)
+    assert codes == [1]
+    assert manifest(s3, 0)["problem"] == (
+        f"the code's user (distkpi-code-61998) cannot reach {cache} to use DISTKPI_CACHE_DIR: "
+        f"{closed} is closed to other users; put it in a folder every user can enter, "
+        "or set DISTKPI_RUN_AS_UID to a user who can reach it"
+    )
+    log = uploaded(s3, "logs/trainer-0.log")
+    assert "cat version.txt" not in log and "Training performance" not in log
 
 
 def test_a_rendezvous_nobody_comes_to_fails_the_node_naming_the_absent(

@@ -9,15 +9,10 @@ the job record the launcher wrote next to it.
 
 from __future__ import annotations
 
-import atexit
-import functools
 import os
 import shutil
-import stat
 import subprocess
 import sys
-import sysconfig
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,51 +20,33 @@ from pathlib import Path
 from typing import Any
 
 from distkpi.adapters.batch import KEY_VARIABLE, WITHHELD_KEY
+from distkpi.domain.logs.logformats import parse_log
+from distkpi.domain.logs.readers.classic import MAX_CAUSE_CHARS
+from distkpi.domain.untrusted import neutral
+from distkpi_cli.local.codeenv import code_bin
 from distkpi_cli.node.hardware import LOCAL
 
 NODE_TIMEOUT_S = 900
+NODE_SAYS = "distkpi node: "  # how the node runner's own lines start
 
 
-def reachable_by_others(path: str) -> bool:
-    """Whether another user can run ``path``: every folder above it searchable by others."""
-    real = Path(os.path.realpath(path))
-    return all(p.stat().st_mode & stat.S_IXOTH for p in [real, *real.parents])
-
-
-@functools.cache
-def python_for_the_code() -> str:
-    """A folder to put first on the code's PATH whose `python` is this Python as the code's
-    user can run it: this one's own folder, or (when it lives where other users cannot
-    reach, such as under root's home) a folder of wrappers that run the system's Python of
-    the same version with this one's packages."""
-    own = os.path.dirname(sys.executable)
-    if reachable_by_others(sys.executable):
-        return own
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    system = shutil.which(version, path="/usr/local/bin:/usr/bin:/bin")
-    if system is None or not reachable_by_others(system):
-        return own  # the code's user cannot run it: its command fails, saying so
-    packages = [sysconfig.get_paths()["purelib"], *map(str, _package_roots())]
-    folder = Path(tempfile.mkdtemp(prefix="distkpi-python-"))
-    folder.chmod(0o755)
-    atexit.register(shutil.rmtree, folder, True)
-    for name in ("python", "python3", version):
-        wrapper = folder / name
-        wrapper.write_text(
-            "#!/bin/sh\n"
-            f'PYTHONPATH="{os.pathsep.join(packages)}${{PYTHONPATH:+:$PYTHONPATH}}" '
-            f'exec {system} "$@"\n'
-        )
-        wrapper.chmod(0o755)
-    return str(folder)
-
-
-def _package_roots() -> list[Path]:
-    """Where this checkout's packages are (an editable install is on no path of its own)."""
-    import distkpi
-    import distkpi_cli
-
-    return [Path(str(p.__file__)).resolve().parents[1] for p in (distkpi, distkpi_cli)]
+def crash_cause(output: Path) -> str | None:
+    """Why a node failed, from what it printed: the last line of the code's traceback or
+    Paddle's error summary, else the node's own problem (`distkpi node: ...`); neutral, as
+    any string from a log is."""
+    try:
+        with output.open("rb") as stream:
+            cause = parse_log(stream).crash_cause
+        if cause is None:
+            said = [
+                line
+                for line in output.read_text(errors="replace").splitlines()
+                if line.startswith(NODE_SAYS)
+            ]
+            cause = said[-1].removeprefix(NODE_SAYS) if said else None
+    except OSError:
+        return None
+    return neutral(cause[:MAX_CAUSE_CHARS]) if cause else None
 
 
 @dataclass(frozen=True)
@@ -188,7 +165,7 @@ class Executor:
                 "DISTKPI_WORKDIR": str(self._node_dir(job, node)),
                 "DISTKPI_NODE_ADDRESS": "127.0.0.1",
                 "DISTKPI_INSTANCE_TYPE": LOCAL,  # this machine: no metadata service asked
-                "PATH": os.pathsep.join([python_for_the_code(), env.get("PATH", "")]),
+                "PATH": os.pathsep.join([code_bin(), env.get("PATH", "")]),
                 "PYTHONUNBUFFERED": "1",
             }
         )
@@ -242,6 +219,10 @@ class Executor:
         outcome.exit_codes = [p.returncode for p in procs]
         if outcome.reason is None and outcome.exit_codes[0] != 0:
             outcome.reason = f"node 0 exited with code {outcome.exit_codes[0]}"
+        if outcome.reason is not None and outcome.reason.startswith("node "):
+            node = int(outcome.reason.split()[1])
+            if cause := crash_cause(self.workdir / job.config / f"node-{node}.stdout"):
+                outcome.reason += f": {cause}"
         outcome.seconds = time.monotonic() - started
         return outcome
 

@@ -71,6 +71,7 @@ from distkpi_cli.node.paired import (
 )
 from distkpi_cli.node.placement import Endpoint, Place, expand, framework_environment
 from distkpi_cli.node.polling import pauses
+from distkpi_cli.node.reach import out_of_reach
 from distkpi_cli.node.rendezvous import FOLDER, free_ports, own_address, rendezvous
 from distkpi_cli.node.source import NO_SOURCE, NodeProblem, get_source, run_setup
 from distkpi_cli.node.summaries import describe
@@ -355,6 +356,7 @@ class NodeRunner:
                 report.exit_code, report.problem = code, problem.problem
                 with files.log.open("a") as out:
                     out.write(f"distkpi node: {problem.problem}\n{problem.detail}\n")
+                print(f"distkpi node: {problem.problem}", file=sys.stderr)
             finally:  # nothing of the code left running before its files are read
                 self._stop_code(sandbox.user, report)
         files.note_withheld()
@@ -399,12 +401,15 @@ class NodeRunner:
         sandbox.hand_over()  # checked out by the runner (the token is its), then the code's
         base = code_environment(self.env, sandbox)
         spawn = sandbox.user.popen_kwargs()
-        for arm in sorted(sources):
-            run_setup(_json_list(self.env, "DISTKPI_SETUP"), sources[arm], base, files.log, spawn)
-        report.setup_s = self.clock() - setup_started
+        setup = _json_list(self.env, "DISTKPI_SETUP")
         command = list(self.command) or _json_list(self.env, "DISTKPI_COMMAND")
         if not command:
             raise NodeProblem("no command: the suite names none and none was given after --")
+        if unreachable := out_of_reach(base, [*setup, command], sandbox.user):
+            raise NodeProblem(unreachable)
+        for arm in sorted(sources):
+            run_setup(setup, sources[arm], base, files.log, spawn)
+        report.setup_s = self.clock() - setup_started
         one = _OneRun(self, place, store, config_key, sandbox, base, command)
         if plan is None:
             report.exit_code = one.run(source, files, FOLDER)

@@ -22,6 +22,7 @@ from distkpi.domain.kpis.golden import GoldenCurve, against_golden
 from distkpi.domain.kpis.measuring import Measuring
 from distkpi.domain.logs.gpumemory import GpuMemorySummary
 from distkpi.domain.logs.logsummary import LogSummary, Per
+from distkpi.domain.untrusted import neutral
 
 # a config's hardware when a node could not read its own, and when its trainers disagree:
 # unknown is compared only with unknown, mixed with nothing
@@ -589,6 +590,15 @@ def _gpu_hours(evidence: ConfigEvidence) -> float | None:
     return sum(walls) / 3600 if walls else None
 
 
+def _crashed(log: ParsedLog) -> str:
+    """A crashed process's problem: what it raised (the log's own words, made neutral as any
+    string from a log is) and what showed the crash."""
+    where = f"{log.role} {log.rank} ({log.path}) crashed"
+    if log.summary.crash_cause is None:
+        return f"{where}: its log shows {log.summary.crash}"
+    return f"{where}: {neutral(log.summary.crash_cause)} (the end of {log.summary.crash})"
+
+
 def config_kpis(
     evidence: ConfigEvidence,
     target_accuracy: Target,
@@ -604,11 +614,7 @@ def config_kpis(
     file_problems = [f"{log.path}: {p}" for log in evidence.logs for p in log.summary.problems]
     file_problems += [f"{g.path}: {p}" for g in evidence.gpu_memory for p in g.summary.problems]
     trainers = sorted((log for log in evidence.logs if log.role == "trainer"), key=lambda x: x.rank)
-    crashes = [
-        f"{log.role} {log.rank} ({log.path}) crashed: its log shows {log.summary.crash}"
-        for log in evidence.logs
-        if log.summary.crash is not None
-    ]
+    crashes = [_crashed(log) for log in evidence.logs if log.summary.crash is not None]
     if crashes:  # even when its node exited 0, as Paddle's legacy launcher does
         status = ConfigStatus.FAILED
     hardware, hardware_problems = _hardware(evidence)

@@ -248,6 +248,11 @@ class Reading:
     settings: ParseSettings = DEFAULT_SETTINGS
 
 
+# why a suite with patterns, a direction or a warm-up of its own has its logs parsed by the
+# collector: its design, not a problem, and said only where the logs were left unread
+OWN_WAY = "the suite reads its logs its own way (direction, warm-up or patterns)"
+
+
 def _why_not_summaries(manifest: NodeManifest, reading: Reading) -> str | None:
     """Why a node's summaries cannot stand for its files; None when they can."""
     if reading.key is None:
@@ -255,7 +260,7 @@ def _why_not_summaries(manifest: NodeManifest, reading: Reading) -> str | None:
     if manifest.engine_version is None:
         return "no file summaries in the manifest (an older image?)"
     if reading.settings != DEFAULT_SETTINGS:
-        return "the suite reads its logs its own way (direction, warm-up or patterns)"
+        return OWN_WAY
     if manifest.engine_version != ENGINE_VERSION:
         return (
             f"the manifest's summaries are of engine version {manifest.engine_version}, "
@@ -366,6 +371,7 @@ def _say_why_parsed(reading: Reading, fell_back: dict[str, list[int]]) -> list[s
     return [
         f"node(s) {', '.join(map(str, nodes))}: {why}; their files were {done}"
         for why, nodes in fell_back.items()
+        if not (why == OWN_WAY and reading.parse_logs)
     ]
 
 

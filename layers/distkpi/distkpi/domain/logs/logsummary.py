@@ -99,6 +99,8 @@ class LogSummary:
     epoch_stops: dict[int, float] = field(default_factory=dict)
     # what in the log says its process died (a traceback, a fatal signal); None: nothing
     crash: str | None = None
+    # what the crash raised: the last line of its traceback or Paddle's error summary
+    crash_cause: str | None = None
     # the run stopped without reaching its target (MLLOG run_stop status aborted)
     aborted: bool = False
     problem_counts: dict[str, int] = field(default_factory=dict)

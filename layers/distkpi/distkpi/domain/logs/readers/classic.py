@@ -23,12 +23,28 @@ _CRASHES = (
 )
 
 
+# the last line of a traceback, or the first of Paddle's error summary: `RuntimeError: ...`
+_EXCEPTION_LINE = re.compile(
+    r"(?:[A-Za-z_]\w*+\.)*+(?:[A-Za-z_]\w*?)?(?:Error|Exception|KeyboardInterrupt|SystemExit)"
+    r"(?::.*)?"
+)
+MAX_CAUSE_CHARS = 300
+
+
 def _crash(line: str, out: LogSummary) -> bool:
+    """A marker of a crash, or (after one) the line that says what was raised: the last
+    such line is the crash's cause, as a traceback's last line is."""
     for marker, what in _CRASHES:
         if marker in line:
             out.crash = out.crash or what
             return True
-    return False
+    if out.crash is None:
+        return False
+    text = line.rstrip("\r\n")
+    if not _EXCEPTION_LINE.fullmatch(text):
+        return False
+    out.crash_cause = text[:MAX_CAUSE_CHARS]
+    return True
 
 
 def _horovod_tf(line: str, out: LogSummary) -> bool:
@@ -66,7 +82,16 @@ def _mxnet(line: str, out: LogSummary) -> bool:
 
 CRASH = Reader(
     "crash",
-    (b"Traceback (most recent call last)", b"Error Message Summary", b"SignalInfo: ***"),
+    (
+        b"Traceback (most recent call last)",
+        b"Error Message Summary",
+        b"SignalInfo: ***",
+        # the exception a traceback or Paddle's error summary ends with
+        b"Error",
+        b"Exception",
+        b"KeyboardInterrupt",
+        b"SystemExit",
+    ),
     _crash,
 )
 MXNET = Reader("mxnet", (b"/sec", b"Validation-accuracy="), _mxnet)
