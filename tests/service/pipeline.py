@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from distkpi.domain.github.webhook import Trigger, decide
+from distkpi.domain.github.webhook import Trigger, decide, parse
 from distkpi.domain.layout import config_prefix
 from distkpi.domain.logs.filesummary import ENGINE_VERSION
 from distkpi.domain.signing import ManifestKeys, sign
@@ -129,7 +129,7 @@ def pushed(sha: str = "9f4e1c2b7a6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f") -> Trigger:
     recorded = json.loads((ROOT / "tests" / "events" / "push.json").read_text())["payload"]
     payload = copy.deepcopy(recorded)
     payload["after"] = sha
-    trigger = decide("push", payload, ["develop"])
+    trigger = decide(parse("push", payload), ["develop"])
     assert isinstance(trigger, Trigger)
     return trigger
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from distkpi.domain.commit_status import State
-from distkpi.domain.github.webhook import CALIBRATION_EVENT, Calibrate, Rerun, decide
+from distkpi.domain.github.webhook import CALIBRATION_EVENT, Calibrate, Rerun, decide, parse
 from distkpi.domain.history_rows import rows_from_records
 from distkpi.domain.judging.history import series
 from distkpi.domain.layout import config_prefix, decision_key
@@ -33,7 +33,7 @@ def asked(model: str = "resnet50", jobs: int = 3, repo: str | None = None) -> Ca
     payload["repository"]["full_name"] = repo or payload["repository"]["full_name"]
     payload["action"] = "distkpi-calibrate"
     payload["client_payload"] = {"sha": SHA, "model": model, "jobs": jobs, "branch": "develop"}
-    decided = decide(CALIBRATION_EVENT, payload, ["develop"])
+    decided = decide(parse(CALIBRATION_EVENT, payload), ["develop"])
     assert isinstance(decided, Calibrate)
     return decided
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from distkpi.adapters.batch import BatchLauncher
 from distkpi.adapters.dynamo import (
-    DeliveryRepository,
+    DeliveryClaims,
     DynamoTable,
     HistoryRepository,
     JobRepository,
@@ -203,6 +203,10 @@ class BatchWiring(Wiring):
     settings: BatchSettings
 
     @cached_property
+    def deliveries(self) -> DeliveryClaims:
+        return DeliveryClaims(self.settings.table_name)
+
+    @cached_property
     def launcher(self) -> BatchLauncher:
         s = self.settings
         return BatchLauncher(s.job_queue, s.single_node_job_definition, s.multi_node_job_definition)
@@ -211,7 +215,7 @@ class BatchWiring(Wiring):
     def starter(self) -> RunStarter:
         return RunStarter(
             runs=self.runs,
-            deliveries=DeliveryRepository(self.table),
+            deliveries=self.deliveries,
             jobs=self.jobs,
             pull_requests=PullRequestRepository(self.table),
             store=self.store,
