@@ -104,7 +104,7 @@ class RunStarter:
     settler: Callable[[], ConfigSettler] | None = None
     # what the compute environment can give, asked of EC2 when a run is first planned;
     # None: every node asks for what the job definitions say
-    fleet: Callable[[], Fleet] | None = None
+    fleet: Callable[[], Fleet | None] | None = None
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
 
