@@ -29,6 +29,7 @@ from distkpi.domain.planning.jobs import (
 )
 from distkpi.domain.planning.sizing import Fleet
 from distkpi.domain.planning.suites import BrokenSuite, Suite
+from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord, RunStatus
 from distkpi.domain.signing import ManifestKeys
 from distkpi.exceptions import LaunchError
@@ -168,7 +169,9 @@ class RunStarter:
         trigger = rerun.trigger
         # A/A runs are no check of the commit's: a re-run neither repeats nor waits for them
         of_commit = [
-            r for r in self.runs.of_commit(trigger.repo, trigger.sha) if not r.spec.calibration
+            r
+            for r in self.runs.of_commit(trigger.repo, trigger.sha)
+            if policy_of(r).repeated_by_rerun
         ]
         going = {
             r.model: r

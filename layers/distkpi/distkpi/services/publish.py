@@ -13,6 +13,7 @@ from distkpi.domain.judging.evaluation import Evaluation
 from distkpi.domain.judging.history import HistoryRow
 from distkpi.domain.judging.paired import first_pair_d
 from distkpi.domain.layout import kpis_key, report_key
+from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord
 from distkpi.exceptions import StorageError
 from distkpi.services.alerts import RegressionAlerts
@@ -56,7 +57,7 @@ class Publisher:
         now = int(self.clock().timestamp())
         if not self.runs.claim_publication(run.run_id, now):
             return False
-        if run.bisection is not None:
+        if not policy_of(run).published:
             return self._publish_step(run, baseline, now)
         self.history.put(history_records(run, evaluation))
         self.history.record_series(series_record(run, evaluation))
