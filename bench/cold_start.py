@@ -1,6 +1,6 @@
 """Cold import time of each Lambda handler against a bare `import boto3, aws_lambda_powertools`.
 
-    python bench/cold_start.py [--repeat 15] [--parts]
+    python bench/cold_start.py [--repeat 15] [--parts] [--smoke]
 
 `floor` is the baseline plus only the libraries the webhook is built on (the Powertools
 event handler, requests, PyYAML and one pydantic model): no webhook built on them can
@@ -66,7 +66,10 @@ def main() -> None:
     parser.add_argument(
         "--parts", action="store_true", help="each library of the floor alone on the baseline"
     )
+    parser.add_argument("--smoke", action="store_true", help="each import once: that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.repeat = 1
     subjects = {"baseline": BASELINE, "floor": FLOOR}
     if args.parts:
         subjects |= {name: f"{BASELINE}\n{body}" for name, body in PARTS.items()}
@@ -81,6 +84,8 @@ def main() -> None:
             heavy[name] = loaded
     base = statistics.median(times["baseline"])
     parts = " --parts" if args.parts else ""
+    if args.smoke:
+        parts += " --smoke"
     print(f"command: python bench/cold_start.py --repeat {args.repeat}{parts}")
     for name, samples in times.items():
         median = statistics.median(samples)

@@ -1,19 +1,20 @@
 """What settling a big config costs the collector, against downloading its logs with boto3.
 
-    python bench/collector_settle.py [--gb 0.5 2] [--older-image]
+    python bench/collector_settle.py [--gb 0.5 2] [--older-image] [--smoke]
 
 The resnet50 suite's 4x8-8ps config (12 nodes: 4 trainers, 8 parameter servers) on moto's
 server (its own process, on 127.0.0.1) with the stack made from template.yaml; the real
 webhook starts the run and the real collector handler settles it. Each node's files are a
 dense log (every tenth line an :::MLLOG record, the rest glog; --gb in all over the 12
 nodes) and a GPU sample file, described as `distkpi node` describes them
-(`node.runner.Upload.entry`: the sha256 and, with this engine, the KPI engine's summary),
+(`node/summaries.describe`: the sha256 and, with this engine, the KPI engine's summary),
 uploaded, and named in a manifest signed with the config's key. The collector gets the
 S3 events of nodes 0 to 10 first; the time is that of the 12th, the one that settles the
 config. Beside it, in the same run: the 12 logs downloaded with boto3 (`get_object` and
 read), and the node's own time to describe its files (nodes do it in parallel, once).
 `--older-image` writes manifests without summaries, as an image older than the engine's
-summaries does, so the collector parses every log from S3.
+summaries does, so the collector parses every log from S3. `--smoke`: 1 MB of logs, to see
+that it runs (seconds).
 
 Run it with another checkout's package first on PYTHONPATH to measure that code.
 """
@@ -21,6 +22,7 @@ Run it with another checkout's package first on PYTHONPATH to measure that code.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import socket
@@ -34,8 +36,13 @@ from typing import Any
 import boto3
 import requests
 
-from distkpi.domain.signing import sign
-from distkpi_cli.local.aws_stack import BUCKET, create_local_aws, function_environment
+from distkpi.domain.signing import ManifestKeys, sign
+from distkpi_cli.local.aws_stack import (
+    BUCKET,
+    MANIFEST_SECRET_ID,
+    create_local_aws,
+    function_environment,
+)
 from distkpi_cli.local.github_standin import GitHubStandIn
 from distkpi_cli.local.handlers import (
     LambdaContext,
@@ -44,7 +51,7 @@ from distkpi_cli.local.handlers import (
     push_delivery,
     signed_function_url_event,
 )
-from distkpi_cli.node.runner import Upload
+from distkpi_cli.node.summaries import describe
 
 CONFIG, NODES, TRAINERS = "4x8-8ps", 12, 4
 STEP = (
@@ -108,20 +115,23 @@ def upload_nodes(
     for node in range(NODES):
         role = "trainer" if node < TRAINERS else "pserver"
         rank = node if role == "trainer" else node - TRAINERS
-        uploads = [
-            Upload(log, f"logs/{role}-{rank}.log", role, rank, "log"),
-            Upload(gpu, f"logs/{role}-{rank}.gpu.csv", role, rank, "gpu_memory"),
-        ]
-        started = time.perf_counter()
-        entries = [upload.entry() for upload in uploads]
-        slowest = max(slowest, time.perf_counter() - started)
-        if not summaries:
-            for entry in entries:
-                entry.pop("summary", None)
-        for upload in uploads:
-            s3.upload_file(str(upload.local), BUCKET, prefix + upload.path)
+        files = ((log, f"logs/{role}-{rank}.log", "log"),)
+        files += ((gpu, f"logs/{role}-{rank}.gpu.csv", "gpu_memory"),)
+        entries, described = [], 0.0
+        for local, path, kind in files:
+            data = local.read_bytes()
+            started = time.perf_counter()
+            entry = {"path": path, "role": role, "rank": rank, "kind": kind}
+            entries.append(entry | describe(io.BytesIO(data), kind))  # type: ignore[arg-type]
+            described += time.perf_counter() - started
+            if not summaries:
+                entries[-1].pop("summary", None)
+            s3.upload_file(str(local), BUCKET, prefix + path)
+        slowest = max(slowest, described)
         manifest: dict[str, Any] = {
             "schema": 1,
+            "run_id": run_id,
+            "config": CONFIG,
             "node": node,
             "exit_code": 0,
             "started_at": "2026-11-30T03:00:00Z",
@@ -175,11 +185,11 @@ def measure(gb: float, summaries: bool, work: Path, endpoint: str, n: int) -> No
         answer = handlers["webhook"].lambda_handler(event, LambdaContext())
         (run_id,) = json.loads(answer["body"])["runs"]
         table = boto3.resource("dynamodb", endpoint_url=endpoint).Table("distkpi-local")
-        item = table.get_item(Key={"PK": f"RUN#{run_id}", "SK": f"CONFIG#{CONFIG}"})["Item"]
+        # each config's key is derived from the stack's master secret, as the launcher's
+        master = aws.client("secretsmanager").get_secret_value(SecretId=MANIFEST_SECRET_ID)
+        key = ManifestKeys(lambda: str(master["SecretString"])).for_config(run_id, CONFIG)
         s3 = aws.client("s3")
-        keys, node_s = upload_nodes(
-            s3, run_id, str(item["manifest_key"]), log, gpu, summaries=summaries
-        )
+        keys, node_s = upload_nodes(s3, run_id, key, log, gpu, summaries=summaries)
         for key in keys[:-1]:
             handlers["collector"].lambda_handler(s3_event(key), LambdaContext())
         started = time.perf_counter()
@@ -206,12 +216,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gb", type=float, nargs="+", default=[0.5, 2.0])
     parser.add_argument("--older-image", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="1 MB of logs: that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.gb = [0.001]
     import distkpi
 
+    flags = (" --older-image" if args.older_image else "") + (" --smoke" if args.smoke else "")
     print(
         f"command: python bench/collector_settle.py --gb {' '.join(map(str, args.gb))}"
-        f"{' --older-image' if args.older_image else ''}  (distkpi from {distkpi.__file__})"
+        f"{flags}  (distkpi from {distkpi.__file__})"
     )
     print(
         "| logs of the config | summaries | collector settles | boto3 download | ratio | "

@@ -1,6 +1,6 @@
 """The worst a log line or a manifest can cost the collector, and that both stay linear.
 
-    python bench/hostile_input.py [--repeat 3]
+    python bench/hostile_input.py [--repeat 3] [--smoke]
 
 Lines: every hostile shape the property test builds (a format's head, then one short unit
 repeated, as a fuzzer or a broken writer makes them) at 16 KiB, 64 KiB, 256 KiB and 1 MiB
@@ -56,10 +56,10 @@ def ordinary(length: int) -> str:
     return (words * (length // len(words) + 1))[:length]
 
 
-def lines(repeat: int) -> None:
+def lines(repeat: int, lengths_kib: tuple[int, ...] = LENGTHS_KIB) -> None:
     print("| line | length | slowest shape | its time | per KiB | ordinary text | ratio |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for kib in LENGTHS_KIB:
+    for kib in lengths_kib:
         length = kib * 1024
         normal = ordinary(length)
         normal_s = best_of(repeat, lambda normal=normal: parse_line(normal, LogSummary()))
@@ -101,7 +101,7 @@ def run_folder(root: Path, files: list[str]) -> None:
     (root / "c" / "node-0.json").write_text(json.dumps(manifest))
 
 
-def manifests(repeat: int) -> None:
+def manifests(repeat: int, counts: tuple[int, ...] = (16, 64, 256), huge: bool = True) -> None:
     print()
     print("| manifest | bytes named | settle the config | MB/s | `grep -c` the files | ratio |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -109,17 +109,18 @@ def manifests(repeat: int) -> None:
         root = Path(tmp)
         (root / "c").mkdir()
         trainer_log(root / "c" / "log-0.log")
-        for i in range(1, MAX_FILES_PER_MANIFEST):
+        for i in range(1, min(max(counts), MAX_FILES_PER_MANIFEST)):
             shutil.copy(root / "c" / "log-0.log", root / "c" / f"log-{i}.log")
-        with (root / "c" / "huge.log").open("wb") as huge:
-            block = (root / "c" / "log-0.log").read_bytes()
-            while huge.tell() < 2**30:
-                huge.write(block)
         cases = [
             ("the same log named 200 times", ["log-0.log"] * 200),
-            *((f"{n} distinct logs", [f"log-{i}.log" for i in range(n)]) for n in (16, 64, 256)),
-            ("one 1 GiB log (over the cap)", ["huge.log"]),
+            *((f"{n} distinct logs", [f"log-{i}.log" for i in range(n)]) for n in counts),
         ]
+        if huge:
+            with (root / "c" / "huge.log").open("wb") as out:
+                block = (root / "c" / "log-0.log").read_bytes()
+                while out.tell() < 2**30:
+                    out.write(block)
+            cases.append(("one 1 GiB log (over the cap)", ["huge.log"]))
         for name, files in cases:
             run_folder(root, files)
             spec = parse_run_spec(json.loads((root / "run.json").read_text())).configs[0]
@@ -145,7 +146,15 @@ def manifests(repeat: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--smoke", action="store_true", help="16 KiB lines and 16 files, once: that it runs"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        print("`python bench/hostile_input.py --smoke`\n")
+        lines(1, LENGTHS_KIB[:1])
+        manifests(1, (16,), huge=False)
+        return 0
     print(f"`python bench/hostile_input.py --repeat {args.repeat}`\n")
     lines(args.repeat)
     manifests(args.repeat)

@@ -170,7 +170,10 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="generate here and keep it")
     parser.add_argument("--against", type=Path, help="another source tree, timed alongside")
     parser.add_argument("--declared", action="store_true", help="a suite pattern for throughput")
+    parser.add_argument("--smoke", action="store_true", help="--mb 8 --repeat 1: that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.mb, args.repeat = 8, 1
     root = args.keep or Path(tempfile.mkdtemp(prefix="distkpi-bench-"))
     try:
         run_dir = root / "run"
@@ -194,6 +197,7 @@ def main() -> None:
             raise SystemExit(f"the log was not read: {result['problems']}")
         best_ours, best_grep, best_digest = min(ours), min(theirs), min(digests)
         flags = " --declared" if args.declared else ""
+        flags += " --smoke" if args.smoke else ""
         flags += f" --against {args.against}" if args.against is not None else ""
         print(
             f"command: python bench/parse_throughput.py --mb {args.mb} --repeat {args.repeat}"

@@ -2,7 +2,7 @@
 against exporting the same history as CSV (`distkpi history --format csv`), both reading
 a moto server's table.
 
-    python bench/site_build.py [--runs 1000 10000] [--page-runs 500] [--keep DIR]
+    python bench/site_build.py [--runs 1000 10000] [--page-runs 500] [--keep DIR] [--smoke]
 
 For each N: writes N synthetic runs of the seed's four configs into a moto table
 (in-process), as the publisher records them: every KPI with the range it was allowed and
@@ -153,10 +153,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--page-runs", type=int, default=500)
     parser.add_argument("--keep", type=Path, help="keep the sites built here")
+    parser.add_argument("--smoke", action="store_true", help="20 runs: that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.page_runs = [20], 10
     print(
         f"$ python bench/site_build.py --runs {' '.join(map(str, args.runs))} "
-        f"--page-runs {args.page_runs}"
+        f"--page-runs {args.page_runs}{' --smoke' if args.smoke else ''}"
     )
     print(
         "| runs | pages | `distkpi site` (s) | ms per run | its peak RSS (MiB) "

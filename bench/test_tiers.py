@@ -3,6 +3,7 @@ run side by side, one after the other on the same machine: wall time and the CPU
 pytest and its children (less sensitive than wall time to what else the machine runs).
 
     python bench/test_tiers.py [--tier unit|integration|e2e ...] [--against DIR] [--workers N]
+    python bench/test_tiers.py --smoke   (one small test file, in one process: that it runs)
 
 DIR is a checkout with its own .venv (make .venv/.installed there); a checkout from before
 the tiers existed runs its tests/<tier> folder (unit then has no tests/service). A tree
@@ -24,6 +25,7 @@ TIERS = {
     "unit": ["tests/unit", "tests/service"],
     "integration": ["tests/integration"],
     "e2e": ["tests/e2e"],
+    "smoke": ["tests/unit/test_student_t.py"],
 }
 
 
@@ -34,7 +36,7 @@ def has_xdist(tree: Path) -> bool:
 
 
 def run_tier(tree: Path, tier: str, workers: str = "auto") -> dict[str, float | str]:
-    paths = [p for p in TIERS[tier] if (tree / p).is_dir()]
+    paths = [p for p in TIERS[tier] if (tree / p).exists()]
     spread = ["-n", workers, "--dist", "worksteal"] if has_xdist(tree) else []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -63,7 +65,10 @@ def main() -> int:
     parser.add_argument("--tier", action="append", choices=sorted(TIERS))
     parser.add_argument("--against", type=Path, help="another checkout, run first")
     parser.add_argument("--workers", default="auto", help="pytest-xdist workers (0: none)")
+    parser.add_argument("--smoke", action="store_true", help="one small test file: that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.tier, args.workers = ["smoke"], "0"
     tiers = args.tier or ["unit", "integration"]
     trees = ([("base", args.against.resolve())] if args.against else []) + [("this", ROOT)]
     print(f"$ python bench/test_tiers.py {' '.join(sys.argv[1:])}")

@@ -1,6 +1,7 @@
 """Does the verdict cry wolf per run, and does it catch real regressions? A simulation.
 
     python bench/verdict_simulation.py [--trials 1000] [--drops 200] [--machine-share 0.5]
+        [--smoke: 20 trials, 5 drops, one CV, one worker: that it runs]
 
 Whole runs of the seed's matrix (1x1, 1x8, 2x8-4ps, 4x8-8ps), every KPI enforced, judged
 exactly as the collector judges them (domain.combining.combine, then evaluation.evaluate:
@@ -623,7 +624,11 @@ def main() -> None:
         metavar=("MU", "SD"),
         help="paired: the first run of a job's effect on the log of its throughput",
     )
+    parser.add_argument("--smoke", action="store_true", help="a few trials: that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.trials, args.drops, args.cv, args.workers = 20, 5, [0.10], 1
+        args.within, args.max_pairs = args.within[:1], args.max_pairs[:1]
     print("command: python bench/verdict_simulation.py " + " ".join(sys.argv[1:]))
     if args.paired:
         paired_main(args)

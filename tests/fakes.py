@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import itertools
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -19,6 +19,7 @@ from distkpi.domain.bisect.plan import Bisection
 from distkpi.domain.commit_status import CommitStatus
 from distkpi.domain.github.alerts import AlarmState
 from distkpi.domain.github.commits import Comparison
+from distkpi.domain.github.deliveries import Once
 from distkpi.domain.layout import run_prefix
 from distkpi.domain.planning.suites import BrokenSuite, Suite, parse_deployed_suites
 from distkpi.domain.records import (
@@ -267,17 +268,16 @@ class FakeJobs:
 
 
 class FakeDeliveries:
+    """Each delivery's stored answer; work that raised stores none (as Powertools)."""
+
     def __init__(self) -> None:
-        self.claimed: dict[str, int] = {}
+        self.answers: dict[str, dict[str, Any]] = {}
 
-    def claim(self, delivery: str, now: int) -> bool:
-        if delivery in self.claimed:
-            return False
-        self.claimed[delivery] = now
-        return True
-
-    def release(self, delivery: str) -> None:
-        self.claimed.pop(delivery, None)
+    def once(self, delivery: str, work: Callable[[], dict[str, Any]]) -> Once:
+        if delivery in self.answers:
+            return Once(self.answers[delivery], repeat=True)
+        self.answers[delivery] = answer = work()
+        return Once(answer, repeat=False)
 
 
 class FakePullRequests:

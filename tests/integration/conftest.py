@@ -83,8 +83,10 @@ class Stack:
         delivery: str | None = None,
         base64_body: bool = False,
         github_event: str | None = None,
+        context: LambdaContext | None = None,
     ) -> dict[str, Any]:
-        """POST a GitHub delivery, as a Lambda Function URL event, to the real handler."""
+        """POST a GitHub delivery, as a Lambda Function URL event, to the real handler (in an
+        invocation with ``context``'s time left)."""
         recorded = event(name)
         raw = body if body is not None else json.dumps(payload or recorded["payload"]).encode()
         headers = {k.lower(): v for k, v in recorded["headers"].items()}
@@ -117,7 +119,7 @@ class Stack:
             "body": base64.b64encode(raw).decode() if base64_body else raw.decode("latin-1"),
             "isBase64Encoded": base64_body,
         }
-        response = self.handlers["webhook"].lambda_handler(request, LambdaContext())
+        response = self.handlers["webhook"].lambda_handler(request, context or LambdaContext())
         return {**response, "json": json.loads(response.get("body") or "null")}
 
     def s3_event(self, key: str) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""The services wired as entry/wiring.py wires them, on the in-memory ports of
-tests/fakes.py, and what a job's nodes leave in the run folder."""
+"""The services as the composition root (entry/root.py) builds them, on the in-memory
+ports of tests/fakes.py, and what a job's nodes leave in the run folder."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from distkpi.domain.github.webhook import Trigger, decide
+from distkpi.domain.github.webhook import Trigger, decide, parse
 from distkpi.domain.layout import config_prefix
 from distkpi.domain.logs.filesummary import ENGINE_VERSION
 from distkpi.domain.signing import ManifestKeys, sign
-from distkpi.services.alerts import RegressionAlerts
+from distkpi.entry.root import Services
 from distkpi.services.bisect import Bisector
 from distkpi.services.deadlines import RunDeadlines
-from distkpi.services.finish import RunFinisher
 from distkpi.services.launch import Outcome, RunStarter
+from distkpi.services.looks import PairedLooks
 from distkpi.services.publish import DrawReport, Publisher, draw_report
 from distkpi.services.settle import ConfigSettler
 from distkpi.services.statuses import StatusPublisher
@@ -50,7 +50,8 @@ def report_url(run_id: str) -> str:
 
 @dataclass
 class Pipeline:
-    """The services wired as entry/wiring.py wires them, on in-memory ports."""
+    """The services as the composition root (entry/root.py) builds them for the Lambdas,
+    on in-memory adapters."""
 
     runs: FakeRuns = field(default_factory=FakeRuns)
     history: FakeHistory = field(default_factory=FakeHistory)
@@ -64,62 +65,70 @@ class Pipeline:
     alarms: FakeAlarms = field(default_factory=FakeAlarms)
     topic: FakeTopic = field(default_factory=FakeTopic)
     bisections: FakeBisections = field(default_factory=FakeBisections)
+    deliveries: FakeDeliveries = field(default_factory=FakeDeliveries)
+    pull_requests: FakePullRequests = field(default_factory=FakePullRequests)
     # each config's key, from a master secret as the stack's
     keys: ManifestKeys = field(default_factory=lambda: ManifestKeys(lambda: "master secret"))
     draw: DrawReport = draw_report  # the real report; tests/fakes.py's plain_report: none
+    # the stack's suites confirm; a test that judges one run each asks for none
+    confirms: bool = False
+    cancel_superseded: bool = True
+    run_timeout_s: int = 3600
+    github_web_url: str = "https://github.com"
 
     def __post_init__(self) -> None:
         suite = ROOT / "infra" / "suites" / "resnet50.yaml"
         self.store.put_bytes(f"suites/{suite.name}", suite.read_bytes())
-        self.statuses = StatusPublisher(
-            self.github, report_url, self.counts, self.checks, "https://github.com"
-        )
-        alerts = RegressionAlerts(self.alarms, self.topic, report_url, count=self.counts)
-        self.publisher = Publisher(
-            self.runs,
-            self.history,
-            self.store,
-            self.statuses,
-            self.counts,
-            self.clock,
-            alerts,
-            draw=self.draw,
-        )
-        finisher = RunFinisher(self.runs, self.history, self.publisher, self.clock)
-        self.settler = ConfigSettler(
-            self.runs, self.jobs, self.store, finisher, self.keys, count=self.counts
-        )
-        self.starter = RunStarter(
-            runs=self.runs,
-            deliveries=FakeDeliveries(),
-            jobs=self.jobs,
-            pull_requests=FakePullRequests(),
-            store=self.store,
-            catalog=self.store,
-            statuses=self.statuses,
-            launcher=self.launcher,
-            keys=self.keys,
-            settler=lambda: self.settler,
-            count=self.counts,
-            clock=self.clock,
-        )
-        self.bisector = Bisector(
-            self.runs,
-            self.bisections,
-            self.alarms,
-            self.history,
-            self.statuses,
-            self.store,
-            self.starter.start_step,
-            self.starter.cancel_step,
-            alerts,
-            count=self.counts,
-            clock=self.clock,
-        )
-        self.publisher.bisector = self.bisector
-        self.deadlines = RunDeadlines(
-            self.runs, self.settler, self.launcher, 3600, self.counts, self.clock
-        )
+        self.services = Services(self)
+
+    # what the root asks of a stack besides the fakes
+    @property
+    def catalog(self) -> FakeRunFolders:
+        return self.store
+
+    @property
+    def manifest_keys(self) -> ManifestKeys:
+        return self.keys
+
+    @property
+    def count(self) -> Counts:
+        return self.counts
+
+    def report_url(self, run_id: str) -> str:
+        return report_url(run_id)
+
+    def fleet(self) -> None:
+        return None
+
+    # the services, as the root built them
+    @property
+    def statuses(self) -> StatusPublisher:
+        return self.services.statuses
+
+    @property
+    def publisher(self) -> Publisher:
+        return self.services.publisher
+
+    @property
+    def settler(self) -> ConfigSettler:
+        return self.services.settler
+
+    @property
+    def starter(self) -> RunStarter:
+        return self.services.starter
+
+    @property
+    def bisector(self) -> Bisector:
+        assert self.services.bisector is not None
+        return self.services.bisector
+
+    @property
+    def deadlines(self) -> RunDeadlines:
+        return self.services.deadlines
+
+    @property
+    def looks(self) -> PairedLooks:
+        return self.services.looks
 
     def states(self) -> list[tuple[str, str]]:
         return [(s.state, s.description) for s in self.github.statuses]
@@ -129,7 +138,7 @@ def pushed(sha: str = "9f4e1c2b7a6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f") -> Trigger:
     recorded = json.loads((ROOT / "tests" / "events" / "push.json").read_text())["payload"]
     payload = copy.deepcopy(recorded)
     payload["after"] = sha
-    trigger = decide("push", payload, ["develop"])
+    trigger = decide(parse("push", payload), ["develop"])
     assert isinstance(trigger, Trigger)
     return trigger
 

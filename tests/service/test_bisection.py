@@ -265,7 +265,7 @@ def test_a_paired_suite_bisects_by_a_b_runs_of_the_good_commit_against_each_midp
     pipeline = Pipeline(draw=plain_report)
     del pipeline.store.objects["suites/resnet50.yaml"]
     pipeline.store.put_bytes("suites/resnet50.yaml", PAIRED_SUITE)
-    looks = PairedLooks(pipeline.runs, pipeline.history, pipeline.store, pipeline.keys)
+    looks = pipeline.looks
     good = paired_history(pipeline)
     line = list(LINE)
     pipeline.github.commits[(good, line[-1])] = listed(line, good)

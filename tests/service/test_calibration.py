@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from distkpi.domain.commit_status import State
-from distkpi.domain.github.webhook import CALIBRATION_EVENT, Calibrate, Rerun, decide
+from distkpi.domain.github.webhook import CALIBRATION_EVENT, Calibrate, Rerun, decide, parse
 from distkpi.domain.history_rows import rows_from_records
 from distkpi.domain.judging.history import series
 from distkpi.domain.layout import config_prefix, decision_key
@@ -33,7 +33,7 @@ def asked(model: str = "resnet50", jobs: int = 3, repo: str | None = None) -> Ca
     payload["repository"]["full_name"] = repo or payload["repository"]["full_name"]
     payload["action"] = "distkpi-calibrate"
     payload["client_payload"] = {"sha": SHA, "model": model, "jobs": jobs, "branch": "develop"}
-    decided = decide(CALIBRATION_EVENT, payload, ["develop"])
+    decided = decide(parse(CALIBRATION_EVENT, payload), ["develop"])
     assert isinstance(decided, Calibrate)
     return decided
 
@@ -115,7 +115,7 @@ def run_every_pair(pipeline: Pipeline, looks: PairedLooks, run_id: str, job: int
 def test_a_a_runs_run_every_pair_and_seed_the_paired_history_each_on_its_own() -> None:
     pipeline = Pipeline()
     cloned_suite(pipeline)
-    looks = PairedLooks(pipeline.runs, pipeline.history, pipeline.store, pipeline.keys)
+    looks = pipeline.looks
     runs = pipeline.starter.calibrate(asked(), "cal-1").runs
     for job, run_id in enumerate(runs, 1):
         decisions = run_every_pair(pipeline, looks, run_id, job)
@@ -151,7 +151,7 @@ def records_settings(pipeline: Pipeline, run_id: str) -> Any:
 def test_a_later_push_of_the_branch_is_judged_against_the_seeded_paired_history() -> None:
     pipeline = Pipeline()
     cloned_suite(pipeline)
-    looks = PairedLooks(pipeline.runs, pipeline.history, pipeline.store, pipeline.keys)
+    looks = pipeline.looks
     pushes_to = json.loads((ROOT / "tests" / "events" / "push.json").read_text())["payload"]
     calibration = asked(repo=pushes_to["repository"]["full_name"])
     for job, run_id in enumerate(pipeline.starter.calibrate(calibration, "cal-1").runs, 1):

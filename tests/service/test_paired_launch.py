@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from distkpi.domain.github.webhook import Rerun, Trigger, decide
+from distkpi.domain.github.webhook import Rerun, Trigger, decide, parse
 from distkpi.domain.layout import run_spec_key
 from distkpi.domain.records import ConfigState, RunStatus
 from distkpi.services.launch import Outcome
@@ -33,7 +33,7 @@ def paired_pipeline(*, paths: bool = False) -> Pipeline:
 
 def pull_request() -> Trigger:
     recorded = json.loads((ROOT / "tests" / "events" / "pull_request.json").read_text())
-    trigger = decide("pull_request", recorded["payload"], ["develop"])
+    trigger = decide(parse("pull_request", recorded["payload"]), ["develop"])
     assert isinstance(trigger, Trigger)
     return trigger
 

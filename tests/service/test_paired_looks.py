@@ -42,7 +42,7 @@ def paired_pipeline() -> tuple[Pipeline, PairedLooks, str]:
     settings = run.verdict_settings.model_copy(update={"paired": PairedSettings(), "confirm": None})
     pipeline.runs._runs[run_id] = replace(run, spec=spec, verdict_settings=settings)
     seed_paired_history(pipeline, run.trigger.repo, spec.configs)
-    looks = PairedLooks(pipeline.runs, pipeline.history, pipeline.store, pipeline.keys)
+    looks = pipeline.looks
     return pipeline, looks, run_id
 
 
@@ -214,7 +214,7 @@ def test_a_look_manifest_not_signed_with_the_configs_key_decides_nothing() -> No
 def test_a_look_manifest_of_an_unpaired_run_or_an_unknown_one_is_refused() -> None:
     pipeline = Pipeline()
     run_id = start(pipeline)  # the bundled resnet50 suite confirms; it does not pair
-    looks = PairedLooks(pipeline.runs, pipeline.history, pipeline.store, pipeline.keys)
+    looks = pipeline.looks
     with pytest.raises(NotFoundError, match="no paired config"):
         looks.on_look_manifest(run_id, "1x1", 1)
     with pytest.raises(NotFoundError, match="no run"):

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from distkpi.domain.github.trust import NeedsApproval, TrustSettings, admit
-from distkpi.domain.github.webhook import Trigger, decide
+from distkpi.domain.github.webhook import Trigger, decide, parse
 from tests.conftest import assert_golden
 from tests.fakes import ROOT
 from tests.service.pipeline import Pipeline, report_all, report_node, start
@@ -35,7 +35,7 @@ def pull_request(sha: str, updated_at: str, fork: bool = False) -> tuple[Trigger
     if fork:
         payload["pull_request"]["head"]["repo"]["full_name"] = "someone/Paddle"
         payload["pull_request"]["author_association"] = "NONE"
-    trigger = decide("pull_request", payload, ["develop"])
+    trigger = decide(parse("pull_request", payload), ["develop"])
     assert isinstance(trigger, Trigger)
     return trigger, payload
 
@@ -81,7 +81,7 @@ def skipped_and_broken(p: Pipeline) -> None:
 
 def awaiting_approval(p: Pipeline) -> None:
     trigger, payload = pull_request("b" * 40, "2026-11-30T03:00:00Z", fork=True)
-    waiting = admit(trigger, payload, TrustSettings())
+    waiting = admit(trigger, parse("pull_request", payload), TrustSettings())
     assert isinstance(waiting, NeedsApproval)
     p.starter.await_approval(waiting, "ok-to-test")
 

@@ -21,6 +21,7 @@ from distkpi.domain.github.webhook import (
     Invalid,
     Trigger,
     decide,
+    parse,
 )
 from distkpi.domain.judging.settings import PairedSettings
 from distkpi.domain.planning.jobs import (
@@ -53,12 +54,12 @@ def dispatched(**client_payload: Any) -> dict[str, Any]:
 
 def test_the_recorded_dispatch_is_someone_elses_and_starts_nothing() -> None:
     assert RECORDED["headers"]["X-GitHub-Event"] == CALIBRATION_EVENT
-    decided = decide(CALIBRATION_EVENT, RECORDED["payload"], BRANCHES)
+    decided = decide(parse(CALIBRATION_EVENT, RECORDED["payload"]), BRANCHES)
     assert decided == Ignored("repository_dispatch 'on-demand-test' is not 'distkpi-calibrate'")
 
 
 def test_a_calibration_dispatch_asks_for_a_a_jobs_under_the_branchs_history() -> None:
-    decided = decide(CALIBRATION_EVENT, dispatched(), BRANCHES)
+    decided = decide(parse(CALIBRATION_EVENT, dispatched()), BRANCHES)
     assert decided == Calibrate(
         Trigger(
             repo="octo-org/octo-repo",
@@ -95,7 +96,7 @@ def test_a_client_payload_that_is_not_what_calibrate_posts_is_invalid_naming_the
     changed: dict[str, Any], field: str
 ) -> None:
     branches = [*BRANCHES, "dev\nelop"]
-    decided = decide(CALIBRATION_EVENT, dispatched(**changed), branches)
+    decided = decide(parse(CALIBRATION_EVENT, dispatched(**changed)), branches)
     assert isinstance(decided, Invalid)
     assert decided.field == field
 
@@ -103,13 +104,13 @@ def test_a_client_payload_that_is_not_what_calibrate_posts_is_invalid_naming_the
 def test_a_dispatch_without_a_client_payload_object_is_invalid() -> None:
     payload = dispatched()
     payload["client_payload"] = ["sha", SHA]
-    assert decide(CALIBRATION_EVENT, payload, BRANCHES) == Invalid(
+    assert decide(parse(CALIBRATION_EVENT, payload), BRANCHES) == Invalid(
         "client_payload", "not an object with sha, model, jobs and branch"
     )
 
 
 def test_a_calibration_of_a_branch_the_stack_does_not_run_starts_nothing() -> None:
-    assert decide(CALIBRATION_EVENT, dispatched(branch="main"), BRANCHES) == Ignored(
+    assert decide(parse(CALIBRATION_EVENT, dispatched(branch="main")), BRANCHES) == Ignored(
         "calibration for branch 'main', which is not configured"
     )
 
@@ -117,7 +118,7 @@ def test_a_calibration_of_a_branch_the_stack_does_not_run_starts_nothing() -> No
 def test_a_dispatch_without_a_repository_starts_nothing() -> None:
     payload = dispatched()
     del payload["repository"]
-    assert decide(CALIBRATION_EVENT, payload, BRANCHES) == Ignored(
+    assert decide(parse(CALIBRATION_EVENT, payload), BRANCHES) == Ignored(
         "repository_dispatch payload lacks repository"
     )
 
@@ -142,7 +143,7 @@ def test_an_unpaired_suite_is_calibrated_with_two_pairs_after_a_warm_up_and_no_c
     assert isinstance(calibrated, Suite)
     assert calibrated.verdict.paired == PairedSettings(max_pairs=2, warmup=True)
     assert calibrated.verdict.confirm is None
-    trigger = trigger_of(decide(CALIBRATION_EVENT, dispatched(model="local"), BRANCHES))
+    trigger = trigger_of(decide(parse(CALIBRATION_EVENT, dispatched(model="local")), BRANCHES))
     spec = run_spec_for("r1", trigger, calibrated, calibration=True)
     assert spec.to_json()["paired"] == {
         "base_sha": SHA,
@@ -172,7 +173,7 @@ def test_a_suite_whose_jobs_cannot_hold_two_checkouts_cannot_be_calibrated() -> 
 def test_a_calibration_run_measures_its_own_commit_in_both_arms() -> None:
     suite = calibration_suite(load_suite(SUITES / "local-paired.yaml"))
     assert isinstance(suite, Suite)
-    trigger = trigger_of(decide(CALIBRATION_EVENT, dispatched(), BRANCHES))
+    trigger = trigger_of(decide(parse(CALIBRATION_EVENT, dispatched()), BRANCHES))
     data = run_spec_for("r1", trigger, suite, calibration=True).to_json()
     data["paired"]["base_sha"] = "a" * 40
     with pytest.raises(ValidationError, match="measures its own sha in both arms"):
@@ -183,7 +184,7 @@ def test_a_calibration_runs_status_has_a_context_no_merge_waits_for() -> None:
     suite = load_suite(SUITES / "local-paired.yaml")
     calibrated = calibration_suite(suite)
     assert isinstance(calibrated, Suite)
-    trigger = trigger_of(decide(CALIBRATION_EVENT, dispatched(), BRANCHES))
+    trigger = trigger_of(decide(parse(CALIBRATION_EVENT, dispatched()), BRANCHES))
     aa = run_spec_for("r1", trigger, calibrated, calibration=True)
     paired = run_spec_for("r2", trigger, suite, "a" * 40)
     assert status_context(aa) == "distkpi/local-paired/calibration"

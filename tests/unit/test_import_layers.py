@@ -54,6 +54,7 @@ DOMAIN_BELOW = {
     "history_rows": SHARED | {"records", "judging", "kpis"},
     "planning": SHARED | {"github", "judging", "kpis", "records"},
     "bisect": SHARED | {"github", "judging", "kpis", "records", "planning"},
+    "purpose": SHARED | {"records"},
 }
 
 

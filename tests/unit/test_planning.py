@@ -6,7 +6,14 @@ import jsonschema
 import pytest
 
 from distkpi.adapters.batch import BatchLauncher
-from distkpi.domain.github.webhook import Ignored, Trigger, decide, sign, signature_matches
+from distkpi.domain.github.webhook import (
+    Ignored,
+    Trigger,
+    decide,
+    parse,
+    sign,
+    signature_matches,
+)
 from distkpi.domain.planning.jobs import plan_jobs, run_id_for, run_spec_for
 from distkpi.domain.planning.suites import (
     load_suite,
@@ -122,10 +129,12 @@ def test_signatures() -> None:
 
 def test_push_decisions() -> None:
     payload = {"ref": "refs/heads/develop", "after": "c" * 40, "repository": {"full_name": "o/r"}}
-    assert isinstance(decide("push", payload, ["develop"]), Trigger)
-    assert isinstance(decide("push", {**payload, "ref": "refs/tags/v1"}, ["develop"]), Ignored)
-    assert isinstance(decide("push", {**payload, "after": "0" * 40}, ["develop"]), Ignored)
-    assert isinstance(decide("push", {"ref": 3}, ["develop"]), Ignored)
+    assert isinstance(decide(parse("push", payload), ["develop"]), Trigger)
+    assert isinstance(
+        decide(parse("push", {**payload, "ref": "refs/tags/v1"}), ["develop"]), Ignored
+    )
+    assert isinstance(decide(parse("push", {**payload, "after": "0" * 40}), ["develop"]), Ignored)
+    assert isinstance(decide(parse("push", {"ref": 3}), ["develop"]), Ignored)
 
 
 @pytest.mark.parametrize("suite", sorted((ROOT / "infra" / "suites").glob("*.yaml")), ids=str)
@@ -152,9 +161,9 @@ def test_pull_request_decision_reads_the_recorded_delivery() -> None:
     import json
 
     payload = json.loads((ROOT / "tests" / "events" / "pull_request.json").read_text())["payload"]
-    trigger = decide("pull_request", payload, ["develop"])
+    trigger = decide(parse("pull_request", payload), ["develop"])
     assert isinstance(trigger, Trigger)
     assert trigger.pull_request == payload["number"] and trigger.base_branch == "develop"
     assert trigger.updated_at == "2026-11-30T02:58:42Z"  # orders pushes delivered out of order
     closed = {**payload, "action": "closed"}
-    assert isinstance(decide("pull_request", closed, ["develop"]), Ignored)
+    assert isinstance(decide(parse("pull_request", closed), ["develop"]), Ignored)

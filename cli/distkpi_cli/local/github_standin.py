@@ -2,7 +2,8 @@
 removals from pull requests, and answers compare requests (the merge base, and the files
 from the git repository it serves or as it is given them) and Git commit requests (their
 parents, from that repository), like the REST API. A repository dispatch it answers 204,
-then delivers the signed repository_dispatch webhook, as GitHub does, to its ``webhook``.
+then delivers the signed repository_dispatch webhook, as GitHub does, to its ``webhook``;
+any other event it delivers signed when asked (``deliver``).
 As a GitHub App's host it generates the App's key pair, checks each JWT's RS256 signature,
 issues installation tokens that expire, and takes only those."""
 
@@ -16,6 +17,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -126,10 +128,33 @@ class GitHubApp:
         return self.tokens.get(token, 0.0) > self.clock()
 
 
+@dataclass(frozen=True)
+class Request:
+    """A request that found its route: the path's parts, the query, credentials, body."""
+
+    match: re.Match[str]
+    query: dict[str, list[str]]
+    auth: str | None
+    raw: bytes
+
+    @property
+    def repo(self) -> str:
+        return f"{self.match['owner']}/{self.match['repo']}"
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    pattern: re.Pattern[str]
+    handle: Callable[[Request], tuple[int, Any]]
+    token: bool = True  # takes the token; else it checks the App's JWT itself
+
+
 class GitHubStandIn:
     """Records POST /repos/{owner}/{repo}/statuses/{sha}; 422 like GitHub on bad input.
 
-    ``fail_next(500, 503)`` makes the next requests answer those codes first.
+    ``fail_next(500, 503)`` makes the next requests, on any route, answer those codes
+    first. ``deliver(event, payload)`` makes a signed webhook delivery of any event.
     """
 
     def __init__(
@@ -204,7 +229,7 @@ class GitHubStandIn:
                 self._answer(*standin._route("GET", self.path, self._auth(), b""))
 
             def do_DELETE(self) -> None:
-                self._answer(*standin._remove_label(self.path, self._auth()))
+                self._answer(*standin._route("DELETE", self.path, self._auth(), b""))
 
             def _auth(self) -> str | None:
                 return self.headers.get("Authorization")
@@ -233,31 +258,48 @@ class GitHubStandIn:
             self._server.server_close()
             self._server = None
 
-    def _route(self, method: str, path: str, auth: str | None, raw: bytes) -> tuple[int, Any]:
-        bare = urlparse(path).path
-        routes: list[tuple[str, re.Pattern[str], Callable[[], tuple[int, Any]]]] = [
-            ("POST", TOKEN_PATH, lambda: self._access_token(auth)),
-            ("POST", CHECK_RUNS_PATH, lambda: self._create_check(bare, auth, raw)),
-            ("POST", STATUS_PATH, lambda: self._handle(path, auth, raw)),
-            ("POST", DISPATCHES_PATH, lambda: self._dispatch(bare, auth, raw)),
-            ("PATCH", CHECK_RUN_PATH, lambda: self._update_check(bare, auth, raw)),
-            ("GET", INSTALLATION_PATH, lambda: self._installation(bare, auth)),
-            ("GET", COMMIT_CHECKS_PATH, lambda: self._list_checks(path, auth)),
-            ("GET", GIT_COMMIT_PATH, lambda: self._git_commit(bare, auth)),
+    def _routes(self) -> list[Route]:
+        """Every route but the reads of `/_standin/`: its method, path, whether it takes
+        the token (else it checks the App's JWT itself) and its handler."""
+        return [
+            Route("POST", TOKEN_PATH, self._access_token, token=False),
+            Route("POST", CHECK_RUNS_PATH, self._create_check),
+            Route("POST", STATUS_PATH, self._status),
+            Route("POST", DISPATCHES_PATH, self._dispatch),
+            Route("PATCH", CHECK_RUN_PATH, self._update_check),
+            Route("GET", INSTALLATION_PATH, self._installation, token=False),
+            Route("GET", COMMIT_CHECKS_PATH, self._list_checks),
+            Route("GET", GIT_COMMIT_PATH, self._git_commit),
+            Route("GET", COMPARE_PATH, self._compare),
+            Route("DELETE", LABEL_PATH, self._remove_label),
         ]
-        if method == "GET" and bare.startswith("/_standin/"):
-            # what a `distkpi local` attached to `distkpi local up` reads back
-            kept = {"statuses": self.statuses, "checks": self.check_runs}
-            kept["deliveries"] = self.deliveries
-            with self._lock:
-                found = kept.get(bare.removeprefix("/_standin/"))
-                return (404, {"message": "Not Found"}) if found is None else (200, list(found))
-        for verb, pattern, handle in routes:
-            if verb == method and pattern.match(bare):
-                return handle()
-        if method == "GET":
-            return self._compare(path, auth)
-        return self._handle(path, auth, raw)  # counts it, answers 404 (or a scripted code)
+
+    def _route(self, method: str, path: str, auth: str | None, raw: bytes) -> tuple[int, Any]:
+        """The one request pipeline: counted, a scripted failure (fail_next), the route
+        (else 404), its credentials (else 401), then its handler."""
+        url = urlparse(path)
+        if method == "GET" and url.path.startswith("/_standin/"):
+            return self._kept(url.path.removeprefix("/_standin/"))
+        with self._lock:
+            self.requests += 1
+            if self._scripted:
+                return self._scripted.popleft(), {"message": "scripted failure"}
+        for route in self._routes():
+            match = route.pattern.match(url.path)
+            if route.method == method and match:
+                if route.token and not self._authorized(auth):
+                    return 401, {"message": "Bad credentials"}
+                request = Request(match, parse_qs(url.query), auth, raw)
+                return route.handle(request)
+        return 404, {"message": "Not Found"}
+
+    def _kept(self, name: str) -> tuple[int, Any]:
+        """What a `distkpi local` attached to `distkpi local up` reads back."""
+        kept = {"statuses": self.statuses, "checks": self.check_runs}
+        kept["deliveries"] = self.deliveries
+        with self._lock:
+            found = kept.get(name)
+            return (404, {"message": "Not Found"}) if found is None else (200, list(found))
 
     def _authorized(self, auth: str | None) -> bool:
         """An installation token the App issued and that has not expired; else the
@@ -267,159 +309,97 @@ class GitHubStandIn:
                 return self.app.takes(auth)
         return self.token is None or auth == f"Bearer {self.token}"
 
-    def _body_of(self, auth: str | None, raw: bytes) -> tuple[Any, tuple[int, Any] | None]:
-        """A request's JSON body, or GitHub's answer refusing it (401, then 400)."""
-        if not self._authorized(auth):
-            return None, (401, {"message": "Bad credentials"})
-        try:
-            return json.loads(raw), None
-        except ValueError:
-            return None, (400, {"message": "Problems parsing JSON"})
-
     @property
     def checks(self) -> list[dict[str, Any]]:
         """Each check run as it stands now."""
         with self._lock:
             return [dict(c) for c in self.check_runs]
 
-    def _access_token(self, auth: str | None) -> tuple[int, Any]:
+    def _access_token(self, request: Request) -> tuple[int, Any]:
         with self._lock:
-            self.requests += 1
             if self.app is None:
                 return 404, {"message": "Not Found"}
-            problem = self.app.jwt_problem(auth)
+            problem = self.app.jwt_problem(request.auth)
             if problem is not None:
                 return 401, {"message": problem}
             return 201, self.app.issue()
 
-    def _installation(self, path: str, auth: str | None) -> tuple[int, Any]:
-        match = INSTALLATION_PATH.match(path)
-        assert match is not None
+    def _installation(self, request: Request) -> tuple[int, Any]:
         with self._lock:
-            self.requests += 1
             if self.app is None:
                 return 404, {"message": "Not Found"}
-            problem = self.app.jwt_problem(auth)
+            problem = self.app.jwt_problem(request.auth)
             if problem is not None:
                 return 401, {"message": problem}
-            if f"{match['owner']}/{match['repo']}" in self.app.lost_access:
+            if request.repo in self.app.lost_access:
                 return 404, {"message": "Not Found"}
             return 200, {"id": self.app.installation, "app_id": int(self.app.app_id)}
 
-    def _create_check(self, path: str, auth: str | None, raw: bytes) -> tuple[int, Any]:
-        match = CHECK_RUNS_PATH.match(path)
-        assert match is not None
-        repo = f"{match['owner']}/{match['repo']}"
-        with self._lock:
-            self.requests += 1
-            if self._scripted:
-                return self._scripted.popleft(), {"message": "scripted failure"}
-        if repo in (self.app.lost_access if self.app else set()):
+    def _create_check(self, request: Request) -> tuple[int, Any]:
+        if request.repo in (self.app.lost_access if self.app else set()):
             return 403, {"message": "Resource not accessible by integration"}
-        body = self._check_body(auth, raw, creating=True)
+        body = _check_body(request.raw, creating=True)
         if isinstance(body, tuple):
             return body
         with self._lock:
-            check = {"id": len(self.check_runs) + 1, "repo": repo, **body}
+            check = {"id": len(self.check_runs) + 1, "repo": request.repo, **body}
             self.check_runs.append(check)
         return 201, check
 
-    def _check_body(
-        self, auth: str | None, raw: bytes, *, creating: bool
-    ) -> dict[str, Any] | tuple[int, Any]:
-        """A check run's body, or the answer GitHub gives when it is refused."""
-        body, refused = self._body_of(auth, raw)
-        if refused is not None:
-            return refused
-        problem = _invalid_check(body, creating=creating)
-        if problem:
-            return 422, {"message": "Validation Failed", "errors": [problem]}
-        return dict(body)
-
-    def _update_check(self, path: str, auth: str | None, raw: bytes) -> tuple[int, Any]:
-        match = CHECK_RUN_PATH.match(path)
-        with self._lock:
-            self.requests += 1
-        if match is None:
-            return 404, {"message": "Not Found"}
-        body = self._check_body(auth, raw, creating=False)
+    def _update_check(self, request: Request) -> tuple[int, Any]:
+        body = _check_body(request.raw, creating=False)
         if isinstance(body, tuple):
             return body
         with self._lock:
-            index = int(match["id"]) - 1
+            index = int(request.match["id"]) - 1
             if not 0 <= index < len(self.check_runs):
                 return 404, {"message": "Not Found"}
             self.check_runs[index].update(body)
             return 200, dict(self.check_runs[index])
 
-    def _list_checks(self, path: str, auth: str | None) -> tuple[int, Any]:
-        url = urlparse(path)
-        match = COMMIT_CHECKS_PATH.match(url.path)
-        assert match is not None
-        with self._lock:
-            self.requests += 1
-        if not self._authorized(auth):
-            return 401, {"message": "Bad credentials"}
-        name = parse_qs(url.query).get("check_name", [None])[0]
-        repo = f"{match['owner']}/{match['repo']}"
+    def _list_checks(self, request: Request) -> tuple[int, Any]:
+        name = request.query.get("check_name", [None])[0]
         found = [
             c
             for c in self.checks
-            if c["repo"] == repo
-            and c["head_sha"] == match["sha"]
+            if c["repo"] == request.repo
+            and c["head_sha"] == request.match["sha"]
             and (name is None or c["name"] == name)
         ]
         return 200, {"total_count": len(found), "check_runs": found[::-1]}
 
-    def _compare(self, path: str, auth: str | None) -> tuple[int, Any]:
-        with self._lock:
-            self.requests += 1
-        match = COMPARE_PATH.match(path)
-        if not match or (self.changed_files is None and self.repository is None):
+    def _compare(self, request: Request) -> tuple[int, Any]:
+        if self.changed_files is None and self.repository is None:
             return 404, {"message": "Not Found"}
-        if not self._authorized(auth):
-            return 401, {"message": "Bad credentials"}
         listed = self.changed_files
         files = None if listed is None else [self._compare_entry(name) for name in listed]
         if self.repository is None:
             return 200, {"status": "ahead", "files": (files or [])[:MAX_COMPARE_FILES]}
-        base, _, head = unquote(match["range"]).partition("...")
+        base, _, head = unquote(request.match["range"]).partition("...")
         answer = GitRepository(self.repository).compare(base, head, files)
         if answer is None:
             return 404, {"message": "Not Found"}
         return 200, {**answer, "files": answer["files"][:MAX_COMPARE_FILES]}
 
-    def _git_commit(self, path: str, auth: str | None) -> tuple[int, Any]:
+    def _git_commit(self, request: Request) -> tuple[int, Any]:
         """GET /repos/{owner}/{repo}/git/commits/{sha}, from the repository it serves."""
-        match = GIT_COMMIT_PATH.match(path)
-        assert match is not None
-        with self._lock:
-            self.requests += 1
-            if self._scripted:
-                return self._scripted.popleft(), {"message": "scripted failure"}
-        if not self._authorized(auth):
-            return 401, {"message": "Bad credentials"}
-        repo = f"{match['owner']}/{match['repo']}"
         found = None
         if self.repository is not None:
-            found = GitRepository(self.repository).git_commit(match["sha"], self.url, repo)
+            repository = GitRepository(self.repository)
+            found = repository.git_commit(request.match["sha"], self.url, request.repo)
         return (404, {"message": "Not Found"}) if found is None else (200, found)
 
-    def _dispatch(self, path: str, auth: str | None, raw: bytes) -> tuple[int, Any]:
+    def _dispatch(self, request: Request) -> tuple[int, Any]:
         """POST /repos/{owner}/{repo}/dispatches: 204, and a repository_dispatch delivery
         queued (GitHub's payload: action = event_type, the default branch, client_payload,
         repository, sender, and the App's installation when it is one)."""
-        match = DISPATCHES_PATH.match(path)
-        assert match is not None
-        with self._lock:
-            self.requests += 1
-        body, refused = self._body_of(auth, raw)
+        body, refused = _json(request.raw)
         if refused is not None:
             return refused
         problem = _invalid_dispatch(body)
         if problem:
             return 422, {"message": problem}
-        owner, name = match["owner"], match["repo"]
+        owner, name = request.match["owner"], request.match["repo"]
         payload: dict[str, Any] = {
             "action": body["event_type"],
             "branch": DEFAULT_BRANCH,
@@ -432,19 +412,33 @@ class GitHubStandIn:
             },
             "sender": {"login": owner},
         }
-        if self.app is not None:
-            payload["installation"] = {"id": self.app.installation}
+        self.queue("repository_dispatch", payload)
+        return 204, None
+
+    def queue(self, event: str, payload: dict[str, Any]) -> str:
+        """A delivery of ``event`` queued as GitHub sends one: signed with webhook_secret,
+        a fresh delivery id (returned), and the App's installation when it is one."""
+        if self.app is not None and "installation" not in payload:
+            payload = {**payload, "installation": {"id": self.app.installation}}
         data = json.dumps(payload).encode()
+        delivery = str(uuid.uuid4())
         headers = {
-            "X-GitHub-Event": "repository_dispatch",
-            "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery,
             "User-Agent": "GitHub-Hookshot/local",
             "Content-Type": "application/json",
             "X-Hub-Signature-256": sign(self.webhook_secret.encode(), data),
         }
         with self._lock:
             self._outbox.append((headers, data))
-        return 204, None
+        return delivery
+
+    def deliver(self, event: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """A signed delivery of ``event`` made now; what was delivered and answered."""
+        delivery = self.queue(event, payload)
+        self.deliver_queued()
+        with self._lock:
+            return next(d for d in self.deliveries if d["delivery"] == delivery)
 
     def deliver_queued(self) -> None:
         """Deliver the webhooks queued, each recorded with what the webhook answered."""
@@ -478,41 +472,27 @@ class GitHubStandIn:
             }
         return {"filename": name, "status": "modified"}
 
-    def _remove_label(self, path: str, auth: str | None) -> tuple[int, Any]:
+    def _remove_label(self, request: Request) -> tuple[int, Any]:
         """DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name}, recorded."""
-        with self._lock:
-            self.requests += 1
-        match = LABEL_PATH.match(path)
-        if not match:
-            return 404, {"message": "Not Found"}
-        if not self._authorized(auth):
-            return 401, {"message": "Bad credentials"}
         removed = {
-            "repo": f"{match['owner']}/{match['repo']}",
-            "number": int(match["number"]),
-            "label": unquote(match["label"]),
+            "repo": request.repo,
+            "number": int(request.match["number"]),
+            "label": unquote(request.match["label"]),
         }
         with self._lock:
             self.removed_labels.append(removed)
         return 200, []
 
-    def _handle(self, path: str, auth: str | None, raw: bytes) -> tuple[int, dict[str, Any]]:
-        with self._lock:
-            self.requests += 1
-            if self._scripted:
-                return self._scripted.popleft(), {"message": "scripted failure"}
-        match = STATUS_PATH.match(path)
-        if not match:
-            return 404, {"message": "Not Found"}
-        body, refused = self._body_of(auth, raw)
+    def _status(self, request: Request) -> tuple[int, dict[str, Any]]:
+        body, refused = _json(request.raw)
         if refused is not None:
             return refused
         problem = _invalid(body)
         if problem:
             return 422, {"message": "Validation Failed", "errors": [problem]}
         status = {
-            "repo": f"{match['owner']}/{match['repo']}",
-            "sha": match["sha"],
+            "repo": request.repo,
+            "sha": request.match["sha"],
             "context": body.get("context", "default"),
             "state": body["state"],
             "description": body.get("description"),
@@ -522,6 +502,25 @@ class GitHubStandIn:
             self.statuses.append(status)
             status_id = len(self.statuses)
         return 201, {"id": status_id, **status}
+
+
+def _json(raw: bytes) -> tuple[Any, tuple[int, Any] | None]:
+    """A request's JSON body, or GitHub's 400 refusing it."""
+    try:
+        return json.loads(raw), None
+    except ValueError:
+        return None, (400, {"message": "Problems parsing JSON"})
+
+
+def _check_body(raw: bytes, *, creating: bool) -> dict[str, Any] | tuple[int, Any]:
+    """A check run's body, or the answer GitHub gives when it is refused."""
+    body, refused = _json(raw)
+    if refused is not None:
+        return refused
+    problem = _invalid_check(body, creating=creating)
+    if problem:
+        return 422, {"message": "Validation Failed", "errors": [problem]}
+    return dict(body)
 
 
 def _invalid(body: Any) -> str | None:

@@ -11,8 +11,9 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 
+from distkpi.domain.github.events import GitHubEvent, PullRequestEvent
 from distkpi.domain.github.report_links import link_problem, malformed
-from distkpi.domain.github.trust import NeedsApproval, admit, trusted_because
+from distkpi.domain.github.trust import NeedsApproval, admit, trust_of
 from distkpi.domain.github.webhook import (
     RERUN_EVENTS,
     Calibrate,
@@ -21,7 +22,7 @@ from distkpi.domain.github.webhook import (
     Rerun,
     Trigger,
     decide,
-    dig,
+    parse,
     signature_matches,
 )
 from distkpi.domain.layout import report_key
@@ -102,7 +103,7 @@ def receive() -> Response[str]:
         return payload
     event, delivery = _header("X-GitHub-Event") or "", _header("X-GitHub-Delivery") or ""
     logger.append_keys(delivery=delivery, github_event=event)
-    return _dispatch(wired, event, delivery, payload)
+    return _dispatch(wired, event, delivery, parse(event, payload))
 
 
 def _no_constant(name: str) -> Any:
@@ -122,19 +123,20 @@ def _payload(body: bytes) -> dict[str, Any] | Response[str]:
     return payload
 
 
-def _dispatch(
-    wired: WebhookWiring, event: str, delivery: str, payload: dict[str, Any]
-) -> Response[str]:
-    if event == "ping":
+def _dispatch(wired: WebhookWiring, name: str, delivery: str, event: GitHubEvent) -> Response[str]:
+    if name == "ping":
         return _reply(HTTPStatus.OK, message="pong")
-    decided = _decide(wired, event, payload)
+    decided = _decide(wired, name, event)
     if not isinstance(decided, Trigger | Rerun | Calibrate):
         return _nothing_started(wired, decided)
     if not delivery:
         return _reply(HTTPStatus.BAD_REQUEST, message="X-GitHub-Delivery header missing")
     trigger = decided if isinstance(decided, Trigger) else decided.trigger
     logger.append_keys(sha=trigger.sha)
-    _remember_installation(wired, trigger.repo, payload)
+    _remember_installation(wired, trigger.repo, event.installation_id)
+    # a claim on the delivery lasts as long as this invocation may (killed at its timeout,
+    # GitHub's redelivery takes over), its answer a week
+    wired.deliveries.expire_with(app.lambda_context)
     if isinstance(decided, Calibrate):
         return _calibration(wired, decided, delivery)
     return _started(wired, decided, delivery)
@@ -182,35 +184,40 @@ def _rerun_refused(handled: Delivery) -> Response[str]:
     )
 
 
-def _remember_installation(wired: WebhookWiring, repo: str, payload: dict[str, Any]) -> None:
+def _remember_installation(wired: WebhookWiring, repo: str, installation: int | None) -> None:
     """With a GitHub App, each delivery says which installation acts on its repository."""
-    installation = dig(payload, "installation", "id")
     auth = wired.app_auth
-    if auth is not None and isinstance(installation, int):
+    if auth is not None and installation is not None:
         auth.remember(repo, installation)
 
 
 def _decide(
-    wired: WebhookWiring, event: str, payload: dict[str, Any]
+    wired: WebhookWiring, name: str, event: GitHubEvent
 ) -> Trigger | Rerun | Calibrate | Ignored | Invalid | NeedsApproval:
     """What the delivery asks for; whether its repository may start runs at all (a push, a
     re-run and a calibration as much as a pull request), and for a pull request whether it
     may run now."""
     settings = wired.settings
-    app_id = wired.app_id() if event in RERUN_EVENTS else None
-    decided = decide(event, payload, settings.branches, app_id)
+    app_id = wired.app_id() if name in RERUN_EVENTS else None
+    decided = decide(event, settings.branches, app_id)
     if isinstance(decided, Trigger | Rerun | Calibrate):
         repo = decided.repo if isinstance(decided, Trigger) else decided.trigger.repo
-        refused = settings.allowed.refusal(repo, payload)
+        refused = settings.allowed.refusal(repo, event.installation_id)
         if refused is not None:
             logger.warning("repository not allowed", repo=repo, reason=refused.reason)
             count("RepositoryRefused")
             return refused
-    if isinstance(decided, Trigger) and decided.event == "pull_request":
-        admitted = admit(decided, payload, settings.trust)
+    if isinstance(decided, Trigger) and isinstance(event, PullRequestEvent):
+        admitted = admit(decided, event, settings.trust)
         if isinstance(admitted, Trigger):
-            why = trusted_because(payload, settings.trust) or "approved with the label"
-            logger.info("pull request admitted", reason=why)
+            trust = trust_of(event, settings.trust)
+            why = trust.trusted_because or "approved with the label"
+            logger.info(
+                "pull request admitted",
+                reason=why,
+                actor=trust.actor,
+                actor_permission=trust.actor_permission.value,
+            )
         return admitted
     return decided
 

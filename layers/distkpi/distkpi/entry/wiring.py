@@ -1,19 +1,19 @@
-"""Each function's adapters and services, built from its settings once per container (on its
-first event) and never changed after. Wiring only wires: what to read, decide or write
-lives in the services and adapters it builds."""
+"""Each function's adapters, built from its settings once per container (on its first event)
+and never changed after, under the composition root (entry/root.py) that builds the
+services from them. Wiring only wires: what to read, decide or write lives in the services
+and adapters."""
 
 from __future__ import annotations
 
 import os
 import time
 import weakref
-from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
 from distkpi.adapters.batch import BatchLauncher
 from distkpi.adapters.dynamo import (
-    DeliveryRepository,
+    DeliveryClaims,
     DynamoTable,
     HistoryRepository,
     JobRepository,
@@ -31,7 +31,9 @@ from distkpi.domain.layout import report_key
 from distkpi.domain.planning.sizing import Fleet
 from distkpi.domain.signing import ManifestKeys
 from distkpi.entry.observability import count
+from distkpi.entry.root import Services
 from distkpi.services.launch import RunStarter
+from distkpi.services.ports import Clock, Counter, utcnow
 from distkpi.services.statuses import StatusPublisher
 from distkpi.settings import (
     BatchSettings,
@@ -42,22 +44,77 @@ from distkpi.settings import (
 )
 
 if TYPE_CHECKING:
-    from distkpi.domain.records import RunRecord
-    from distkpi.services.alerts import RegressionAlerts
-    from distkpi.services.bisect import Bisector
+    from distkpi.adapters.dynamo.alarms import AlarmRepository
+    from distkpi.adapters.dynamo.bisections import BisectionRepository
+    from distkpi.adapters.sns import AlertTopic
     from distkpi.services.deadlines import RunDeadlines
     from distkpi.services.looks import PairedLooks
-    from distkpi.services.publish import Publisher
+    from distkpi.services.publish import DrawReport, Publisher
     from distkpi.services.settle import ConfigSettler
     from distkpi.services.site import SiteRefresher
 
 
 class Wiring:
-    """What every function has: storage, GitHub and the fan-in (collector, job_events)."""
+    """What every function has: storage, GitHub and the fan-in (collector, job_events), as
+    the adapters (entry/root.Adapters) of the composition root that builds the services."""
+
+    draw: DrawReport | None = None  # the real report
 
     def __init__(self, settings: FunctionSettings, own_url: str | None = None) -> None:
         self.settings = settings
         self.own_url = own_url  # the webhook's Function URL; None for the other functions
+
+    @cached_property
+    def services(self) -> Services:
+        return Services(self)
+
+    @property
+    def statuses(self) -> StatusPublisher:
+        return self.services.statuses
+
+    @property
+    def publisher(self) -> Publisher:
+        return self.services.publisher
+
+    @property
+    def settler(self) -> ConfigSettler:
+        return self.services.settler
+
+    @property
+    def looks(self) -> PairedLooks:
+        return self.services.looks
+
+    @property
+    def launcher(self) -> BatchLauncher | None:
+        return None  # a function that submits no jobs
+
+    @property
+    def confirms(self) -> bool:
+        """A finisher starts confirmation runs where jobs can be submitted."""
+        return self.launcher is not None
+
+    @property
+    def cancel_superseded(self) -> bool:
+        return True
+
+    @property
+    def run_timeout_s(self) -> int:
+        raise AttributeError("only the sweeper expires runs")
+
+    @property
+    def catalog(self) -> SuiteCatalog:
+        raise AttributeError("only a function that submits jobs reads the suites")
+
+    def fleet(self) -> Fleet | None:
+        return None
+
+    @property
+    def count(self) -> Counter:
+        return count
+
+    @property
+    def clock(self) -> Clock:
+        return utcnow
 
     @cached_property
     def secrets(self) -> SecretReader:
@@ -82,6 +139,33 @@ class Wiring:
     @cached_property
     def history(self) -> HistoryRepository:
         return HistoryRepository(self.table)
+
+    @cached_property
+    def deliveries(self) -> DeliveryClaims:
+        return DeliveryClaims(self.settings.table_name)
+
+    @cached_property
+    def pull_requests(self) -> PullRequestRepository:
+        return PullRequestRepository(self.table)
+
+    @cached_property
+    def alarms(self) -> AlarmRepository | None:
+        from distkpi.adapters.dynamo.alarms import AlarmRepository
+
+        return AlarmRepository(self.table) if self.settings.alert_topic_arn else None
+
+    @cached_property
+    def topic(self) -> AlertTopic | None:
+        from distkpi.adapters.sns import AlertTopic
+
+        arn = self.settings.alert_topic_arn
+        return AlertTopic(arn) if arn else None
+
+    @cached_property
+    def bisections(self) -> BisectionRepository:
+        from distkpi.adapters.dynamo.bisections import BisectionRepository
+
+        return BisectionRepository(self.table)
 
     @cached_property
     def app_auth(self) -> AppAuth | None:
@@ -128,9 +212,9 @@ class Wiring:
         return TimeBudget(budget) if budget is not None else None
 
     @cached_property
-    def statuses(self) -> StatusPublisher:
+    def github(self) -> GitHubStatusClient:
         s = self.settings
-        github = GitHubStatusClient(
+        return GitHubStatusClient(
             s.github_api_url,
             self.github_token,
             retries=s.github_retries,
@@ -139,61 +223,14 @@ class Wiring:
             budget=self.github_budget,
             refused=self.app_auth.forget if self.app_auth is not None else None,
         )
-        checks = self.app_auth is not None
-        return StatusPublisher(github, self.report_url, count, checks, s.github_web_url)
-
-    @cached_property
-    def publisher(self) -> Publisher:
-        from distkpi.adapters.dynamo.alarms import AlarmRepository
-        from distkpi.adapters.sns import AlertTopic
-        from distkpi.services.alerts import RegressionAlerts
-        from distkpi.services.publish import Publisher
-
-        alerts = None
-        if self.settings.alert_topic_arn:
-            alerts = RegressionAlerts(
-                AlarmRepository(self.table),
-                AlertTopic(self.settings.alert_topic_arn),
-                self.report_url,
-                self.settings.github_web_url,
-                count,
-            )
-        return Publisher(
-            self.runs,
-            self.history,
-            self.store,
-            self.statuses,
-            count,
-            alerts=alerts,
-            bisector=self.bisector(alerts),
-        )
-
-    def bisector(self, alerts: RegressionAlerts | None) -> Bisector | None:
-        """How a publisher bisects a regression: only where jobs can be submitted, and the
-        alarms (which keep the last passing commit) are kept."""
-        del alerts  # a stack that submits no jobs has nothing to bisect with
-        return None
-
-    @cached_property
-    def settler(self) -> ConfigSettler:
-        from distkpi.services.finish import RunFinisher
-        from distkpi.services.settle import ConfigSettler
-
-        finisher = RunFinisher(self.runs, self.history, self.publisher, confirm=self.confirm)
-        return ConfigSettler(
-            self.runs,
-            self.jobs,
-            self.store,
-            finisher,
-            self.manifest_keys,
-            count=count,
-            statuses=self.statuses,
-        )
 
     @property
-    def confirm(self) -> Callable[[RunRecord, Sequence[str]], str | None] | None:
-        """How a finisher starts a confirmation run: only where jobs can be submitted."""
-        return None
+    def checks(self) -> bool:
+        return self.app_auth is not None
+
+    @property
+    def github_web_url(self) -> str:
+        return self.settings.github_web_url
 
 
 class BatchWiring(Wiring):
@@ -203,27 +240,25 @@ class BatchWiring(Wiring):
     settings: BatchSettings
 
     @cached_property
-    def launcher(self) -> BatchLauncher:
+    def batch(self) -> BatchLauncher:
         s = self.settings
         return BatchLauncher(s.job_queue, s.single_node_job_definition, s.multi_node_job_definition)
 
-    @cached_property
+    @property
+    def launcher(self) -> BatchLauncher:
+        return self.batch
+
+    @property
     def starter(self) -> RunStarter:
-        return RunStarter(
-            runs=self.runs,
-            deliveries=DeliveryRepository(self.table),
-            jobs=self.jobs,
-            pull_requests=PullRequestRepository(self.table),
-            store=self.store,
-            catalog=SuiteCatalog(self.store, self.settings.suites_prefix),
-            statuses=self.statuses,
-            launcher=self.launcher,
-            keys=self.manifest_keys,
-            cancel_superseded=self.cancel_superseded,
-            settler=lambda: self.settler,
-            fleet=self.fleet,
-            count=count,
-        )
+        return self.services.starter
+
+    @cached_property
+    def suites(self) -> SuiteCatalog:
+        return SuiteCatalog(self.store, self.settings.suites_prefix)
+
+    @property
+    def catalog(self) -> SuiteCatalog:
+        return self.suites
 
     @cached_property
     def instances(self) -> InstanceCatalog:
@@ -238,40 +273,6 @@ class BatchWiring(Wiring):
             self.instances.shapes([pserver_type])[0] if pserver_type else None,
             s.sizing,
         )
-
-    @property
-    def cancel_superseded(self) -> bool:
-        return True
-
-    @property
-    def confirm(self) -> Callable[[RunRecord, Sequence[str]], str | None] | None:
-        return self.starter.confirm
-
-    def bisector(self, alerts: RegressionAlerts | None) -> Bisector | None:
-        from distkpi.adapters.dynamo.alarms import AlarmRepository
-        from distkpi.adapters.dynamo.bisections import BisectionRepository
-        from distkpi.services.bisect import Bisector
-
-        if alerts is None:
-            return None
-        return Bisector(
-            self.runs,
-            BisectionRepository(self.table),
-            AlarmRepository(self.table),
-            self.history,
-            self.statuses,
-            self.starter.catalog,
-            self.starter.start_step,
-            self.starter.cancel_step,
-            alerts,
-            count=count,
-        )
-
-    @cached_property
-    def looks(self) -> PairedLooks:
-        from distkpi.services.looks import PairedLooks
-
-        return PairedLooks(self.runs, self.history, self.store, self.manifest_keys, count=count)
 
 
 class WebhookWiring(BatchWiring):
@@ -295,18 +296,17 @@ class WebhookWiring(BatchWiring):
 class SweeperWiring(BatchWiring):
     settings: SweeperSettings
 
-    @cached_property
+    @property
+    def run_timeout_s(self) -> int:
+        return self.settings.run_timeout_s
+
+    @property
     def deadlines(self) -> RunDeadlines:
-        from distkpi.services.deadlines import RunDeadlines
+        return self.services.deadlines
 
-        s = self.settings
-        return RunDeadlines(self.runs, self.settler, self.launcher, s.run_timeout_s, count)
-
-    @cached_property
+    @property
     def site(self) -> SiteRefresher:
-        from distkpi.services.site import SiteRefresher
-
-        return SiteRefresher(self.history, self.store, count)
+        return self.services.site
 
 
 def build_webhook(settings: WebhookSettings, own_url: str | None = None) -> WebhookWiring:

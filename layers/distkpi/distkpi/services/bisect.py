@@ -29,6 +29,7 @@ from distkpi.domain.github.alerts import regressed_configs
 from distkpi.domain.judging.evaluation import Evaluation
 from distkpi.domain.judging.statistics import SCALING
 from distkpi.domain.planning.suites import Suite
+from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import RunRecord
 from distkpi.services.alerts import RegressionAlerts
 from distkpi.services.baseline import baseline_of
@@ -117,7 +118,7 @@ class Bisector:
         bisection: a push's, not a step's, that failed with regressions, of a suite that
         bisects, on a branch with a passing commit before it."""
         evaluation, trigger = run.evaluation, run.trigger
-        if evaluation is None or trigger.event != "push" or run.bisection is not None:
+        if evaluation is None or trigger.event != "push" or not policy_of(run).bisects:
             return None
         configs = tuple(sorted(regressed_configs(evaluation)))
         suite = self._suite(run.model) if configs else None

@@ -15,6 +15,7 @@ from distkpi.domain.judging.paired import evaluate_paired
 from distkpi.domain.kpis.combining import combine
 from distkpi.domain.kpis.engine import run_kpis
 from distkpi.domain.planning.jobs import confirmation_run_id
+from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import RunRecord, RunStatus
 from distkpi.exceptions import NotFoundError
 from distkpi.services.baseline import Baseline, baseline_of
@@ -47,7 +48,7 @@ class RunFinisher:
         if run.evaluation is None:
             baseline = baseline_of(self.history, run)
             evaluation = self._evaluate(run, baseline)
-            if evaluation.in_doubt and self.confirm is not None and run.bisection is None:
+            if evaluation.in_doubt and self.confirm is not None and policy_of(run).confirms:
                 self._hand_over(run, evaluation)
                 return
             finished_at = self.clock().isoformat(timespec="seconds")

@@ -4,9 +4,9 @@ job per config, `pending`, and the superseding of a pull request's older runs.""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
@@ -29,6 +29,7 @@ from distkpi.domain.planning.jobs import (
 )
 from distkpi.domain.planning.sizing import Fleet
 from distkpi.domain.planning.suites import BrokenSuite, Suite
+from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord, RunStatus
 from distkpi.domain.signing import ManifestKeys
 from distkpi.exceptions import LaunchError
@@ -73,6 +74,19 @@ class Delivery:
     never_admitted: list[str] = field(default_factory=list)
     # why a calibration started nothing (no such suite for the repository, one not pairable)
     refused: str | None = None
+    # a repeat's: the answer stored by the attempt that did the work
+    stored: Delivery | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "outcome": self.outcome.value, "stored": None}
+
+    @classmethod
+    def from_json(cls, answer: dict[str, Any]) -> Delivery:
+        return cls(**{**answer, "outcome": Outcome(answer["outcome"]), "stored": None})
+
+    def repeated(self) -> Delivery:
+        """What a repeat of this delivery is told: nothing started now, and this answer."""
+        return Delivery(Outcome.DUPLICATE, stored=self)
 
 
 @dataclass
@@ -91,7 +105,7 @@ class RunStarter:
     settler: Callable[[], ConfigSettler] | None = None
     # what the compute environment can give, asked of EC2 when a run is first planned;
     # None: every node asks for what the job definitions say
-    fleet: Callable[[], Fleet] | None = None
+    fleet: Callable[[], Fleet | None] | None = None
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
 
@@ -102,15 +116,15 @@ class RunStarter:
         only: Sequence[str] | None = None,
         base: str | None = None,
     ) -> Delivery:
-        """A delivery's whole transaction: claimed once; if starting fails, released for
-        GitHub's redelivery; broken suites reported; older runs of a pull request superseded.
+        """A delivery's whole transaction: done once (its claim expires with the invocation,
+        its answer is stored for repeats); if starting raises, released for GitHub's
+        redelivery; broken suites reported; older runs of a pull request superseded.
         ``only``: just those suites (a re-run), whatever their paths; ``base``: the commit
         its paired suites measure against, when known (a re-run keeps the run's own)."""
-        if not self.deliveries.claim(delivery, int(self.clock().timestamp())):
-            logger.info("delivery seen before; nothing started")
-            return Delivery(Outcome.DUPLICATE)
         change = Change(self.statuses, trigger, base)
-        try:
+        seen: list[tuple[list[Suite], list[BrokenSuite], list[Suite]]] = []
+
+        def start() -> dict[str, Any]:
             suites, broken = self.catalog.suites()
             suites = [s for s in suites if s.runs_for(trigger.repo)]
             untouched: list[Suite] = []
@@ -119,14 +133,28 @@ class RunStarter:
             else:
                 suites, untouched = self._touched(suites, change)
             started = self.start_runs(trigger, delivery, suites, change)
-        except Exception:
-            self.deliveries.release(delivery)
-            raise
+            seen.append((suites, broken, untouched))
+            return Delivery(Outcome.STARTED, started, [s.name for s in broken]).to_json()
+
+        done = self.deliveries.once(delivery, start)
+        if done.repeat:
+            return self._repeat(done.answer)
+        ((suites, broken, untouched),) = seen
         self.report_broken(trigger, broken)
         self.report_skipped(trigger, untouched)
         if self.cancel_superseded:
             self._supersede_quietly(trigger, [s.name for s in suites])
-        return Delivery(Outcome.STARTED, started, [s.name for s in broken])
+        assert done.answer is not None
+        return Delivery.from_json(done.answer)
+
+    @staticmethod
+    def _repeat(answer: dict[str, Any] | None) -> Delivery:
+        if answer is None:
+            logger.info("delivery in progress in another invocation; nothing started")
+            return Delivery(Outcome.DUPLICATE)
+        stored = Delivery.from_json(answer)
+        logger.info("delivery seen before; nothing started", runs=stored.runs)
+        return stored.repeated()
 
     def rerun(self, rerun: Rerun, delivery: str) -> Delivery:
         """New runs of the re-requested suites at that commit (new run ids; the earlier runs
@@ -141,7 +169,9 @@ class RunStarter:
         trigger = rerun.trigger
         # A/A runs are no check of the commit's: a re-run neither repeats nor waits for them
         of_commit = [
-            r for r in self.runs.of_commit(trigger.repo, trigger.sha) if not r.spec.calibration
+            r
+            for r in self.runs.of_commit(trigger.repo, trigger.sha)
+            if policy_of(r).repeated_by_rerun
         ]
         going = {
             r.model: r
@@ -188,23 +218,25 @@ class RunStarter:
         calibrated = calibration_suite(suite)
         if isinstance(calibrated, str):
             return Delivery(Outcome.STARTED, refused=calibrated)
-        if not self.deliveries.claim(delivery, int(self.clock().timestamp())):
-            logger.info("delivery seen before; nothing started")
-            return Delivery(Outcome.DUPLICATE)
-        started: list[str] = []
-        try:
+
+        def start() -> dict[str, Any]:
+            started: list[str] = []
             for job in range(1, asked.jobs + 1):
                 run_id = calibration_run_id(suite.name, trigger.sha, delivery, job)
                 spec = run_spec_for(run_id, trigger, calibrated, calibration=True)
                 record = self._record(run_id, trigger, calibrated, spec, delivery)
                 description = f"calibration: A/A job {job} of {asked.jobs}"
-                if self.launch(record, calibrated, description):
+                if self.launch(record, calibrated, description, resume=True):
                     started.append(run_id)
-        except Exception:
-            self.deliveries.release(delivery)
-            raise
-        self.count("CalibrationRuns", len(started))
-        return Delivery(Outcome.STARTED, started)
+            return Delivery(Outcome.STARTED, started).to_json()
+
+        done = self.deliveries.once(delivery, start)
+        if done.repeat:
+            return self._repeat(done.answer)
+        assert done.answer is not None
+        answer = Delivery.from_json(done.answer)
+        self.count("CalibrationRuns", len(answer.runs))
+        return answer
 
     def _suite(self, name: str) -> Suite | None:
         suites, _ = self.catalog.suites()
@@ -245,7 +277,7 @@ class RunStarter:
             record = self._record(run_id, trigger, suite, spec, delivery)
             gpus = max(c.gpus for c in spec.configs)
             description = pending_description(len(spec.configs), gpus)
-            if self.launch(record, suite, description, no_base):
+            if self.launch(record, suite, description, no_base, resume=True):
                 started.append(run_id)
         return started
 
@@ -316,28 +348,35 @@ class RunStarter:
         suite: Suite,
         description: str | None,
         no_base: NoBase | None = None,
+        *,
+        resume: bool = False,
     ) -> bool:
         """Record the run, submit its jobs and post `pending` (none without ``description``);
         False when it exists already (a retried delivery, or a confirmation that another
         finisher started). A paired run with ``no_base`` submits nothing: each config fails
-        with the reason."""
+        with the reason. ``resume`` (a delivery's own run, under its claim): a run that
+        exists with configs never submitted, its invocation having ended first, goes on."""
         spec, trigger = record.spec, record.trigger
+        only = None
         if not self.runs.create(record, {c.name: c.nodes for c in spec.configs}):
-            logger.info("run exists already", run_id=record.run_id)
-            return False
+            only = self._never_submitted(record.run_id) if resume else []
+            if not only:
+                logger.info("run exists already", run_id=record.run_id)
+                return False
+            logger.warning("run resumed: never submitted", run_id=record.run_id, configs=only)
         if trigger.pull_request is not None:
             entry = PullRequestRun(
                 record.run_id, trigger.sha, suite.name, trigger.updated_at or "", record.created_at
             )
             self.pull_requests.add(trigger.repo, trigger.pull_request, entry)
         self.store.put_json(run_spec_key(record.run_id), spec.to_json())
-        self.count("RunsStarted")
+        self.count("RunsResumed" if only else "RunsStarted")
         if description is not None:
             self.statuses.post(spec, State.PENDING, description)
         if no_base is not None:
             self._refuse_without_base(spec, no_base)
             return True
-        self._submit(spec, suite)
+        self._submit(spec, suite, only)
         logger.info(
             "run started",
             run_id=record.run_id,
@@ -433,7 +472,15 @@ class RunStarter:
             self.count("SuitesInvalid")
             self.statuses.post_broken_suite(trigger, suite)
 
-    def _submit(self, run: RunSpec, suite: Suite) -> None:
+    def _never_submitted(self, run_id: str) -> list[str]:
+        return [
+            c.name
+            for c in self.runs.configs(run_id)
+            if c.job_id is None and c.state is ConfigState.PENDING
+        ]
+
+    def _submit(self, run: RunSpec, suite: Suite, only: Sequence[str] | None = None) -> None:
+        """Plan and submit each config's job (``only``: just those configs)."""
         if self.launcher is None:
             raise LaunchError("no Batch launcher configured")
         try:
@@ -450,6 +497,8 @@ class RunStarter:
             self._refuse(run, plans, refused[0])
             return
         for plan in plans:
+            if only is not None and plan.config not in only:
+                continue
             try:
                 job_id, request = self.launcher.submit(plan)
             except LaunchError as exc:

@@ -22,6 +22,7 @@ from distkpi.domain.kpis.runfolder import (
     parse_settings,
 )
 from distkpi.domain.layout import decision_key, pair_prefix
+from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import RunRecord
 from distkpi.domain.signing import ManifestKeys, sign
 from distkpi.exceptions import NotFoundError, StorageError
@@ -68,7 +69,7 @@ class PairedLooks:
     def _decide(self, run: RunRecord, config: str, pair: int, own: ConfigEvidence) -> LookDecision:
         """``own``: the config's look manifests so far, read and verified already."""
         spec = run.spec
-        if spec.calibration:
+        if not policy_of(run).judges_looks:
             return self._store(spec, config, pair, CALIBRATION_GOES_ON)
         so_far = {
             c.name: config_kpis_of(own if c.name == config else self._looks(spec, c, n), spec)

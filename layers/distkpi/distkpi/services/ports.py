@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from distkpi.domain.commit_status import CommitStatus
     from distkpi.domain.github.alerts import AlarmState
     from distkpi.domain.github.commits import Comparison
+    from distkpi.domain.github.deliveries import Once
     from distkpi.domain.judging.evaluation import Evaluation
     from distkpi.domain.kpis.engine import ConfigKpis
     from distkpi.domain.kpis.runfolder import RunSource
@@ -90,8 +91,10 @@ class Jobs(Protocol):
 
 
 class Deliveries(Protocol):
-    def claim(self, delivery: str, now: int) -> bool: ...
-    def release(self, delivery: str) -> None: ...
+    def once(self, delivery: str, work: Callable[[], dict[str, Any]]) -> Once:
+        """``work``'s answer, done only by the first attempt for ``delivery``; a repeat is
+        given the stored answer. A claim whose work raised is released for a redelivery."""
+        ...
 
 
 class PullRequests(Protocol):

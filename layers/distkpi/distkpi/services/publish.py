@@ -1,10 +1,13 @@
 """A finished run's results go out once, as they were stored: its history records, kpis.json,
-the report and the final commit status, by the one holder of the publication lease."""
+the report and the final commit status, by the one holder of the publication lease. A
+publication is a list of steps (Publisher.commit_steps, step_steps), each idempotent, each
+with its failure policy (OnFailure)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -13,6 +16,7 @@ from distkpi.domain.judging.evaluation import Evaluation
 from distkpi.domain.judging.history import HistoryRow
 from distkpi.domain.judging.paired import first_pair_d
 from distkpi.domain.layout import kpis_key, report_key
+from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord
 from distkpi.exceptions import StorageError
 from distkpi.services.alerts import RegressionAlerts
@@ -34,6 +38,34 @@ def draw_report(run: RunRecord, history: Sequence[HistoryRow]) -> dict[str, byte
     return build_report(run, history)
 
 
+class OnFailure(Enum):
+    RAISE = "raise"  # the lease expires; the next publisher (the sweeper) redoes every step
+    RELEASE_AND_RAISE = "release and raise"  # the lease is given back at once, then raise
+    RETRY_LATER = "retry later"  # not done (False, or a retried error): lease given back
+    GO_ON = "go on"  # the step says what failed itself; the next steps run
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing a publication does: idempotent (a publisher that dies before the end
+    leaves every step to be done again), and what its failure means."""
+
+    name: str
+    do: Callable[[Publication], bool | None]  # False: not done now
+    on_failure: OnFailure
+    retried: tuple[type[Exception], ...] = (Exception,)  # the errors its policy is for
+
+
+@dataclass
+class Publication:
+    """A run being published, and what its steps have found so far."""
+
+    run: RunRecord
+    evaluation: Evaluation
+    baseline: Sequence[HistoryRow] | None
+    report_written: bool = False
+
+
 @dataclass
 class Publisher:
     runs: Runs
@@ -48,68 +80,101 @@ class Publisher:
 
     def publish(self, run: RunRecord, baseline: Sequence[HistoryRow] | None = None) -> bool:
         """Publish a finished run's stored evaluation (its report drawn against ``baseline``,
-        read again when not given). A publisher that dies leaves its lease to expire; the
-        next one redoes all of it (every write here is idempotent)."""
-        evaluation = run.evaluation
-        if evaluation is None:
+        read again when not given): the steps of its purpose in order, each idempotent, each
+        failing by its policy. A publisher that dies leaves its lease to expire; the next
+        one redoes all of it."""
+        if run.evaluation is None:
             raise ValueError(f"run {run.run_id} has no evaluation to publish")
         now = int(self.clock().timestamp())
         if not self.runs.claim_publication(run.run_id, now):
             return False
-        if run.bisection is not None:
-            return self._publish_step(run, baseline, now)
-        self.history.put(history_records(run, evaluation))
-        self.history.record_series(series_record(run, evaluation))
-        self.store.put_json(kpis_key(run.run_id), evaluation.kpis.to_json())
-        written = self._write_report(run, baseline)
-        if self.alerts is not None and not self._alerted(run):
-            self.runs.release_publication(run.run_id)
-            return False
-        self._bisect(run)
-        state, description = evaluation.verdict.state, evaluation.description
-        if self.statuses.post(run.spec, state, description, report=written, evaluation=evaluation):
-            self.runs.mark_published(run.run_id, now)
-            return True
-        self.runs.release_publication(run.run_id)
-        return False
-
-    def _alerted(self, run: RunRecord) -> bool:
-        """Tell the team of a regression before GitHub, which may be down; False when the
-        topic refused (the sweeper publishes the run again, alert first)."""
-        assert self.alerts is not None
-        try:
-            self.alerts.after(run)
-        except StorageError:
-            return False
-        return True
-
-    def _publish_step(
-        self, run: RunRecord, baseline: Sequence[HistoryRow] | None, now: int
-    ) -> bool:
-        """A bisection's step joins no history and posts no status: its kpis.json and report
-        are written, and its bisection moves on (a failure leaves it to the sweeper)."""
-        assert run.evaluation is not None
-        self.store.put_json(kpis_key(run.run_id), run.evaluation.kpis.to_json())
-        self._write_report(run, baseline)
-        try:
-            if self.bisector is not None:
-                self.bisector.step_finished(run)
-        except Exception:
-            self.runs.release_publication(run.run_id)
-            raise
+        publication = Publication(run, run.evaluation, baseline)
+        steps = self.commit_steps if policy_of(run).published else self.step_steps
+        for step in steps:
+            if not self._take(step, publication):
+                self.runs.release_publication(run.run_id)
+                return False
         self.runs.mark_published(run.run_id, now)
         return True
 
-    def _bisect(self, run: RunRecord) -> None:
+    @property
+    def commit_steps(self) -> list[Step]:
+        """A commit's result: its history, kpis.json, the report, the team's alert before
+        GitHub (which may be down), the bisection of a push's regression, the status."""
+        return [
+            Step("history", self._history, OnFailure.RAISE),
+            Step("kpis", self._kpis, OnFailure.RAISE),
+            Step("report", self._report, OnFailure.GO_ON),
+            Step("alerts", self._alert, OnFailure.RETRY_LATER, retried=(StorageError,)),
+            Step("bisection", self._bisect, OnFailure.GO_ON),
+            Step("status", self._status, OnFailure.RETRY_LATER, retried=()),
+        ]
+
+    @property
+    def step_steps(self) -> list[Step]:
+        """A bisection's step joins no history and posts no status: its kpis.json and report
+        are written, and its bisection moves on (a failure leaves it to the sweeper)."""
+        return [
+            Step("kpis", self._kpis, OnFailure.RAISE),
+            Step("report", self._report, OnFailure.GO_ON),
+            Step("bisection step", self._step_finished, OnFailure.RELEASE_AND_RAISE),
+        ]
+
+    def _take(self, step: Step, publication: Publication) -> bool:
+        """Whether the publication goes on after ``step``."""
+        run_id = publication.run.run_id
+        try:
+            return step.do(publication) is not False
+        except step.retried:
+            if step.on_failure is OnFailure.RETRY_LATER:
+                return False
+            if step.on_failure is OnFailure.GO_ON:
+                logger.exception(f"{step.name} failed", run_id=run_id)
+                return True
+            if step.on_failure is OnFailure.RELEASE_AND_RAISE:
+                self.runs.release_publication(run_id)
+            raise
+
+    def _history(self, p: Publication) -> None:
+        self.history.put(history_records(p.run, p.evaluation))
+        self.history.record_series(series_record(p.run, p.evaluation))
+
+    def _kpis(self, p: Publication) -> None:
+        self.store.put_json(kpis_key(p.run.run_id), p.evaluation.kpis.to_json())
+
+    def _report(self, p: Publication) -> None:
+        p.report_written = self._write_report(p.run, p.baseline)
+
+    def _alert(self, p: Publication) -> None:
+        """Tell the team of a regression before GitHub; a topic that refuses (StorageError)
+        leaves the run to the sweeper, which publishes it again, alert first."""
+        if self.alerts is not None:
+            self.alerts.after(p.run)
+
+    def _bisect(self, p: Publication) -> None:
         """Start the bisection of a push's regression; a failure is logged and counted, and
         the status still goes out."""
         if self.bisector is None:
             return
         try:
-            self.bisector.after_push(run)
+            self.bisector.after_push(p.run)
         except Exception:
-            logger.exception("bisection not started", run_id=run.run_id)
+            logger.exception("bisection not started", run_id=p.run.run_id)
             self.count("BisectionFailures")
+
+    def _status(self, p: Publication) -> bool:
+        verdict = p.evaluation.verdict
+        return self.statuses.post(
+            p.run.spec,
+            verdict.state,
+            p.evaluation.description,
+            report=p.report_written,
+            evaluation=p.evaluation,
+        )
+
+    def _step_finished(self, p: Publication) -> None:
+        if self.bisector is not None:
+            self.bisector.step_finished(p.run)
 
     def republish_unpublished(self) -> int:
         """Publish the runs that finished while GitHub was down; how many went out now."""

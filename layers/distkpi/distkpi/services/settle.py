@@ -23,6 +23,7 @@ from distkpi.domain.kpis.runfolder import (
     read_manifest,
     with_golden,
 )
+from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import ConfigState
 from distkpi.domain.signing import ManifestKeys
 from distkpi.exceptions import ContractError, NotFoundError, StorageError
@@ -100,7 +101,7 @@ class ConfigSettler:
         step has no check run)."""
         if self.runs.mark_started(run_id, utcnow().isoformat(timespec="seconds")):
             run = self.runs.get(run_id)
-            if run is not None and run.bisection is not None:
+            if run is not None and not policy_of(run).started_on_github:
                 return
             assert self.statuses is not None
             self.statuses.started(self._spec(run_id), "running: the first node has reported")

@@ -1,5 +1,5 @@
-"""The webhook's and the launcher's bookkeeping: deliveries seen, jobs submitted, the runs of
-each pull request."""
+"""The webhook's and the launcher's bookkeeping: jobs submitted, the runs of each pull
+request (deliveries seen: deliveries.py)."""
 
 from __future__ import annotations
 
@@ -13,23 +13,7 @@ from distkpi.adapters.dynamo import keys
 from distkpi.adapters.dynamo.table import DynamoTable
 from distkpi.domain.records import JobRecord, PullRequestRun
 
-DELIVERY_TTL_S = 7 * 24 * 3600
 PR_TTL_S = 90 * 24 * 3600
-
-
-class DeliveryRepository:
-    def __init__(self, table: DynamoTable) -> None:
-        self.table = table
-
-    def claim(self, delivery: str, now: int) -> bool:
-        """True for the first caller with this delivery id (GitHub redelivers)."""
-        item = {**keys.delivery(delivery), "seen_at": now, "expires_at": now + DELIVERY_TTL_S}
-        claimed = self.table.conditional(Item=item, ConditionExpression="attribute_not_exists(PK)")
-        return claimed is not None
-
-    def release(self, delivery: str) -> None:
-        """Let GitHub's redelivery try again."""
-        self.table.delete(keys.delivery(delivery))
 
 
 class JobRepository:

@@ -5,7 +5,8 @@ RUN#<run_id>                  / RUN                 a run
                                 GSI2: RUNNING, then UNPUBLISHED / <time>#<run_id>
 RUN#<run_id>                  / CONFIG#<name>       one of its configs
 JOB#<job_id>                  / JOB                 the run and config a Batch job serves
-DELIVERY#<id>                 / DELIVERY            a webhook delivery seen (TTL)
+DELIVERY                      / <function>#<hash>   a webhook delivery claimed, its answer
+                                                    (Powertools' idempotency record, TTL)
 PR#<repo>#<number>            / <created>#<run_id>  a run of a pull request (TTL)
 HIST#<repo>#<branch>#<model>  / <created>#<run_id>#<config>  one config's KPIs of a run
 RESET#<repo>#<branch>#<model> / <at>#<config>       an audited baseline reset
@@ -50,10 +51,6 @@ def ordered(at: str, run_id: str) -> str:
 
 def job(job_id: str) -> Key:
     return {"PK": f"JOB#{job_id}", "SK": "JOB"}
-
-
-def delivery(delivery_id: str) -> Key:
-    return {"PK": f"DELIVERY#{delivery_id}", "SK": "DELIVERY"}
 
 
 def pull_request(repo: str, number: int) -> str:

@@ -17,11 +17,12 @@ and are not gated further. A re-run repeats a run that was admitted, with its tr
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
 
-from distkpi.domain.github.webhook import Ignored, Trigger, dig
+from distkpi.domain.github.events import PullRequestEvent
+from distkpi.domain.github.webhook import Ignored, Trigger
 
 DEFAULT_TRUSTED = ("OWNER", "MEMBER", "COLLABORATOR")
 
@@ -41,12 +42,12 @@ class AllowedSources:
     repositories: Collection[str] = ()
     installations: Collection[int] = ()
 
-    def refusal(self, repo: str, payload: Mapping[str, Any]) -> Ignored | None:
-        """Why a delivery for ``repo`` starts nothing, or None when the stack allows it."""
+    def refusal(self, repo: str, installation: int | None) -> Ignored | None:
+        """Why a delivery for ``repo`` (by the App ``installation``, if any) starts nothing,
+        or None when the stack allows it."""
         if repo.lower() in {r.lower() for r in self.repositories}:
             return None
-        installation = dig(payload, "installation", "id")
-        if isinstance(installation, int) and installation in self.installations:
+        if installation is not None and installation in self.installations:
             return None
         if not self.repositories and not self.installations:
             return Ignored(f"repository {repo}: this stack allows no repository to start runs")
@@ -62,43 +63,63 @@ class NeedsApproval:
     stale_label: bool  # the approval label is still on it, given to an earlier head
 
 
-def _labels(payload: Mapping[str, Any]) -> set[str]:
-    labels = dig(payload, "pull_request", "labels")
-    if not isinstance(labels, list):
-        return set()
-    return {label["name"] for label in labels if isinstance(label, dict) and "name" in label}
+class Permission(Enum):
+    """What the delivery itself shows the actor may do on the repository (GitHub's roles:
+    read < triage < write < maintain < admin); UNKNOWN where it shows nothing."""
+
+    UNKNOWN = "unknown"
+    TRIAGE = "triage"  # GitHub lets only triage and above add labels
 
 
-def trusted_because(payload: Mapping[str, Any], settings: TrustSettings) -> str | None:
+@dataclass(frozen=True)
+class Trust:
+    """Who a pull_request delivery is from: the author's trust, the actor's permission."""
+
+    author_association: str | None
+    trusted_because: str | None  # why the author runs unapproved, or None
+    actor: str | None
+    actor_permission: Permission
+
+
+def trust_of(event: PullRequestEvent, settings: TrustSettings) -> Trust:
+    pull = event.pull_request
+    association = pull.author_association if pull else None
+    head_repo = pull.head.repo.full_name if pull and pull.head and pull.head.repo else None
+    because = None
+    if head_repo is not None and head_repo == event.repo:
+        because = "from the base repository"
+    elif association in settings.trusted_associations:
+        because = f"author is {association}"
+    permission = Permission.TRIAGE if event.action == "labeled" else Permission.UNKNOWN
+    return Trust(association, because, event.actor, permission)
+
+
+def trusted_because(event: PullRequestEvent, settings: TrustSettings) -> str | None:
     """Why the pull request's author may run on the fleet unapproved, or None."""
-    head = dig(payload, "pull_request", "head", "repo", "full_name")
-    if head is not None and head == dig(payload, "repository", "full_name"):
-        return "from the base repository"
-    association = dig(payload, "pull_request", "author_association")
-    if association in settings.trusted_associations:
-        return f"author is {association}"
-    return None
+    return trust_of(event, settings).trusted_because
 
 
 def admit(
-    trigger: Trigger, payload: Mapping[str, Any], settings: TrustSettings
+    trigger: Trigger, event: PullRequestEvent, settings: TrustSettings
 ) -> Trigger | NeedsApproval | Ignored:
     """Whether a pull_request delivery (one that names a head) starts its runs now."""
-    action = payload.get("action")
-    if dig(payload, "pull_request", "draft") is True and not settings.run_drafts:
+    pull = event.pull_request
+    if pull is not None and pull.draft is True and not settings.run_drafts:
         return Ignored("draft: its runs start when it is ready for review")
-    trusted = trusted_because(payload, settings)
-    if action == "labeled":
-        if dig(payload, "label", "name") != settings.approval_label:
-            return Ignored(f"label {dig(payload, 'label', 'name')!r} starts nothing")
+    trust = trust_of(event, settings)
+    trusted = trust.trusted_because
+    if event.action == "labeled":
+        label = event.label.name if event.label else None
+        if label != settings.approval_label:
+            return Ignored(f"label {label!r} starts nothing")
         if trusted is not None:
             return Ignored(f"approval label on a trusted pull request ({trusted}): nothing new")
         return trigger  # approved by someone who may add labels, for this head
     if trusted is not None:
         return trigger
-    association = dig(payload, "pull_request", "author_association") or "unknown"
-    reason = f"from a fork by an author who is {association}"
-    return NeedsApproval(trigger, reason, settings.approval_label in _labels(payload))
+    reason = f"from a fork by an author who is {trust.author_association or 'unknown'}"
+    labels = {label.name for label in pull.labels} if pull else set()
+    return NeedsApproval(trigger, reason, settings.approval_label in labels)
 
 
 def approval_description(label: str) -> str:

@@ -5,9 +5,22 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from distkpi.domain.github.events import (
+    CheckRun,
+    CheckRunEvent,
+    CheckSuite,
+    CheckSuiteEvent,
+    GitHubEvent,
+    OtherEvent,
+    PullRequest,
+    PullRequestEvent,
+    PushEvent,
+    RepositoryDispatchEvent,
+)
 
 # what may start runs for the head (domain/github/trust.py decides whether they do)
 PR_ACTIONS = frozenset({"opened", "synchronize", "reopened", "ready_for_review", "labeled"})
@@ -63,7 +76,6 @@ class Rerun:
 
 
 CHECK_PREFIX = "distkpi/"
-RERUN_EVENTS = frozenset({"check_run", "check_suite"})
 # `distkpi calibrate --start` asks GitHub for a repository_dispatch event of this type
 CALIBRATE_EVENT_TYPE = "distkpi-calibrate"
 CALIBRATION_EVENT = "repository_dispatch"
@@ -120,40 +132,22 @@ def _invalid_field(trigger: Trigger) -> Invalid | None:
     return None
 
 
-def _number(payload: Mapping[str, Any]) -> int | Invalid:
-    number = payload.get("number")
-    if isinstance(number, bool) or not isinstance(number, int) or not 0 < number <= MAX_NUMBER:
-        return Invalid("number", f"not a pull request number (1 to {MAX_NUMBER})")
+def _number(number: int | None, field: str) -> int | Invalid:
+    if number is None or not 0 < number <= MAX_NUMBER:
+        return Invalid(field, f"not a pull request number (1 to {MAX_NUMBER})")
     return number
 
 
-def dig(payload: Mapping[str, Any], *path: str) -> Any:
-    """The value at ``path`` in nested objects, or None where any step is missing."""
-    node: Any = payload
-    for key in path:
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(key)
-    return node
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _pull_request(payload: Mapping[str, Any]) -> Trigger | Ignored | Invalid:
-    action = payload.get("action")
-    if action not in PR_ACTIONS:
-        return Ignored(f"pull_request action {action!r} does not start runs")
-    repo, sha = (
-        dig(payload, "repository", "full_name"),
-        dig(payload, "pull_request", "head", "sha"),
-    )
-    head_ref = dig(payload, "pull_request", "head", "ref")
-    base_ref = dig(payload, "pull_request", "base", "ref")
-    if not all(isinstance(v, str) for v in (repo, sha, head_ref, base_ref)):
+def _pull_request(event: PullRequestEvent) -> Trigger | Ignored | Invalid:
+    if event.action not in PR_ACTIONS:
+        return Ignored(f"pull_request action {event.action!r} does not start runs")
+    pull = event.pull_request
+    head, base = (pull.head, pull.base) if pull else (None, None)
+    repo, sha = event.repo, head.sha if head else None
+    head_ref, base_ref = head.ref if head else None, base.ref if base else None
+    if repo is None or sha is None or head_ref is None or base_ref is None:
         return Ignored("pull_request payload lacks repository, head or base")
-    number = _number(payload)
+    number = _number(event.number, "number")
     if isinstance(number, Invalid):
         return number
     return Trigger(
@@ -163,28 +157,24 @@ def _pull_request(payload: Mapping[str, Any]) -> Trigger | Ignored | Invalid:
         branch=head_ref,
         event="pull_request",
         base_branch=base_ref,
-        base_sha=_text(dig(payload, "pull_request", "base", "sha")),
+        base_sha=base.sha if base else None,
         pull_request=number,
-        updated_at=_text(dig(payload, "pull_request", "updated_at")),
+        updated_at=pull.updated_at if pull else None,
     )
 
 
-def _push(payload: Mapping[str, Any], branches: Collection[str]) -> Trigger | Ignored | Invalid:
-    ref, repo, sha = (
-        payload.get("ref"),
-        dig(payload, "repository", "full_name"),
-        payload.get("after"),
-    )
-    if not (isinstance(ref, str) and isinstance(repo, str) and isinstance(sha, str)):
+def _push(event: PushEvent, branches: Collection[str]) -> Trigger | Ignored | Invalid:
+    ref, repo, sha = event.ref, event.repo, event.after
+    if ref is None or repo is None or sha is None:
         return Ignored("push payload lacks ref, repository or after")
     if not ref.startswith("refs/heads/"):
         return Ignored(f"push to {ref} is not a branch")
     branch = ref.removeprefix("refs/heads/")
     if branch not in branches:
         return Ignored(f"push to branch {branch!r} is not configured")
-    if payload.get("deleted") or set(sha) == {"0"}:
+    if event.deleted or set(sha) == {"0"}:
         return Ignored(f"branch {branch!r} was deleted")
-    before = _text(payload.get("before"))
+    before = event.before
     if before is not None and (not SHA.fullmatch(before) or set(before) == {"0"}):
         before = None  # a new branch has no previous head
     return Trigger(
@@ -198,56 +188,84 @@ def _push(payload: Mapping[str, Any], branches: Collection[str]) -> Trigger | Ig
     )
 
 
-def _rerun(
-    event: str, payload: Mapping[str, Any], branches: Collection[str], app_id: str | None
-) -> Rerun | Ignored:
-    if payload.get("action") != "rerequested":
-        return Ignored(f"{event} action {payload.get('action')!r} starts nothing")
-    check = payload.get(event)
-    if not isinstance(check, Mapping):
-        return Ignored(f"{event} payload lacks {event}")
-    if app_id is None or str(dig(check, "app", "id")) != app_id:
-        return Ignored(f"{event} of another App")
-    suites: tuple[str, ...] | None = None
-    previous, suite = None, check
-    if event == "check_run":
-        name = check.get("name")
-        if not isinstance(name, str) or not name.startswith(CHECK_PREFIX):
-            return Ignored(f"check run {name!r} is not a distkpi suite's")
-        suites = (name.removeprefix(CHECK_PREFIX),)
-        previous = _text(check.get("external_id"))
-        suite = check.get("check_suite") or {}
-    trigger = _rerun_trigger(payload, check, suite, branches)
+def _check_run(
+    event: CheckRunEvent, branches: Collection[str], app_id: str | None
+) -> Rerun | Ignored | Invalid:
+    check = event.check_run
+    refused = _rerun_refusal("check_run", event.action, check, app_id)
+    if refused is not None:
+        return refused
+    assert check is not None
+    name = check.name
+    if name is None or not name.startswith(CHECK_PREFIX):
+        return Ignored(f"check run {name!r} is not a distkpi suite's")
+    suite = check.check_suite or CheckSuite()
+    pulls = check.pull_requests or suite.pull_requests
+    trigger = _rerun_trigger(event.repo, check.head_sha, suite.head_branch, pulls, branches)
     if isinstance(trigger, Ignored):
-        return Ignored(f"{event} {trigger.reason}")
-    return Rerun(trigger, suites, previous)
+        return Ignored(f"check_run {trigger.reason}")
+    if isinstance(trigger, Invalid):
+        return Invalid(f"check_run.{trigger.field}", trigger.reason)
+    return Rerun(trigger, (name.removeprefix(CHECK_PREFIX),), check.external_id)
+
+
+def _check_suite(
+    event: CheckSuiteEvent, branches: Collection[str], app_id: str | None
+) -> Rerun | Ignored | Invalid:
+    suite = event.check_suite
+    refused = _rerun_refusal("check_suite", event.action, suite, app_id)
+    if refused is not None:
+        return refused
+    assert suite is not None
+    trigger = _rerun_trigger(
+        event.repo, suite.head_sha, suite.head_branch, suite.pull_requests, branches
+    )
+    if isinstance(trigger, Ignored):
+        return Ignored(f"check_suite {trigger.reason}")
+    if isinstance(trigger, Invalid):
+        return Invalid(f"check_suite.{trigger.field}", trigger.reason)
+    return Rerun(trigger, None)
+
+
+def _rerun_refusal(
+    event: str, action: str | None, check: CheckRun | CheckSuite | None, app_id: str | None
+) -> Ignored | None:
+    """Why a check_run or check_suite delivery re-runs nothing, else None."""
+    if action != "rerequested":
+        return Ignored(f"{event} action {action!r} starts nothing")
+    if check is None:
+        return Ignored(f"{event} payload lacks {event}")
+    app = check.app.id if check.app else None
+    if app_id is None or str(app) != app_id:
+        return Ignored(f"{event} of another App")
+    return None
 
 
 def _rerun_trigger(
-    payload: Mapping[str, Any],
-    check: Mapping[str, Any],
-    suite: Mapping[str, Any],
+    repo: str | None,
+    sha: str | None,
+    branch: str | None,
+    pulls: Sequence[PullRequest],
     branches: Collection[str],
-) -> Trigger | Ignored:
+) -> Trigger | Ignored | Invalid:
     """The commit a check (suite) was for: its pull request's, else its branch's push."""
-    repo, sha = dig(payload, "repository", "full_name"), check.get("head_sha")
-    branch = dig(suite, "head_branch")
-    if not (isinstance(repo, str) and isinstance(sha, str) and isinstance(branch, str)):
+    if repo is None or sha is None or branch is None:
         return Ignored("payload lacks repository, head_sha or head_branch")
-    pulls = check.get("pull_requests") or dig(suite, "pull_requests") or []
-    pull = pulls[0] if isinstance(pulls, list) and pulls else None
-    base_ref = dig(pull, "base", "ref") if isinstance(pull, Mapping) else None
-    if isinstance(pull, Mapping) and isinstance(base_ref, str):
-        number = pull.get("number")
+    pull = pulls[0] if pulls else None
+    base = pull.base if pull else None
+    if pull is not None and base is not None and base.ref is not None:
+        number = _number(pull.number, "pull_requests[0].number")
+        if isinstance(number, Invalid):
+            return number
         return Trigger(
             repo=repo,
             sha=sha,
             ref=f"refs/pull/{number}/head",
             branch=branch,
             event="pull_request",
-            base_branch=base_ref,
-            base_sha=_text(dig(pull, "base", "sha")),
-            pull_request=number if isinstance(number, int) else None,
+            base_branch=base.ref,
+            base_sha=base.sha,
+            pull_request=number,
         )
     if branch in branches:
         return Trigger(repo, sha, f"refs/heads/{branch}", branch, "push", branch)
@@ -255,17 +273,16 @@ def _rerun_trigger(
 
 
 def _calibration(
-    payload: Mapping[str, Any], branches: Collection[str]
+    event: RepositoryDispatchEvent, branches: Collection[str]
 ) -> Calibrate | Ignored | Invalid:
     """A repository_dispatch of type distkpi-calibrate: GitHub puts the type in ``action``
     and what `distkpi calibrate --start` posted in ``client_payload``."""
-    action = payload.get("action")
-    if action != CALIBRATE_EVENT_TYPE:
-        return Ignored(f"repository_dispatch {action!r} is not {CALIBRATE_EVENT_TYPE!r}")
-    repo = dig(payload, "repository", "full_name")
-    if not isinstance(repo, str):
+    if event.action != CALIBRATE_EVENT_TYPE:
+        return Ignored(f"repository_dispatch {event.action!r} is not {CALIBRATE_EVENT_TYPE!r}")
+    repo = event.repo
+    if repo is None:
         return Ignored("repository_dispatch payload lacks repository")
-    asked = _asked(payload.get("client_payload"))
+    asked = _asked(event.client_payload)
     if isinstance(asked, Invalid):
         return asked
     sha, model, jobs, branch = asked
@@ -291,29 +308,48 @@ def _asked(asked: Any) -> tuple[str, str, int, str] | Invalid:
     return sha, model, jobs, branch
 
 
-def decide(
-    event: str,
-    payload: Mapping[str, Any],
-    branches: Collection[str],
-    app_id: str | None = None,
-) -> Trigger | Rerun | Calibrate | Ignored | Invalid:
+Decision = Trigger | Rerun | Calibrate | Ignored | Invalid
+
+
+@dataclass(frozen=True)
+class Route:
+    """An event the stack takes: its model, and what a delivery of it asks for (given the
+    configured branches and the stack's App id)."""
+
+    model: type[GitHubEvent]
+    decide: Callable[[Any, Collection[str], str | None], Decision]
+
+
+# The one dispatch table: adding an event is a model (events.py) and a route here.
+ROUTES: dict[str, Route] = {
+    "pull_request": Route(PullRequestEvent, lambda e, _b, _a: _pull_request(e)),
+    "push": Route(PushEvent, lambda e, b, _a: _push(e, b)),
+    "check_run": Route(CheckRunEvent, _check_run),
+    "check_suite": Route(CheckSuiteEvent, _check_suite),
+    CALIBRATION_EVENT: Route(RepositoryDispatchEvent, lambda e, b, _a: _calibration(e, b)),
+}
+# the events that ask for the App's id (a secret read), to see that the checks are its own
+RERUN_EVENTS = frozenset({"check_run", "check_suite"})
+
+
+def parse(event: str, payload: Mapping[str, Any]) -> GitHubEvent:
+    """A delivery's JSON object as the model of its event (X-GitHub-Event); never raises."""
+    route = ROUTES.get(event)
+    if route is None:
+        return OtherEvent.model_validate({**payload, "name": event})
+    return route.model.model_validate(payload)
+
+
+def decide(event: GitHubEvent, branches: Collection[str], app_id: str | None = None) -> Decision:
     """Whether a delivery (already authenticated) starts runs, and for which commit; Invalid
     for one that would start runs but holds what GitHub never sends. Re-runs are asked of
     the App (``app_id``) only for its own checks; calibrations by a repository_dispatch."""
-    if event == "pull_request":
-        decided: Trigger | Rerun | Calibrate | Ignored | Invalid = _pull_request(payload)
-    elif event == "push":
-        decided = _push(payload, branches)
-    elif event in RERUN_EVENTS:
-        decided = _rerun(event, payload, branches, app_id)
-    elif event == CALIBRATION_EVENT:
-        decided = _calibration(payload, branches)
-    else:
-        return Ignored(f"event {event!r} does not start runs")
-    if isinstance(decided, Trigger):
-        return _invalid_field(decided) or decided
-    if isinstance(decided, Rerun | Calibrate):
-        invalid = _invalid_field(decided.trigger)
-        if invalid is not None:
-            return invalid
+    route = next((r for r in ROUTES.values() if type(event) is r.model), None)
+    if route is None:
+        name = event.name if isinstance(event, OtherEvent) else type(event).__name__
+        return Ignored(f"event {name!r} does not start runs")
+    decided = route.decide(event, branches, app_id)
+    trigger = decided.trigger if isinstance(decided, Rerun | Calibrate) else decided
+    if isinstance(trigger, Trigger):
+        return _invalid_field(trigger) or decided
     return decided

@@ -1,0 +1,61 @@
+"""What a run is for, and what that decides, in one table: the services ask the policy of a
+run's purpose instead of reading its flags (a bisection id, a calibration, an attempt).
+
+Adding a purpose is a member of Purpose, how a run is known to have it (purpose_of) and its
+row in POLICIES; each service then treats it by that row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from distkpi.domain.records import RunRecord
+
+
+class Purpose(Enum):
+    COMMIT = "commit"  # a delivery's run of a commit
+    CONFIRMATION = "confirmation"  # a commit's next run, for the configs its first left in doubt
+    CALIBRATION = "calibration"  # an A/A run of `distkpi calibrate`: noise, not a verdict
+    BISECTION_STEP = "bisection step"  # a midpoint of a regression's bisection
+
+
+@dataclass(frozen=True)
+class Policy:
+    # a finisher may hand the configs in doubt to a confirmation run
+    confirms: bool
+    # published as a commit's result: history, series, report, alerts, GitHub's status;
+    # else given to the bisector (a step's side)
+    published: bool
+    # GitHub is told it is running when its first node reports (a check run in progress)
+    started_on_github: bool
+    # a push's regression found by it starts a bisection
+    bisects: bool
+    # its paired looks are judged (else each look goes on: nothing is decided early)
+    judges_looks: bool
+    # a re-run of the commit repeats it, or waits for it while it is going
+    repeated_by_rerun: bool
+
+
+POLICIES: dict[Purpose, Policy] = {
+    Purpose.COMMIT: Policy(True, True, True, True, True, True),
+    Purpose.CONFIRMATION: Policy(True, True, True, True, True, True),
+    Purpose.CALIBRATION: Policy(True, True, True, False, False, False),
+    Purpose.BISECTION_STEP: Policy(False, False, False, False, True, True),
+}
+
+
+def purpose_of(run: RunRecord) -> Purpose:
+    if run.bisection is not None:
+        return Purpose.BISECTION_STEP
+    if run.spec.calibration:
+        return Purpose.CALIBRATION
+    if run.attempt > 1:
+        return Purpose.CONFIRMATION
+    return Purpose.COMMIT
+
+
+def policy_of(run: RunRecord) -> Policy:
+    return POLICIES[purpose_of(run)]
