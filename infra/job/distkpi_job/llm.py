@@ -164,5 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import torch.multiprocessing as mp
 
-    mp.spawn(worker, args=(node, hp), nprocs=node.gpus_per_trainer, join=True)
+    # a CPU worker forks (no second import of torch, seconds on a busy machine); CUDA
+    # cannot be forked once initialised, so GPU workers are spawned
+    method = "spawn" if torch.cuda.is_available() else "fork"
+    mp.start_processes(
+        worker, args=(node, hp), nprocs=node.gpus_per_trainer, join=True, start_method=method
+    )
     return 0
