@@ -42,7 +42,9 @@ def llm_repository(tmp_path: Path) -> Path:
 def test_the_llm_suite_gives_every_language_model_kpi_alignment_and_golden(
     tmp_path: Path,
 ) -> None:
-    result = run_local(SUITE, tmp_path / "out", source=llm_repository(tmp_path), progress=io.StringIO())
+    result = run_local(
+        SUITE, tmp_path / "out", source=llm_repository(tmp_path), progress=io.StringIO()
+    )
     (run,) = result.to_json()["runs"]
     jsonschema.validate(run, schema("kpis.schema.json"))
     configs = run["configs"]

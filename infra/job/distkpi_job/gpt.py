@@ -11,11 +11,15 @@ from torch import nn
 from torch.nn import functional as F
 
 VOCAB = 256  # bytes
+# fmt: off
 _WORDS = (
-    "the a one two three model layer token step loss rank node batch data parallel shard "
-    "gradient learns trains reads writes fast slow small large every each before after with "
-    "without and or but so then when while gpu cpu memory sequence attention head block"
-).split()
+    "the", "a", "one", "two", "three", "model", "layer", "token", "step", "loss", "rank",
+    "node", "batch", "data", "parallel", "shard", "gradient", "learns", "trains", "reads",
+    "writes", "fast", "slow", "small", "large", "every", "each", "before", "after", "with",
+    "without", "and", "or", "but", "so", "then", "when", "while", "gpu", "cpu", "memory",
+    "sequence", "attention", "head", "block",
+)
+# fmt: on
 
 
 @dataclass(frozen=True)
