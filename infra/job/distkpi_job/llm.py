@@ -21,7 +21,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
-from distkpi_job.gpt import Shape, corpus, model
+from distkpi_job.gpt import GPT, Shape, corpus, model
 from distkpi_job.node import Node
 from distkpi_job.train import device_for
 
@@ -64,11 +64,11 @@ def args(argv: list[str] | None) -> Hyper:
     )
 
 
-def _wrap(net: torch.nn.Module, hp: Hyper, device: torch.device) -> torch.nn.Module:
+def _wrap(net: GPT, hp: Hyper, device: torch.device) -> torch.nn.Module:
     if hp.fsdp:
         from torch.distributed.fsdp import fully_shard
 
-        for block in net.blocks:  # type: ignore[union-attr]
+        for block in net.blocks:
             fully_shard(block)
         fully_shard(net)
         return net
