@@ -150,6 +150,9 @@ def test_bundled_suite_commands_are_ones_their_benchmark_accepts(suite: Path) ->
         )
         check = f"from bench import arguments; arguments({list(command[5:])!r})"
         env = {"PYTHONPATH": str(ROOT / "infra" / "job" / "paddle")}
+    elif command[1] == "infra/job/llm.py":  # the reference LLM job
+        check = f"from distkpi_job.llm import args; args({list(command[2:])!r})"
+        env = {"PYTHONPATH": str(ROOT / "infra" / "job")}
     else:  # the reference job's script, from the checkout (infra/job/) or the image (/opt/job)
         assert command[0] == "python" and command[1] in ("infra/job/reference.py", "reference.py")
         check = f"from distkpi_job.__main__ import _args; _args({list(command[2:])!r})"

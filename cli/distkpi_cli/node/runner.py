@@ -49,6 +49,8 @@ from distkpi.domain.contracts import MAX_LOG_BYTES, FileKind
 from distkpi.domain.logs.filesummary import ENGINE_VERSION, PARSED_KINDS
 from distkpi.domain.signing import HashingReader, sign
 from distkpi.exceptions import ContractError, StorageError
+from distkpi_cli.node.golden import NAME as GOLDEN_NAME
+from distkpi_cli.node.golden import copy_golden, golden_copy
 from distkpi_cli.node.hardware import Hardware, read_hardware
 from distkpi_cli.node.isolation import (
     KEY_VARIABLE,
@@ -361,7 +363,8 @@ class NodeRunner:
                 self._stop_code(sandbox.user, report)
         files.note_withheld()
         manifest = self._manifest(place, report, self.clock() - started, hardware)
-        self._upload(store, config_key, place, files.uploads(), manifest, sent=report.sent)
+        uploads = files.uploads() + _golden_upload(files)
+        self._upload(store, config_key, place, uploads, manifest, sent=report.sent)
         if sandbox is not None:
             sandbox.remove()
         user.release()
@@ -393,6 +396,8 @@ class NodeRunner:
         if plan is not None and url == NO_SOURCE:
             raise NodeProblem("a paired run needs a source to check out both commits from")
         source = get_source(url, place.sha, place.repo, sandbox.src, self.env)
+        if place.is_main:
+            _keep_golden(self.env, source, files)
         sources = {"b": source}
         if plan is not None:
             sources["a"] = get_source(url, plan.base_sha, place.repo, sandbox.root / "a", self.env)
@@ -653,6 +658,20 @@ class Stopped(NodeProblem):
     """The command was still running at its deadline."""
 
     exit_code = STOPPED
+
+
+def _keep_golden(env: Mapping[str, str], source: Path, files: NodeFiles) -> None:
+    """The suite's golden curve, copied from the checkout before the code runs
+    (node/golden.py); why not, in the node's log."""
+    why = copy_golden(env, source, files.work)
+    if why:
+        with files.log.open("a") as out:
+            out.write(f"distkpi node: {why}\n")
+
+
+def _golden_upload(files: NodeFiles) -> list[Upload]:
+    copy = golden_copy(files.work)
+    return [Upload(copy, GOLDEN_NAME, files.role, files.rank, "file")] if copy else []
 
 
 def _run_log_dir(sandbox: Sandbox, slot: Slot) -> Path:

@@ -7,6 +7,7 @@ that cannot be read or parsed is a problem of its config, so a config can always
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -520,17 +521,34 @@ GOLDEN_FILE = "golden.json"
 
 
 def with_golden(source: RunSource, run: RunSpec, evidence: ConfigEvidence) -> ConfigEvidence:
-    """A suite with a golden curve: the copy of it in the run folder (``golden.json``), or a
-    problem saying why it cannot be judged."""
+    """A suite with a golden curve: the copy its main node uploaded from the checkout
+    (``<config>/golden.json``, named with its sha256 in the node's signed manifest), else one
+    put at the run folder's top (``golden.json``), or a problem saying why it cannot be
+    judged."""
     if run.golden is None:
         return evidence
     try:
-        evidence.golden = parse_golden(source.read_bytes(GOLDEN_FILE), run.golden)
+        evidence.golden = parse_golden(_golden_bytes(source, evidence), run.golden)
     except NotFoundError:
         evidence.problems.append(f"golden curve {run.golden}: no {GOLDEN_FILE} in the run folder")
     except (ContractError, StorageError) as exc:
         evidence.problems.append(str(exc))
     return evidence
+
+
+def _golden_bytes(source: RunSource, evidence: ConfigEvidence) -> bytes:
+    config = evidence.spec.name
+    for manifest in evidence.manifests.values():
+        entry = next((e for e in manifest.files if e.path == GOLDEN_FILE), None)
+        if entry is None:
+            continue
+        raw = source.read_bytes(f"{config}/{GOLDEN_FILE}")
+        if entry.sha256 is not None and hashlib.sha256(raw).hexdigest() != entry.sha256:
+            raise ContractError(
+                f"{config}/{GOLDEN_FILE} changed after upload: its sha256 is not the manifest's"
+            )
+        return raw
+    return source.read_bytes(GOLDEN_FILE)
 
 
 def config_kpis_from(

@@ -226,6 +226,8 @@ def plan_jobs(
         }
         # its parallel layout, where the suite states it: DISTKPI_TP, DISTKPI_PP, ...
         environment |= {f"DISTKPI_{k.upper()}": str(v) for k, v in spec.layout.items()}
+        if suite.golden is not None:  # the main node uploads it from the checkout
+            environment["DISTKPI_GOLDEN"] = suite.golden
         if run.paired is not None:
             environment["DISTKPI_BASE_SHA"] = run.paired.base_sha
             environment["DISTKPI_PAIRED"] = json.dumps(
