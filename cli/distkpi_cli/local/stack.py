@@ -46,6 +46,7 @@ from distkpi_cli.local.handlers import (
 )
 from distkpi_cli.local.moto_front import GuardedMotoServer
 from distkpi_cli.local.state import StateError, StateFolder
+from distkpi_cli.node.hardening import not_dumpable
 
 
 @dataclass
@@ -213,6 +214,8 @@ def _local_stack(
 ) -> Iterator[LocalStack]:
     root = project_root()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    if os.geteuid() != 0:  # the code runs as this user: it must not read this process
+        not_dumpable()  # (its environment and memory hold the stack's key)
     server = GuardedMotoServer("127.0.0.1", port)
     server.start()
     app = GitHubApp() if github_app else None

@@ -30,25 +30,25 @@ import json
 import os
 import resource
 import shutil
-import signal
-import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import Any
 from urllib.parse import urlparse
 
 from distkpi.adapters.s3_runs import S3RunStore
-from distkpi.domain.contracts import MAX_LOG_BYTES, FileKind
+from distkpi.domain.contracts import MAX_FILES_PER_MANIFEST, MAX_LOG_BYTES, FileKind
 from distkpi.domain.logs.filesummary import ENGINE_VERSION, PARSED_KINDS
 from distkpi.domain.signing import HashingReader, sign
 from distkpi.exceptions import ContractError, StorageError
+from distkpi_cli.node.bounded import Ended, run_bounded
+from distkpi_cli.node.hardening import MAX_CODE_TASKS, code_spawn
 from distkpi_cli.node.hardware import Hardware, read_hardware
 from distkpi_cli.node.isolation import (
     KEY_VARIABLE,
@@ -59,6 +59,15 @@ from distkpi_cli.node.isolation import (
     code_user,
     guard_runner,
     stop_code,
+)
+from distkpi_cli.node.keptfiles import (
+    KeptFile,
+    LeftFiles,
+    LogDir,
+    UnsafeFile,
+    find_left,
+    manifest_refuses,
+    open_regular,
 )
 from distkpi_cli.node.logcap import cap_file
 from distkpi_cli.node.paired import (
@@ -72,20 +81,26 @@ from distkpi_cli.node.paired import (
 from distkpi_cli.node.placement import Endpoint, Place, expand, framework_environment
 from distkpi_cli.node.polling import pauses
 from distkpi_cli.node.rendezvous import FOLDER, free_ports, own_address, rendezvous
-from distkpi_cli.node.source import NO_SOURCE, NodeProblem, get_source, run_setup
+from distkpi_cli.node.secrets import store_maker, take_secrets, without_secrets
+from distkpi_cli.node.source import NO_SOURCE, TOKEN_VARIABLE, NodeProblem, get_source, run_setup
 from distkpi_cli.node.summaries import describe
+from distkpi_cli.node.walk import UnsafeFolderError, open_folder, remove_tree
 
 GPU_QUERY = ["--query-gpu=timestamp,index,memory.used", "--format=csv", "-lms", "500"]
 # Paddle's launcher writes the whole environment into its --log_dir: envlog.<rank>,
 # backup_env.<rank>.json, and an environ({...}) line at the top of its own log
-ENVIRONMENT_DUMP_NAMES = ("envlog.", "backup_env.")
-ENVIRONMENT_DUMP_LINE = b"environ({"
+MAX_PROBLEM_CHARS = 1000  # a manifest's problem (domain/contracts.py)
 STOPPED = 124  # a command stopped at its deadline, as timeout(1) reports it
 
 
-class UnsafeFile(Exception):
-    """A file the code left that is not a regular file of its own (a link, a device, a
-    fifo, another user's file): never read, never uploaded."""
+def note_in_log(log: Path, text: str) -> None:
+    """A line of the node's own in its log; lost, as the log's other bytes, on a full disk
+    (the manifest says so)."""
+    try:
+        with log.open("a") as out:
+            out.write(f"distkpi node: {text}\n")
+    except OSError:
+        pass
 
 
 def _now() -> str:
@@ -99,41 +114,37 @@ class Upload:
     role: str
     rank: int
     kind: FileKind
-    owner: int | None = None  # the uid a file the code left must belong to
+    kept: KeptFile | None = None  # a file the command left, reached without a link
 
     def send(self, store: S3RunStore, key: str) -> dict[str, Any]:
         """Upload it, and what the manifest says of it: the sha256 of exactly the bytes
-        that were read for the upload and, for a log or GPU samples (within MAX_LOG_BYTES),
-        the KPI engine's summary of those bytes (node/summaries.py)."""
+        that were sent, read to the end, and, for a log or GPU samples (within
+        MAX_LOG_BYTES), the KPI engine's summary of those bytes (node/summaries.py).
+        StorageError when the upload stopped short of the file's end."""
         entry = {"path": self.path, "role": self.role, "rank": self.rank, "kind": self.kind}
-        with open_regular(self.local, self.owner) as f:
+        with self.kept.open() if self.kept else open_regular(self.local) as f:
             if self.kind in PARSED_KINDS:
                 data = f.read()
                 store.upload_stream(io.BytesIO(data), key)
                 return entry | describe(io.BytesIO(data), self.kind)
+            size = os.fstat(f.fileno()).st_size
             with HashingReader(f) as stream:
                 store.upload_stream(stream, key)
-                return entry | {"sha256": stream.finish()}
-
-
-def open_regular(path: Path, owner: int | None = None) -> BinaryIO:
-    """``path`` opened for reading if it is a regular file (not a link, whatever it points
-    to), and ``owner``'s when given; UnsafeFile otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise UnsafeFile(f"{exc.strerror}") from exc
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or (owner is not None and info.st_uid != owner):
-        os.close(fd)
-        raise UnsafeFile("not a regular file of the code's user")
-    return os.fdopen(fd, "rb")
+                sent = stream.bytes_read
+                digest = stream.finish()
+            if stream.unread_bytes or sent != size:
+                raise StorageError(
+                    f"{self.path}: the upload stopped at {sent - stream.unread_bytes} of "
+                    f"{size} bytes"
+                )
+            return entry | {"sha256": digest}
 
 
 @dataclass(frozen=True)
 class NodeFiles:
     """Where a node keeps what it uploads: its log and GPU samples (the runner's own, in
-    its work dir) and DISTKPI_LOG_DIR (the code's, in its sandbox)."""
+    its work dir) and DISTKPI_LOG_DIR (the code's, in its sandbox, reached through
+    ``access`` without following a link)."""
 
     work: Path
     role: str
@@ -145,6 +156,7 @@ class NodeFiles:
     # whether its log and GPU samples are parsed for KPIs (not a warm-up's, nor the setup
     # log of a paired run)
     parsed: bool = True
+    access: LogDir | None = None  # None: the runner's own folder, by its path
 
     @property
     def stem(self) -> str:
@@ -159,12 +171,16 @@ class NodeFiles:
         return self.work / self.prefix / "logs" / f"{self.stem}.gpu.csv"
 
     def make(self) -> None:
+        """The runner's own folders; DISTKPI_LOG_DIR is the sandbox's, made before the code
+        ran (nothing is made in a folder the code could have replaced)."""
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
+        if self.access is None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
 
-    def uploads(self) -> list[Upload]:
-        """What exists of them, named as the manifest names them; files the command left
-        are kept for people (kind `file`), never parsed: metrics go to stdout."""
+    def collect(self, room: int = MAX_FILES_PER_MANIFEST) -> tuple[list[Upload], LeftFiles]:
+        """What exists of them, named as the manifest names them, at most ``room``; files
+        the command left are kept for people (kind `file`), never parsed: metrics go to
+        stdout. What is not uploaded is said in the node's log, escaped."""
         log_kind: FileKind = "log" if self.parsed else "file"
         gpu_kind: FileKind = "gpu_memory" if self.parsed else "file"
         logs = f"{self.prefix}logs/"
@@ -173,60 +189,21 @@ class NodeFiles:
             Upload(self.gpu_csv, f"{logs}{self.gpu_csv.name}", self.role, self.rank, gpu_kind),
         ]
         named = [u for u in named if u.local.exists()]
-        for path in self.kept_files():
-            left = Upload(path, self.file_path(path), self.role, self.rank, "file", self.owner)
-            named.append(left)
-        return named
+        left = find_left(
+            self.access or LogDir(self.log_dir),
+            self.owner,
+            lambda relative: manifest_refuses(self.file_path(relative)),
+            max(0, room - len(named)),
+        )
+        for kept in left.kept:
+            path = self.file_path(kept.relative)
+            named.append(Upload(self.log_dir, path, self.role, self.rank, "file", kept))
+        for line in left.lines(self.file_path):
+            note_in_log(self.log, line)
+        return named, left
 
-    def kept_files(self) -> list[Path]:
-        """What the command left that is uploaded: neither an environment dump nor anything
-        but a regular file of the code's own."""
-        return [p for p in self.left_files() if not self.is_environment_dump(p) and self.safe(p)]
-
-    def safe(self, path: Path) -> bool:
-        try:
-            open_regular(path, self.owner).close()
-        except UnsafeFile:
-            return False
-        return True
-
-    def left_files(self) -> list[Path]:
-        """Every file under DISTKPI_LOG_DIR, and every link to a folder (never followed)."""
-        found = []
-        for folder, dirs, names in os.walk(self.log_dir, followlinks=False):
-            found += [Path(folder, name) for name in names]
-            found += [Path(folder, d) for d in dirs if Path(folder, d).is_symlink()]
-        return sorted(found)
-
-    def file_path(self, path: Path) -> str:
-        return f"{self.prefix}files/{self.stem}/{path.relative_to(self.log_dir).as_posix()}"
-
-    def is_environment_dump(self, path: Path) -> bool:
-        if path.name.startswith(ENVIRONMENT_DUMP_NAMES):
-            return True
-        try:
-            with open_regular(path, self.owner) as f:
-                return f.readline(4096).lstrip().startswith(ENVIRONMENT_DUMP_LINE)
-        except (UnsafeFile, OSError):  # the upload says so, as for any such file
-            return False
-
-    def note_withheld(self) -> None:
-        """Say in the node's log which files the command left are not uploaded: environment
-        dumps, and links or other files that are not regular files of the code's."""
-        dumps, unsafe = [], []
-        for path in self.left_files():
-            if self.is_environment_dump(path):
-                dumps.append(self.file_path(path))
-            elif not self.safe(path):
-                unsafe.append(self.file_path(path))
-        with self.log.open("a") as out:
-            if dumps:
-                out.write(f"distkpi node: not uploaded, environment dumps: {', '.join(dumps)}\n")
-            if unsafe:
-                out.write(
-                    "distkpi node: not uploaded, not regular files of the code's: "
-                    f"{', '.join(unsafe)}\n"
-                )
+    def file_path(self, relative: str) -> str:
+        return f"{self.prefix}files/{self.stem}/{relative}"
 
 
 @dataclass
@@ -239,15 +216,6 @@ class NodeReport:
     sent: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _tee(stream: IO[bytes], log: IO[bytes], echo: IO[bytes] | None) -> None:
-    for line in iter(stream.readline, b""):
-        log.write(line)
-        log.flush()
-        if echo is not None:
-            echo.write(line)
-            echo.flush()
-
-
 def run_command(
     args: Sequence[str],
     cwd: Path,
@@ -257,61 +225,32 @@ def run_command(
     *,
     spawn: Mapping[str, Any] | None = None,
     stop_the_rest: Callable[[], None] | None = None,
-) -> int | None:
-    """The command's exit code, or None when it was still running at ``timeout_s`` and
-    was stopped (its process group: SIGTERM, then SIGKILL). Its output is appended to the
-    node's log and echoed; GPU memory sampled while it runs, when nvidia-smi is there.
-    ``spawn``: how it starts (as the code's user, in a session of its own);
+) -> Ended:
+    """The command run (node/bounded.py): its output appended to the node's log and echoed,
+    GPU memory sampled while it runs, when nvidia-smi is there (with no secret in its
+    environment). ``spawn``: how it starts (as the code's user, in a session of its own);
     ``stop_the_rest``: called once it has ended, to stop whatever it left running (which
     may hold its output open) before the rest of its output is read."""
-    log, gpu_csv = files.log, files.gpu_csv
     sampler = None
     if shutil.which("nvidia-smi"):
-        gpu = gpu_csv.open("wb")
-        sampler = subprocess.Popen(["nvidia-smi", *GPU_QUERY], stdout=gpu)
-    echo = getattr(sys.stdout, "buffer", None)
-    with log.open("ab") as out:
-        try:
-            proc = subprocess.Popen(
-                list(args),
-                cwd=cwd,
-                env=dict(env),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                **(spawn or {"start_new_session": True}),  # its own group, stopped as one
-            )
-        except OSError as exc:
-            raise NodeProblem(f"command cannot start: {args[0]}: {exc.strerror}") from exc
-        assert proc.stdout is not None
-        tee = threading.Thread(target=_tee, args=(proc.stdout, out, echo), daemon=True)
-        tee.start()
-        code: int | None
-        try:
-            code = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _stop_group(proc)
-            code = None
-        if stop_the_rest is not None:
-            stop_the_rest()
-        tee.join(timeout=30)
-    if sampler is not None:
-        sampler.terminate()
-        sampler.wait(timeout=10)
-        gpu.close()
-    return code
-
-
-def _stop_group(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=grace_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+        gpu = files.gpu_csv.open("wb")
+        sampler = subprocess.Popen(
+            ["nvidia-smi", *GPU_QUERY],
+            stdout=gpu,
+            stdin=subprocess.DEVNULL,
+            env=without_secrets(os.environ),
+        )
+    try:
+        return run_bounded(
+            args, cwd, env, files.log, timeout_s, spawn=spawn, stop_the_rest=stop_the_rest
+        )
+    except OSError as exc:
+        raise NodeProblem(f"command cannot start: {args[0]}: {exc.strerror}") from exc
+    finally:
+        if sampler is not None:
+            sampler.terminate()
+            sampler.wait(timeout=10)
+            gpu.close()
 
 
 @dataclass
@@ -322,6 +261,7 @@ class NodeRunner:
     hardware_of: Callable[[Mapping[str, str], str], Hardware] = read_hardware
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
+    unsent: list[str] = field(default_factory=list, init=False)  # uploads that failed
 
     def run(self) -> int:
         place = Place.from_env(self.env)
@@ -333,9 +273,13 @@ class NodeRunner:
         hardware = self.hardware_of(self.env, place.role)
         try:
             user = code_user(self.env)
-            sandbox: Sandbox | None = Sandbox.make(user)
-        except IsolationError as exc:
+            made = Sandbox.make(user)
+            # the sandbox as it is now, before the code can replace any of it
+            sandbox_fd: int | None = open_folder(made.root)
+            sandbox: Sandbox | None = made
+        except (IsolationError, UnsafeFolderError) as exc:
             user, sandbox = CodeUser(os.getuid(), os.getgid(), separate=False), None
+            sandbox_fd = None
             report.exit_code, report.problem = 1, f"cannot isolate the code: {exc}"
         files = NodeFiles(
             work,
@@ -345,6 +289,7 @@ class NodeRunner:
             user.uid if user.separate else None,
             # a paired run's measured logs are its pairs'; this one holds the setups
             parsed="DISTKPI_PAIRED" not in self.env,
+            access=LogDir(sandbox.log_dir, sandbox_fd, Path("logs")) if sandbox else None,
         )
         files.make()
         if sandbox is not None:
@@ -353,15 +298,27 @@ class NodeRunner:
             except NodeProblem as problem:
                 code = STOPPED if isinstance(problem, Stopped) else report.exit_code or 1
                 report.exit_code, report.problem = code, problem.problem
-                with files.log.open("a") as out:
-                    out.write(f"distkpi node: {problem.problem}\n{problem.detail}\n")
+                note_in_log(files.log, f"{problem.problem}\n{problem.detail}")
+            except Exception as exc:  # never a node that ends with nothing uploaded
+                report.exit_code = report.exit_code or 1
+                report.problem = f"the node failed: {type(exc).__name__}: {exc}"
+                note_in_log(files.log, traceback.format_exc())
             finally:  # nothing of the code left running before its files are read
                 self._stop_code(sandbox.user, report)
-        files.note_withheld()
+        uploads, left = files.collect(MAX_FILES_PER_MANIFEST - len(report.sent))
+        if left.unreadable and report.problem is None:
+            report.problem = f"DISTKPI_LOG_DIR not read: {left.unreadable}"
+        if left.left_out and report.problem is None:
+            report.problem = (
+                f"{left.left_out} file(s) the command left not uploaded (named in the log)"
+            )
         manifest = self._manifest(place, report, self.clock() - started, hardware)
-        self._upload(store, config_key, place, files.uploads(), manifest, sent=report.sent)
+        self._upload(store, config_key, place, uploads, manifest, sent=report.sent)
+        report.exit_code = manifest["exit_code"]
+        if sandbox_fd is not None:
+            os.close(sandbox_fd)
         if sandbox is not None:
-            sandbox.remove()
+            remove_tree(sandbox.root)
         user.release()
         # a failed main node fails the job when it exits: nothing to wait for
         if place.is_main and place.num_nodes > 1 and report.exit_code == 0:
@@ -390,17 +347,27 @@ class NodeRunner:
         url = self.env.get("DISTKPI_SOURCE_URL") or f"https://github.com/{place.repo}.git"
         if plan is not None and url == NO_SOURCE:
             raise NodeProblem("a paired run needs a source to check out both commits from")
-        source = get_source(url, place.sha, place.repo, sandbox.src, self.env)
+        git_env = without_secrets(self.env, keep={TOKEN_VARIABLE})
+        source = get_source(url, place.sha, place.repo, sandbox.src, git_env)
         sources = {"b": source}
         if plan is not None:
-            sources["a"] = get_source(url, plan.base_sha, place.repo, sandbox.root / "a", self.env)
+            sources["a"] = get_source(url, plan.base_sha, place.repo, sandbox.root / "a", git_env)
             for slot in schedule(plan):  # made before the hand-over, so they are the code's
                 _run_log_dir(sandbox, slot).mkdir(mode=0o700, parents=True)
         sandbox.hand_over()  # checked out by the runner (the token is its), then the code's
         base = code_environment(self.env, sandbox)
-        spawn = sandbox.user.popen_kwargs()
+        spawn = code_spawn(sandbox.user, _max_tasks(self.env))
+        setup_s = float(self.env.get("DISTKPI_SETUP_TIMEOUT_S", "3600"))
         for arm in sorted(sources):
-            run_setup(_json_list(self.env, "DISTKPI_SETUP"), sources[arm], base, files.log, spawn)
+            run_setup(
+                _json_list(self.env, "DISTKPI_SETUP"),
+                sources[arm],
+                base,
+                files.log,
+                spawn,
+                timeout_s=setup_s,
+                stop_the_rest=lambda: stop_code(sandbox.user),
+            )
         report.setup_s = self.clock() - setup_started
         command = list(self.command) or _json_list(self.env, "DISTKPI_COMMAND")
         if not command:
@@ -440,11 +407,14 @@ class NodeRunner:
         for slot in schedule(plan):
             if slot.pair is not None and not slot.closes_pair:
                 began = _now()
+            log_dir = _run_log_dir(one.sandbox, slot)
             slot_files = replace(
                 files,
-                log_dir=_run_log_dir(one.sandbox, slot),
+                log_dir=log_dir,
                 prefix=slot.prefix,
                 parsed=slot.pair is not None,
+                access=files.access
+                and replace(files.access, path=log_dir, relative=Path("runs", slot.name)),
             )
             slot_files.make()
             started = self.clock()
@@ -485,10 +455,10 @@ class NodeRunner:
     def _send_all(
         self, store: S3RunStore, config_key: str, runs: Sequence[NodeFiles]
     ) -> list[dict[str, Any]]:
-        entries = []
+        entries: list[dict[str, Any]] = []
         for run in runs:
-            run.note_withheld()
-            entries += self._send(store, config_key, run.uploads())
+            uploads, _ = run.collect(MAX_FILES_PER_MANIFEST - len(entries))
+            entries += self._send(store, config_key, uploads)
         return entries
 
     def _send_look(
@@ -541,7 +511,7 @@ class NodeRunner:
             "engine_version": ENGINE_VERSION,
         }
         if report.problem:
-            manifest["problem"] = report.problem
+            manifest["problem"] = _problem(report.problem)
         return manifest
 
     def _upload(
@@ -558,19 +528,29 @@ class NodeRunner:
         before, with a paired run's looks) and signed with the config's key: the collector
         counts a node when its manifest lands, and reads what it names."""
         manifest["files"] = [*sent, *self._send(store, config_key, uploads)]
+        if self.unsent:
+            said = [manifest.get("problem"), f"not uploaded: {'; '.join(self.unsent)}"]
+            manifest["problem"] = _problem("; ".join(p for p in said if p))
+            manifest["exit_code"] = manifest["exit_code"] or 1
         if signing_key := self.env.get(KEY_VARIABLE):
             manifest = sign(signing_key, manifest)
         key = f"{config_key}node-{place.index}.json"
         store.put_bytes(key, json.dumps(manifest).encode())
 
-    @staticmethod
-    def _send(store: S3RunStore, config_key: str, uploads: list[Upload]) -> list[dict[str, Any]]:
+    def _send(
+        self, store: S3RunStore, config_key: str, uploads: list[Upload]
+    ) -> list[dict[str, Any]]:
+        """Each upload's manifest entry; one that cannot be read or sent whole is left out,
+        and said in ``unsent`` (the manifest's problem)."""
         entries = []
         for upload in uploads:
-            cut = cap_file(upload.local, MAX_LOG_BYTES) if upload.kind != "file" else None
             try:
+                cut = cap_file(upload.local, MAX_LOG_BYTES) if upload.kind != "file" else None
                 entry = upload.send(store, config_key + upload.path)
-            except UnsafeFile:  # checked before (kept_files); nothing of the code runs now
+            except UnsafeFile:  # checked before (find_left); nothing of the code runs now
+                continue
+            except (StorageError, OSError) as exc:
+                self.unsent.append(f"{upload.path}: {exc}")
                 continue
             entries.append(entry | ({"truncated_bytes": cut} if cut else {}))
         return entries
@@ -630,18 +610,22 @@ class _OneRun:
         except ContractError as exc:
             raise NodeProblem(str(exc)) from exc
         timeout_s = float(env.get("DISTKPI_COMMAND_TIMEOUT_S", "7200"))
-        code = run_command(
+        ended = run_command(
             args,
             source,
             code_env,
             files,
             timeout_s,
-            spawn=self.sandbox.user.popen_kwargs(),
+            spawn=code_spawn(self.sandbox.user, _max_tasks(env)),
             stop_the_rest=lambda: stop_code(self.sandbox.user),
         )
-        if code is None:
+        if ended.note is not None:
+            note_in_log(files.log, ended.note)
+        if ended.code is None:
             raise Stopped(f"command still running at its deadline of {timeout_s:g}s; stopped")
-        return code
+        if ended.log_error is not None:
+            raise NodeProblem(ended.log_error)
+        return ended.code
 
 
 class Stopped(NodeProblem):
@@ -653,6 +637,19 @@ class Stopped(NodeProblem):
 def _run_log_dir(sandbox: Sandbox, slot: Slot) -> Path:
     """DISTKPI_LOG_DIR of one run of a paired run: its own, empty when it starts."""
     return sandbox.root / "runs" / slot.name
+
+
+def _max_tasks(env: Mapping[str, str]) -> int:
+    """The code's processes and threads at most, when it has a uid of its own."""
+    try:
+        return int(env.get("DISTKPI_CODE_MAX_TASKS") or MAX_CODE_TASKS)
+    except ValueError as exc:
+        raise NodeProblem("DISTKPI_CODE_MAX_TASKS is not a number") from exc
+
+
+def _problem(text: str) -> str:
+    """A manifest's problem, within what the contract takes."""
+    return text if len(text) <= MAX_PROBLEM_CHARS else f"{text[: MAX_PROBLEM_CHARS - 3]}..."
 
 
 def _bucket_and_key(prefix: str) -> tuple[str, str]:
@@ -674,4 +671,7 @@ def _json_list(env: Mapping[str, str], name: str) -> list[Any]:
 def main(command: Sequence[str]) -> int:
     """`distkpi node [-- COMMAND...]`: the command, else the suite's (DISTKPI_COMMAND)."""
     guard_runner(command)
-    return NodeRunner(os.environ, list(command)).run()
+    # from here on no process the runner starts inherits a secret: they live in its mapping
+    secrets = take_secrets(os.environ)
+    env = dict(os.environ) | secrets
+    return NodeRunner(env, list(command), store_for=store_maker(env)).run()

@@ -1,0 +1,304 @@
+"""The real `distkpi node` (as root, as on Batch) against a benchmark written to break it:
+each test commits what a hostile merge request would, runs the node to its end against
+moto's server on 127.0.0.1, and checks what it uploaded. Every one must end with a manifest
+signed with the config's key that says what happened, and an exit code that agrees with it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distkpi.domain.contracts import MAX_FILES_PER_MANIFEST, MAX_LOG_BYTES, NodeManifest
+from distkpi.domain.signing import signed_by
+from distkpi_cli.node.isolation import processes_of
+from tests.conftest import git
+from tests.unit.test_isolation import KEY, SECRETS, batch_environment, moto, uploaded
+
+__all__ = ["moto"]  # the module's fixture: moto's server and a client of it
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing users needs root")
+
+
+def attacking_repo(path: Path, files: dict[str, str]) -> str:
+    """A repository holding ``files``; its sha."""
+    path.mkdir(parents=True)
+    git(path, "init", "--quiet", "--initial-branch=main")
+    for name, text in files.items():
+        (path / name).write_text(textwrap.dedent(text))
+    git(path, "add", ".")
+    git(path, "-c", "user.email=ci@example.com", "-c", "user.name=ci", "commit", "-qm", "x")
+    return git(path, "rev-parse", "HEAD")
+
+
+def run_attack(
+    moto: tuple[str, Any],
+    tmp_path: Path,
+    run_id: str,
+    files: dict[str, str],
+    command: list[str],
+    setup: list[str] | None = None,
+    **extra: str,
+) -> tuple[int, str, dict[str, bytes], dict[str, Any]]:
+    """`distkpi node -- COMMAND` in a checkout of ``files``, run to its end: its exit code,
+    its output, what it uploaded, and its manifest (checked signed and valid)."""
+    endpoint, s3 = moto
+    repo, work = tmp_path / "repo", tmp_path / "work"
+    sha = attacking_repo(repo, files)
+    env = batch_environment(endpoint, repo, sha, work, run_id) | extra
+    env["DISTKPI_SETUP"] = json.dumps(setup or [])
+    done = subprocess.run(
+        [sys.executable, "-m", "distkpi_cli.main", "node", "--", *command],
+        env=env,
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    output = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
+    objects = uploaded(s3, run_id)
+    assert "node-0.json" in objects, output
+    manifest = json.loads(objects["node-0.json"])
+    assert signed_by(KEY, manifest), "the manifest is not signed with the config's key"
+    NodeManifest.model_validate(manifest)
+    assert manifest["exit_code"] == done.returncode, output
+    return done.returncode, output, objects, manifest
+
+
+def test_no_child_of_the_runner_holds_a_secret(moto: tuple[str, Any], tmp_path: Path) -> None:
+    """Given an nvidia-smi and a git on the runner's PATH that write down their environment
+    (what the code reads of /proc/<pid>/environ of a process of its user), when the node
+    checks out, probes the hardware and samples the GPU, then neither holds a secret (git
+    only the clone token, as an HTTP header)."""
+    spies = tmp_path / "spies"
+    spies.mkdir()
+    real_git = shutil.which("git")
+    for name, then in (("nvidia-smi", "sleep 1"), ("git", f'exec {real_git} "$@"')):
+        spy = spies / name
+        spy.write_text(f'#!/bin/sh\nenv >> "{spies}/{name}.env"\n{then}\n')
+        spy.chmod(0o755)
+    path = f"{spies}:/usr/local/bin:/usr/bin:/bin"
+    code, _, _, manifest = run_attack(
+        moto, tmp_path, "spied", {"bench.py": "print('ok')\n"}, ["python3", "bench.py"], PATH=path
+    )
+    assert code == 0 and manifest["exit_code"] == 0
+    for name in ("nvidia-smi", "git"):
+        seen = (spies / f"{name}.env").read_text()
+        assert "PATH=" in seen, f"{name} never ran"
+        for secret, value in SECRETS.items():
+            assert value not in seen, f"{secret} in the environment of {name}"
+
+
+def test_a_kept_file_over_8_mib_is_uploaded_whole(moto: tuple[str, Any], tmp_path: Path) -> None:
+    """Given a benchmark that keeps a 9 MiB file, then the object uploaded is all of it,
+    and the sha256 the manifest signs is of those bytes."""
+    writer = """
+        import os
+        data = bytes(range(256)) * (9 * 4096)
+        open(os.path.join(os.environ["DISTKPI_LOG_DIR"], "big.bin"), "wb").write(data)
+    """
+    code, _, objects, manifest = run_attack(
+        moto, tmp_path, "big", {"bench.py": writer}, ["python3", "bench.py"]
+    )
+    sent = objects["files/trainer-0/big.bin"]
+    assert code == 0 and len(sent) == 9 * 2**20
+    entry = next(f for f in manifest["files"] if f["path"] == "files/trainer-0/big.bin")
+    assert entry["sha256"] == hashlib.sha256(sent).hexdigest()
+
+
+def test_a_setup_that_leaves_a_process_behind_does_not_hang_the_node(
+    moto: tuple[str, Any], tmp_path: Path
+) -> None:
+    """Given a setup that starts `sleep 600 &` (holding the output pipe open), then the
+    setup ends, its leftover is killed and the command runs."""
+    code, _, objects, _ = run_attack(
+        moto,
+        tmp_path,
+        "background",
+        {"bench.py": "print('the command ran')\n"},
+        ["python3", "bench.py"],
+        setup=["sleep 600 & echo setup done"],
+    )
+    log = objects["logs/trainer-0.log"].decode()
+    assert code == 0 and "setup done" in log and "the command ran" in log
+
+
+def test_a_setup_past_its_deadline_is_stopped_and_said(
+    moto: tuple[str, Any], tmp_path: Path
+) -> None:
+    code, _, objects, manifest = run_attack(
+        moto,
+        tmp_path,
+        "slow-setup",
+        {"bench.py": "print('never')\n"},
+        ["python3", "bench.py"],
+        setup=["echo started; sleep 600"],
+        DISTKPI_SETUP_TIMEOUT_S="2",
+    )
+    assert code == 1
+    assert manifest["problem"].startswith("setup failed: echo started; sleep 600 still running")
+    assert "never" not in objects["logs/trainer-0.log"].decode()
+
+
+FORK_BOMB = """
+    import os, time
+    with open(os.path.join(os.environ["DISTKPI_LOG_DIR"], "who.txt"), "w") as who:
+        who.write(f"uid {os.getuid()}\\n")
+    children = 0
+    while True:
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            os.setsid()
+            time.sleep(600)
+            os._exit(0)
+        children += 1
+    print("forked", children, flush=True)
+"""
+
+
+def test_a_setsid_fork_bomb_ends_at_the_cap_and_is_killed(
+    moto: tuple[str, Any], tmp_path: Path
+) -> None:
+    """Given a benchmark that forks setsid'd sleepers until it cannot fork any more (the
+    code's process cap), then the node kills them all without forking as that uid itself,
+    and uploads its manifest."""
+    code, _, objects, _ = run_attack(
+        moto,
+        tmp_path,
+        "bomb",
+        {"bench.py": FORK_BOMB},
+        ["python3", "bench.py"],
+        DISTKPI_CODE_MAX_TASKS="40",
+    )
+    log = objects["logs/trainer-0.log"].decode()
+    forked = int(next(line for line in log.splitlines() if line.startswith("forked")).split()[1])
+    assert code == 0 and 0 < forked < 40
+    uid = int(next(f for f in _status_lines(objects) if f.startswith("uid")).split()[1])
+    assert processes_of(uid) == []
+
+
+def _status_lines(objects: dict[str, bytes]) -> list[str]:
+    return objects["files/trainer-0/who.txt"].decode().splitlines()
+
+
+def test_deep_folders_and_hostile_names_are_walked_and_listed(
+    moto: tuple[str, Any], tmp_path: Path
+) -> None:
+    """Given a benchmark that leaves 1,100 nested folders in DISTKPI_LOG_DIR and in its
+    home, names that are not UTF-8 or hold a backslash, a newline or a control character,
+    a path over 1,024 bytes, and 300 files, then the node uploads what the manifest takes
+    (256 entries at most), lists the rest escaped in its log, and its problem says so."""
+    writer = r"""
+        import os
+        logs, home = os.environ["DISTKPI_LOG_DIR"], os.environ["HOME"]
+        for top in (logs, home):
+            fd = os.open(top, os.O_RDONLY)
+            for _ in range(1100):
+                os.mkdir("d", dir_fd=fd)
+                deeper = os.open("d", os.O_RDONLY, dir_fd=fd)
+                os.close(fd)
+                fd = deeper
+            os.close(fd)
+        for name in (b"not-utf8-\xff", b"back\\slash", b"new\nline", b"bell\x07"):
+            open(os.path.join(os.fsencode(logs), name), "w").write("x")
+        long = os.path.join(logs, *["n" * 200] * 5)
+        os.makedirs(long)
+        open(os.path.join(long, "f"), "w").write("x")
+        os.mkdir(os.path.join(logs, "many"))
+        for n in range(300):
+            open(os.path.join(logs, "many", f"{n:03}.txt"), "w").write(str(n))
+        print("left them", flush=True)
+    """
+    code, _, objects, manifest = run_attack(
+        moto, tmp_path, "names", {"bench.py": writer}, ["python3", "bench.py"]
+    )
+    log = objects["logs/trainer-0.log"].decode()
+    assert "left them" in log
+    assert len(manifest["files"]) == MAX_FILES_PER_MANIFEST
+    assert "file(s) the command left not uploaded" in manifest["problem"]
+    assert code == manifest["exit_code"]
+    for shown in ("not-utf8-\\xff", "back\\\\slash", "new\\nline", "bell\\x07"):
+        assert shown in log, shown
+    assert "deeper than 32 folders" in log
+    assert "over the manifest's room for files" in log and "many/299.txt" in log
+
+
+def test_a_line_of_any_length_is_read_in_chunks_and_the_log_capped(
+    moto: tuple[str, Any], tmp_path: Path
+) -> None:
+    """Given a benchmark that prints one line longer than a log's cap, then the log on disk
+    and uploaded stays within the cap, and says how much it dropped."""
+    printer = f"""
+        import sys
+        chunk = b"x" * (1 << 20)
+        for _ in range({MAX_LOG_BYTES // 2**20 + 8}):
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.write(b"\\n")
+    """
+    code, _, objects, manifest = run_attack(
+        moto, tmp_path, "long-line", {"bench.py": printer}, ["python3", "bench.py"]
+    )
+    log = objects["logs/trainer-0.log"]
+    assert code == 0 and len(log) <= MAX_LOG_BYTES
+    entry = next(f for f in manifest["files"] if f["path"] == "logs/trainer-0.log")
+    assert entry["truncated_bytes"] > 0
+
+
+def test_a_log_dir_replaced_by_a_link_is_not_followed(
+    moto: tuple[str, Any], tmp_path: Path
+) -> None:
+    """Given a benchmark that replaces DISTKPI_LOG_DIR by a link to a folder only root
+    reads, then the node reads nothing there and says so."""
+    secret_folder = tmp_path / "root-only"
+    secret_folder.mkdir(mode=0o700)
+    (secret_folder / "root-secret-name.txt").write_text("root's own\n")
+    linker = f"""
+        import os
+        logs = os.environ["DISTKPI_LOG_DIR"]
+        os.rename(logs, logs + ".moved")
+        os.symlink({str(secret_folder)!r}, logs)
+    """
+    code, _, objects, manifest = run_attack(
+        moto, tmp_path, "linked", {"bench.py": linker}, ["python3", "bench.py"]
+    )
+    assert not any("root-secret-name" in k for k in objects)
+    assert b"root-secret-name" not in objects["logs/trainer-0.log"]
+    assert manifest["problem"].startswith("DISTKPI_LOG_DIR not read")
+    assert code == 0  # the command itself succeeded; the manifest says what was not read
+
+
+def test_the_code_reads_no_terminal_gains_no_privilege_and_has_a_process_cap(
+    moto: tuple[str, Any], tmp_path: Path
+) -> None:
+    prober = """
+        import os, resource, sys
+        status = open("/proc/self/status").read().splitlines()
+        nnp = next(line for line in status if line.startswith("NoNewPrivs"))
+        soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
+        out = open(os.path.join(os.environ["DISTKPI_LOG_DIR"], "who.txt"), "w")
+        out.write(f"uid {os.getuid()}\\n{nnp.split()[1]}\\nnproc {soft}\\n")
+        out.write(f"stdin {sys.stdin.read()!r} {os.path.realpath('/proc/self/fd/0')}\\n")
+    """
+    code, _, objects, _ = run_attack(
+        moto,
+        tmp_path,
+        "probed",
+        {"bench.py": prober},
+        ["python3", "bench.py"],
+        DISTKPI_CODE_MAX_TASKS="512",
+    )
+    lines = _status_lines(objects)
+    assert code == 0
+    assert lines[1:] == ["1", "nproc 512", "stdin '' /dev/null"]
