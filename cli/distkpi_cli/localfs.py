@@ -25,7 +25,7 @@ class LocalRunSource:
         try:
             path = (confined(self.root, bare) if bare else self.root).resolve()
         except UnsafeNameError as exc:
-            raise NotFoundError(f"{relative!r} leaves the run folder: {exc}") from exc
+            raise StorageError(f"{relative!r} cannot be read: {exc}") from exc
         except (OSError, ValueError) as exc:
             raise StorageError(f"{relative!r} cannot be read: {exc}") from exc
         if not path.is_relative_to(self.root):

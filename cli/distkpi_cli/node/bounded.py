@@ -58,7 +58,7 @@ def run_bounded(
         raise
     finally:
         os.close(write)
-    with log.open("ab") as out:
+    with log.open("ab", buffering=0) as out:
         room = max(0, MAX_LOG_BYTES - out.tell())
         drain = Drain(read, out, getattr(sys.stdout, "buffer", None) if echo else None, room)
         drain.start()

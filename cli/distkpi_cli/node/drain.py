@@ -47,18 +47,24 @@ class Drain:
         if not kept:
             return
         try:
-            self.log.write(kept)
-            self.log.flush()
-            self.written += len(kept)
+            self._write_all(kept)
         except (OSError, ValueError) as exc:  # ValueError: closed, the node gave up on it
             self.error = f"the node's log cannot be written: {getattr(exc, 'strerror', exc)}"
-            self.dropped += len(kept)
+            self.dropped += len(kept)  # (what of it was written stays in the log)
         if self.echo is not None:
             try:
                 self.echo.write(kept)
                 self.echo.flush()
             except (OSError, ValueError):
                 self.echo = None
+
+    def _write_all(self, data: bytes) -> None:
+        """Straight to the file (no buffer left to fail again when it is closed)."""
+        fd, view = self.log.fileno(), memoryview(data)
+        while view:
+            done = os.write(fd, view)
+            self.written += done
+            view = view[done:]
 
     def join(self, timeout_s: float) -> bool:
         """Whether the output reached its end (every writer of the pipe gone) in time."""

@@ -27,6 +27,8 @@ from distkpi_cli.node.walk import UnsafeFolderError, Walk, open_file, open_folde
 ENVIRONMENT_DUMP_NAMES = (b"envlog.", b"backup_env.")
 ENVIRONMENT_DUMP_LINE = b"environ({"
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+# a kept file is for people to look at: a sparse terabyte would cost no disk, and days
+MAX_KEPT_FILE_BYTES = 1 << 30
 
 
 class UnsafeFile(Exception):
@@ -95,7 +97,8 @@ class LeftFiles:
     kept: list[KeptFile] = field(default_factory=list)
     dumps: list[str] = field(default_factory=list)
     unsafe: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)  # names the manifest does not take
+    refused: list[str] = field(default_factory=list)  # names the manifest does not take,
+    # and files over MAX_KEPT_FILE_BYTES
     over: list[str] = field(default_factory=list)  # past the manifest's room
     skipped: list[str] = field(default_factory=list)  # not walked
     unreadable: str | None = None  # the folder itself
@@ -108,7 +111,7 @@ class LeftFiles:
         for label, names in (
             ("environment dumps", self.dumps),
             ("not regular files of the code's", self.unsafe),
-            ("names the manifest does not take", self.refused),
+            ("names the manifest does not take, or too large", self.refused),
             ("over the manifest's room for files", self.over),
         ):
             if names:
@@ -116,10 +119,6 @@ class LeftFiles:
         if self.skipped:
             said.append(f"not looked at: {'; '.join(self.skipped)}")
         return said
-
-    @property
-    def left_out(self) -> int:
-        return len(self.unsafe) + len(self.refused) + len(self.over)
 
 
 def find_left(
@@ -154,6 +153,9 @@ def find_left(
                 continue
             if (why := check_path(relative)) is not None:
                 found.refused.append(f"{name} ({why})")
+                continue
+            if entry.info.st_size > MAX_KEPT_FILE_BYTES:
+                found.refused.append(f"{name} (over {MAX_KEPT_FILE_BYTES} bytes)")
                 continue
             kept = KeptFile(folder, entry.parts, relative, owner)
             if _is_environment_dump(kept):

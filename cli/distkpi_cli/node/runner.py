@@ -84,7 +84,12 @@ from distkpi_cli.node.rendezvous import FOLDER, free_ports, own_address, rendezv
 from distkpi_cli.node.secrets import store_maker, take_secrets, without_secrets
 from distkpi_cli.node.source import NO_SOURCE, TOKEN_VARIABLE, NodeProblem, get_source, run_setup
 from distkpi_cli.node.summaries import describe
-from distkpi_cli.node.walk import UnsafeFolderError, open_folder, remove_tree
+from distkpi_cli.node.walk import (
+    UnsafeFolderError,
+    open_folder,
+    remove_owned_by,
+    remove_tree,
+)
 
 GPU_QUERY = ["--query-gpu=timestamp,index,memory.used", "--format=csv", "-lms", "500"]
 # Paddle's launcher writes the whole environment into its --log_dir: envlog.<rank>,
@@ -262,6 +267,7 @@ class NodeRunner:
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     unsent: list[str] = field(default_factory=list, init=False)  # uploads that failed
+    notes: list[str] = field(default_factory=list, init=False)  # files not read or left out
 
     def run(self) -> int:
         place = Place.from_env(self.env)
@@ -306,12 +312,9 @@ class NodeRunner:
             finally:  # nothing of the code left running before its files are read
                 self._stop_code(sandbox.user, report)
         uploads, left = files.collect(MAX_FILES_PER_MANIFEST - len(report.sent))
-        if left.unreadable and report.problem is None:
-            report.problem = f"DISTKPI_LOG_DIR not read: {left.unreadable}"
-        if left.left_out and report.problem is None:
-            report.problem = (
-                f"{left.left_out} file(s) the command left not uploaded (named in the log)"
-            )
+        notes = [*self.notes, *_left_notes("", left)]
+        if notes and report.problem is None:
+            report.problem = "; ".join(notes)
         manifest = self._manifest(place, report, self.clock() - started, hardware)
         self._upload(store, config_key, place, uploads, manifest, sent=report.sent)
         report.exit_code = manifest["exit_code"]
@@ -319,6 +322,8 @@ class NodeRunner:
             os.close(sandbox_fd)
         if sandbox is not None:
             remove_tree(sandbox.root)
+        if user.lease is not None:  # a leased uid is the next node's: clean of this one's
+            remove_owned_by(user.uid)
         user.release()
         # a failed main node fails the job when it exits: nothing to wait for
         if place.is_main and place.num_nodes > 1 and report.exit_code == 0:
@@ -457,7 +462,8 @@ class NodeRunner:
     ) -> list[dict[str, Any]]:
         entries: list[dict[str, Any]] = []
         for run in runs:
-            uploads, _ = run.collect(MAX_FILES_PER_MANIFEST - len(entries))
+            uploads, left = run.collect(MAX_FILES_PER_MANIFEST - len(entries))
+            self.notes += _left_notes(run.prefix, left)
             entries += self._send(store, config_key, uploads)
         return entries
 
@@ -637,6 +643,14 @@ class Stopped(NodeProblem):
 def _run_log_dir(sandbox: Sandbox, slot: Slot) -> Path:
     """DISTKPI_LOG_DIR of one run of a paired run: its own, empty when it starts."""
     return sandbox.root / "runs" / slot.name
+
+
+def _left_notes(prefix: str, left: LeftFiles) -> list[str]:
+    """What a manifest's problem says of the files a run left: only a DISTKPI_LOG_DIR that
+    is no folder any more (replaced by a link) fails the config; files left out by the
+    manifest's rules (names, room) are named in the log alone."""
+    run = f"{prefix.rstrip('/')}: " if prefix else ""
+    return [f"{run}DISTKPI_LOG_DIR not read: {left.unreadable}"] if left.unreadable else []
 
 
 def _max_tasks(env: Mapping[str, str]) -> int:

@@ -188,3 +188,17 @@ def remove_tree(top: Path) -> None:
         os.close(fd)
     with contextlib.suppress(OSError):
         top.rmdir()
+
+
+def remove_owned_by(uid: int, folders: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm")) -> None:
+    """What ``uid`` left at the top of the machine's shared temporary folders, removed, so
+    that the next node leasing that uid finds none of it."""
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_uid == uid:
+                    remove_tree(Path(entry.path))
