@@ -24,7 +24,6 @@ from distkpi_cli.node.isolation import processes_of
 from tests.conftest import git
 from tests.unit.test_isolation import (
     KEY,
-    OTHER_UID,
     SECRETS,
     batch_environment,
     moto,
@@ -33,6 +32,7 @@ from tests.unit.test_isolation import (
 )
 
 __all__ = ["moto"]  # the module's fixture: moto's server and a client of it
+ATTACKER_UID = 61997  # the developer running `distkpi node` without root (outside the leases)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing users needs root")
 
@@ -96,7 +96,7 @@ def run_attack(
     return done.returncode, output, objects, manifest
 
 
-@pytest.mark.parametrize("as_uid", [None, OTHER_UID], ids=["root", "ordinary-user"])
+@pytest.mark.parametrize("as_uid", [None, ATTACKER_UID], ids=["root", "ordinary-user"])
 def test_no_child_of_the_runner_holds_a_secret(
     moto: tuple[str, Any], tmp_path: Path, as_uid: int | None
 ) -> None:
@@ -427,4 +427,108 @@ def test_a_head_that_points_runs_at_a_root_folder_gets_nothing_made_there(
     manifest = json.loads(uploaded(s3, "relinked")["node-0.json"])
     assert list(root_only.iterdir()) == []
     assert signed_by(KEY, manifest) and manifest["exit_code"] == done.returncode
-    assert manifest["problem"].startswith("pair-1/a: DISTKPI_LOG_DIR not read")
+    # the base arm has a sandbox of its own: only the head's runs were linked away
+    assert manifest["problem"].startswith("pair-1/b: DISTKPI_LOG_DIR not read")
+
+
+def test_a_paired_head_reaches_neither_the_base_arms_checkout_nor_its_home(
+    moto: tuple[str, Any], tmp_path: Path
+) -> None:
+    """Given a paired run whose head's setup installs into its home (as `pip install
+    --user` does) and rewrites every checkout it can find of the base arm, then the base
+    arm runs its own code, with a home the head never wrote: each arm is a user of its own,
+    in a sandbox of its own."""
+    repo = tmp_path / "repo"
+    base_bench = """
+        import os
+        home = os.environ["HOME"]
+        print("I am the base; its home holds the head's install:", os.path.exists(home + "/head"))
+    """
+    base_sha = attacking_repo(repo, {"bench.py": base_bench, "setup.sh": "true\n"})
+    (repo / "setup.sh").write_text(
+        'touch "$HOME/head"\n'
+        "for f in /tmp/distkpi-code-*/src/src/bench.py /tmp/distkpi-code-*/a/src/bench.py "
+        '../../a/src/bench.py; do [ "$f" -ef bench.py ] || '
+        'echo \'print("owned by the head")\' > "$f"; done\n'
+        "true\n"
+    )
+    (repo / "bench.py").write_text("print('I am the head')\n")
+    git(repo, "-c", "user.email=ci@example.com", "-c", "user.name=ci", "commit", "-qam", "head")
+    head_sha = git(repo, "rev-parse", "HEAD")
+    endpoint, s3 = moto
+    env = batch_environment(endpoint, repo, head_sha, tmp_path / "work", "two-arms") | {
+        "DISTKPI_SETUP": json.dumps(["sh setup.sh"]),
+        "DISTKPI_PAIRED": json.dumps({"max_pairs": 1, "warmup": False}),
+        "DISTKPI_BASE_SHA": base_sha,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "distkpi_cli.main", "node", "--", "python3", "bench.py"],
+        env=env,
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    objects = uploaded(s3, "two-arms")
+    manifest = json.loads(objects["node-0.json"])
+    assert signed_by(KEY, manifest) and manifest["exit_code"] == done.returncode == 0
+    base_log = objects["pair-1/a/logs/trainer-0.log"].decode()
+    assert "I am the base; its home holds the head's install: False" in base_log
+    assert "owned by the head" not in base_log
+    assert "I am the head" in objects["pair-1/b/logs/trainer-0.log"].decode()
+
+
+RUNNER_KILLER = """
+    import os, signal, time
+    mine = os.getuid()
+    killed = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = open(f"/proc/{entry}/cmdline", "rb").read()
+            uid = int(open(f"/proc/{entry}/status").read().split("Uid:")[1].split()[0])
+        except (OSError, IndexError, ValueError):
+            continue
+        if uid == mine and b"distkpi_cli.main" in cmdline:
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+                killed.append(entry)
+            except OSError as exc:
+                print("cannot kill", entry, exc.strerror, flush=True)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(600)  # to read the next node's environment, were it still here
+        os._exit(0)
+    print("killed", killed, flush=True)
+"""
+
+
+def test_as_an_ordinary_user_the_code_can_neither_kill_its_runner_nor_outlive_it(
+    moto: tuple[str, Any], tmp_path: Path
+) -> None:
+    """Given a benchmark, run as the runner's own user, that SIGKILLs every `distkpi node`
+    process of its uid it finds in /proc and leaves a setsid daemon, then the runner lives
+    on (the code is in a pid namespace of its own, where those pids name nothing), uploads
+    its manifest, and nothing of the code outlives it."""
+    base = Path(tempfile.mkdtemp(prefix="distkpi-attack-"))
+    try:
+        base.chmod(0o755)
+        code, output, objects, manifest = run_attack(
+            moto,
+            base,
+            "runner-killer",
+            {"bench.py": RUNNER_KILLER},
+            ["python3", "bench.py"],
+            as_uid=ATTACKER_UID,
+        )
+        log = objects["logs/trainer-0.log"].decode()
+        if "the code shares the runner's pid namespace" in log:
+            pytest.skip("this machine refuses unprivileged pid namespaces")
+        assert code == 0 and manifest["exit_code"] == 0, output
+        assert "cannot kill" in log and "killed []" in log
+        assert processes_of(ATTACKER_UID) == []
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

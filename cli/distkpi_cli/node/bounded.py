@@ -39,13 +39,15 @@ def run_bounded(
     spawn: Mapping[str, Any] | None = None,
     stop_the_rest: Callable[[], None] | None = None,
     echo: bool = True,
+    prefix: Sequence[str] = (),
 ) -> Ended:
-    """Run ``args``; OSError when it cannot start. ``stop_the_rest``: stops every process
-    of the code (else its process group is killed once it has exited)."""
+    """Run ``args`` (after ``prefix``: a namespace of its own); OSError when it cannot
+    start. ``stop_the_rest``: stops every process of the code (else its process group is
+    killed once it has exited)."""
     read, write = os.pipe()
     try:
         proc = subprocess.Popen(
-            list(args),
+            [*prefix, *args],
             cwd=cwd,
             env=dict(env),
             stdin=subprocess.DEVNULL,

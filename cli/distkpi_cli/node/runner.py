@@ -25,6 +25,7 @@ reached, is stopped with its whole process group.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -48,7 +49,7 @@ from distkpi.domain.logs.filesummary import ENGINE_VERSION, PARSED_KINDS
 from distkpi.domain.signing import HashingReader, sign
 from distkpi.exceptions import ContractError, StorageError
 from distkpi_cli.node.bounded import Ended, run_bounded
-from distkpi_cli.node.hardening import MAX_CODE_TASKS, code_spawn
+from distkpi_cli.node.hardening import MAX_CODE_TASKS, code_spawn, own_pid_namespace
 from distkpi_cli.node.hardware import Hardware, read_hardware
 from distkpi_cli.node.isolation import (
     KEY_VARIABLE,
@@ -230,6 +231,7 @@ def run_command(
     *,
     spawn: Mapping[str, Any] | None = None,
     stop_the_rest: Callable[[], None] | None = None,
+    prefix: Sequence[str] = (),
 ) -> Ended:
     """The command run (node/bounded.py): its output appended to the node's log and echoed,
     GPU memory sampled while it runs, when nvidia-smi is there (with no secret in its
@@ -247,7 +249,14 @@ def run_command(
         )
     try:
         return run_bounded(
-            args, cwd, env, files.log, timeout_s, spawn=spawn, stop_the_rest=stop_the_rest
+            args,
+            cwd,
+            env,
+            files.log,
+            timeout_s,
+            spawn=spawn,
+            stop_the_rest=stop_the_rest,
+            prefix=prefix,
         )
     except OSError as exc:
         raise NodeProblem(f"command cannot start: {args[0]}: {exc.strerror}") from exc
@@ -268,6 +277,9 @@ class NodeRunner:
     sleep: Callable[[float], None] = time.sleep
     unsent: list[str] = field(default_factory=list, init=False)  # uploads that failed
     notes: list[str] = field(default_factory=list, init=False)  # files not read or left out
+    # a paired run's base arm, in a sandbox and as a user of its own when the code has a
+    # uid of its own: with the descriptor of its sandbox opened before the code ran
+    base_arm: list[tuple[Sandbox, int]] = field(default_factory=list, init=False)
 
     def run(self) -> int:
         place = Place.from_env(self.env)
@@ -299,18 +311,9 @@ class NodeRunner:
         )
         files.make()
         if sandbox is not None:
-            try:
-                self._run(place, store, config_key, files=files, sandbox=sandbox, report=report)
-            except NodeProblem as problem:
-                code = STOPPED if isinstance(problem, Stopped) else report.exit_code or 1
-                report.exit_code, report.problem = code, problem.problem
-                note_in_log(files.log, f"{problem.problem}\n{problem.detail}")
-            except Exception as exc:  # never a node that ends with nothing uploaded
-                report.exit_code = report.exit_code or 1
-                report.problem = f"the node failed: {type(exc).__name__}: {exc}"
-                note_in_log(files.log, traceback.format_exc())
-            finally:  # nothing of the code left running before its files are read
-                self._stop_code(sandbox.user, report)
+            self._run_to_its_end(
+                place, store, config_key, files=files, sandbox=sandbox, report=report
+            )
         uploads, left = files.collect(MAX_FILES_PER_MANIFEST - len(report.sent))
         notes = [*self.notes, *_left_notes("", left)]
         if notes and report.problem is None:
@@ -318,17 +321,46 @@ class NodeRunner:
         manifest = self._manifest(place, report, self.clock() - started, hardware)
         self._upload(store, config_key, place, uploads, manifest, sent=report.sent)
         report.exit_code = manifest["exit_code"]
-        if sandbox_fd is not None:
-            os.close(sandbox_fd)
-        if sandbox is not None:
-            remove_tree(sandbox.root)
-        if user.lease is not None:  # a leased uid is the next node's: clean of this one's
-            remove_owned_by(user.uid)
+        if sandbox is not None and sandbox_fd is not None:
+            self.base_arm.append((sandbox, sandbox_fd))
+        for box, fd in self.base_arm:  # every sandbox, the head's last
+            os.close(fd)
+            remove_tree(box.root)
+            if box.user.lease is not None:  # a leased uid is the next node's: clean it
+                remove_owned_by(box.user.uid)
+            box.user.release()
         user.release()
         # a failed main node fails the job when it exits: nothing to wait for
         if place.is_main and place.num_nodes > 1 and report.exit_code == 0:
             self._wait_for_others(store, config_key, place)
         return report.exit_code
+
+    def _run_to_its_end(
+        self,
+        place: Place,
+        store: S3RunStore,
+        config_key: str,
+        *,
+        files: NodeFiles,
+        sandbox: Sandbox,
+        report: NodeReport,
+    ) -> None:
+        """``_run``, whatever it raises said in the report and the log; then nothing of the
+        code left running, before its files are read."""
+        try:
+            self._run(place, store, config_key, files=files, sandbox=sandbox, report=report)
+        except NodeProblem as problem:
+            code = STOPPED if isinstance(problem, Stopped) else report.exit_code or 1
+            report.exit_code, report.problem = code, problem.problem
+            note_in_log(files.log, f"{problem.problem}\n{problem.detail}")
+        except Exception as exc:  # never a node that ends with nothing uploaded
+            report.exit_code = report.exit_code or 1
+            report.problem = f"the node failed: {type(exc).__name__}: {exc}"
+            note_in_log(files.log, traceback.format_exc())
+        finally:
+            self._stop_code(sandbox.user, report)
+            for other, _ in self.base_arm:
+                self._stop_code(other.user, report)
 
     @staticmethod
     def _stop_code(user: CodeUser, report: NodeReport) -> None:
@@ -354,39 +386,63 @@ class NodeRunner:
             raise NodeProblem("a paired run needs a source to check out both commits from")
         git_env = without_secrets(self.env, keep={TOKEN_VARIABLE})
         source = get_source(url, place.sha, place.repo, sandbox.src, git_env)
-        sources = {"b": source}
+        sources, boxes = {"b": source}, {"b": sandbox}
         if plan is not None:
-            sources["a"] = get_source(url, plan.base_sha, place.repo, sandbox.root / "a", git_env)
+            boxes["a"] = self._base_arm_sandbox(sandbox)
+            into = sandbox.root / "a" if boxes["a"] is sandbox else boxes["a"].src
+            sources["a"] = get_source(url, plan.base_sha, place.repo, into, git_env)
             for slot in schedule(plan):  # made before the hand-over, so they are the code's
-                _run_log_dir(sandbox, slot).mkdir(mode=0o700, parents=True)
-        sandbox.hand_over()  # checked out by the runner (the token is its), then the code's
-        base = code_environment(self.env, sandbox)
-        spawn = code_spawn(sandbox.user, _max_tasks(self.env))
+                _run_log_dir(boxes[slot.arm], slot).mkdir(mode=0o700, parents=True)
+        for box in {id(b): b for b in boxes.values()}.values():
+            box.hand_over()  # checked out by the runner (the token is its), then the code's
+        bases = {arm: code_environment(self.env, box) for arm, box in boxes.items()}
+        prefix, refused = own_pid_namespace(sandbox.user)
+        if refused is not None:
+            note_in_log(files.log, f"the code shares the runner's pid namespace: {refused}")
         setup_s = float(self.env.get("DISTKPI_SETUP_TIMEOUT_S", "3600"))
         for arm in sorted(sources):
+            user = boxes[arm].user
             run_setup(
                 _json_list(self.env, "DISTKPI_SETUP"),
                 sources[arm],
-                base,
+                bases[arm],
                 files.log,
-                spawn,
+                code_spawn(user, _max_tasks(self.env)),
                 timeout_s=setup_s,
-                stop_the_rest=lambda: stop_code(sandbox.user),
+                stop_the_rest=functools.partial(stop_code, user),
+                prefix=prefix,
             )
         report.setup_s = self.clock() - setup_started
         command = list(self.command) or _json_list(self.env, "DISTKPI_COMMAND")
         if not command:
             raise NodeProblem("no command: the suite names none and none was given after --")
-        one = _OneRun(self, place, store, config_key, sandbox, base, command)
+        ones = {
+            arm: _OneRun(self, place, store, config_key, box, bases[arm], command, prefix)
+            for arm, box in boxes.items()
+        }
         if plan is None:
-            report.exit_code = one.run(source, files, FOLDER)
+            report.exit_code = ones["b"].run(source, files, FOLDER)
             return
-        self._run_pairs(plan, one, sources, files, report)
+        self._run_pairs(plan, ones, sources, files, report)
+
+    def _base_arm_sandbox(self, head: Sandbox) -> Sandbox:
+        """The base arm's sandbox: when the code has a uid of its own, another, with a
+        leased uid of its own too, so that neither arm can write the other's checkout, home
+        or temporary folder (a head's `pip install --user` or rewrite of ../a); not root,
+        the head's (the code runs as the runner's user either way)."""
+        if not head.user.separate:
+            return head
+        try:
+            box = Sandbox.make(code_user({}))  # as root with no uid given: a leased one
+            self.base_arm.append((box, open_folder(box.root)))
+        except (IsolationError, UnsafeFolderError) as exc:
+            raise NodeProblem(f"cannot isolate the base arm: {exc}") from exc
+        return box
 
     def _run_pairs(
         self,
         plan: PairedPlan,
-        one: _OneRun,
+        ones: Mapping[str, _OneRun],
         sources: Mapping[str, Path],
         files: NodeFiles,
         report: NodeReport,
@@ -394,6 +450,7 @@ class NodeRunner:
         """The plan's runs in order, each pair's files and look manifest sent once the pair
         is done, then the collector's decision awaited: a stop ends the sequence. A run that
         fails ends it too (the config fails with that run's exit code)."""
+        one = ones["b"]
         place, store, config_key = one.place, one.store, one.config_key
         waiting = DecisionWait(
             store,
@@ -412,20 +469,22 @@ class NodeRunner:
         for slot in schedule(plan):
             if slot.pair is not None and not slot.closes_pair:
                 began = _now()
-            log_dir = _run_log_dir(one.sandbox, slot)
+            box = ones[slot.arm].sandbox
+            log_dir = _run_log_dir(box, slot)
             slot_files = replace(
                 files,
                 log_dir=log_dir,
+                owner=box.user.uid if box.user.separate else None,
                 prefix=slot.prefix,
                 parsed=slot.pair is not None,
                 access=files.access
-                and replace(files.access, path=log_dir, relative=Path("runs", slot.name)),
+                and LogDir(log_dir, self._sandbox_fd(box, files.access), Path("runs", slot.name)),
             )
             slot_files.make()
             started = self.clock()
             done.append(slot_files)
             try:
-                code = one.run(sources[slot.arm], slot_files, f"{FOLDER}run-{slot.seq}/")
+                code = ones[slot.arm].run(sources[slot.arm], slot_files, f"{FOLDER}run-{slot.seq}/")
             except NodeProblem:  # what ran is still sent, for people to see
                 report.sent += self._send_all(store, config_key, done)
                 raise
@@ -456,6 +515,12 @@ class NodeRunner:
                 )
             if decision.decision == "stop":
                 return
+
+    def _sandbox_fd(self, box: Sandbox, head: LogDir) -> int | None:
+        """The descriptor of ``box`` opened before the code ran: the base arm's own, else
+        the head's sandbox's."""
+        own = [fd for other, fd in self.base_arm if other is box]
+        return own[0] if own else head.base_fd
 
     def _send_all(
         self, store: S3RunStore, config_key: str, runs: Sequence[NodeFiles]
@@ -591,6 +656,7 @@ class _OneRun:
     sandbox: Sandbox
     base: Mapping[str, str]
     command: Sequence[Any]
+    prefix: Sequence[str] = ()  # what runs it in a pid namespace of its own (not root)
 
     def run(self, source: Path, files: NodeFiles, folder: str) -> int:
         """The command's exit code (STOPPED at its deadline, with a NodeProblem)."""
@@ -624,6 +690,7 @@ class _OneRun:
             timeout_s,
             spawn=code_spawn(self.sandbox.user, _max_tasks(env)),
             stop_the_rest=lambda: stop_code(self.sandbox.user),
+            prefix=self.prefix,
         )
         if ended.note is not None:
             note_in_log(files.log, ended.note)

@@ -81,6 +81,7 @@ def run_setup(
     *,
     timeout_s: float | None = None,
     stop_the_rest: Callable[[], None] | None = None,
+    prefix: Sequence[str] = (),
 ) -> None:
     """Each setup command in the checkout (node/bounded.py: ``timeout_s`` each, whatever it
     left running stopped by ``stop_the_rest`` once it has ended), its output appended to
@@ -102,6 +103,7 @@ def run_setup(
                 spawn=spawn,
                 stop_the_rest=stop_the_rest,
                 echo=False,
+                prefix=prefix,
             )
         except OSError as exc:
             raise NodeProblem(f"setup failed: {shown} cannot start: {exc.strerror}") from exc
