@@ -20,6 +20,7 @@ from distkpi_cli.node.drain import Drain
 
 GRACE_S = 10.0  # between SIGTERM and SIGKILL at a deadline
 DRAIN_S = 30.0  # for the output's end once nothing of the code runs
+NOTES_ROOM = 1 << 16  # left in a full log for the runner's own lines
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def run_bounded(
     finally:
         os.close(write)
     with log.open("ab", buffering=0) as out:
-        room = max(0, MAX_LOG_BYTES - out.tell())
+        room = max(0, MAX_LOG_BYTES - NOTES_ROOM - out.tell())
         drain = Drain(read, out, getattr(sys.stdout, "buffer", None) if echo else None, room)
         drain.start()
         code: int | None
