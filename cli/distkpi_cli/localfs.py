@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from distkpi.exceptions import NotFoundError, RunFolderError, StorageError
+from distkpi_cli.confined import UnsafeNameError, confined
 
 MISSING = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
 
@@ -20,8 +21,11 @@ class LocalRunSource:
         self.root = root.resolve()
 
     def _path(self, relative: str) -> Path:
+        bare = relative.strip("/")
         try:
-            path = (self.root / relative).resolve()
+            path = (confined(self.root, bare) if bare else self.root).resolve()
+        except UnsafeNameError as exc:
+            raise StorageError(f"{relative!r} cannot be read: {exc}") from exc
         except (OSError, ValueError) as exc:
             raise StorageError(f"{relative!r} cannot be read: {exc}") from exc
         if not path.is_relative_to(self.root):

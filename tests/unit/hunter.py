@@ -50,8 +50,22 @@ def hunt_proc(found: set[str], reached: list[str]) -> None:
                 reached.append(f"/proc/{pid}/{part}")
 
 
+def runner_pid() -> int:
+    """The node runner: the nearest ancestor running `distkpi_cli.main`, as /proc shows it
+    (in a pid namespace of its own, the code's getppid() names no process outside)."""
+    pid = int(os.readlink("/proc/self"))
+    while pid > 1:
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if b"distkpi_cli.main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        except (OSError, ValueError, IndexError):
+            break
+    return os.getppid()
+
+
 def hunt_parent_memory(found: set[str], reached: list[str]) -> None:
-    parent = os.getppid()
+    parent = runner_pid()
     maps = read(f"/proc/{parent}/maps")
     if maps is None:
         return
@@ -91,7 +105,7 @@ def leave_a_daemon(log_dir: str) -> None:
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
-            Path(log_dir, "daemon.pid").write_text(str(os.getpid()))
+            Path(log_dir, "daemon.pid").write_text(os.readlink("/proc/self"))  # /proc's pid
             os.execvp("sleep", ["sleep", "600"])
         os._exit(0)
     os.wait()
@@ -103,7 +117,7 @@ def main(args: list[str]) -> int:
     log_dir = os.environ.get("DISTKPI_LOG_DIR", ".")
     if "--daemon" in args:
         leave_a_daemon(log_dir)
-    print(f"parent {os.getppid()}")
+    print(f"parent {runner_pid()}")
     print(f"uid {os.getuid()}")
     found: set[str] = set()
     reached: list[str] = []

@@ -79,3 +79,26 @@ def test_a_parser_that_stops_early_leaves_no_thread_behind() -> None:
         stream.read(1024)
         raise ZeroDivisionError  # a parser bug, with blocks still read ahead
     assert threading.active_count() == threads
+
+
+def test_reads_are_a_files_reads_across_blocks() -> None:
+    """read(n) gives n bytes while there are, read() all that is left (s3transfer reads a
+    size it treats as the whole when the answer is shorter): short only at the end."""
+    data = SEED_LOG.read_bytes()
+    with HashingReader(io.BytesIO(data)) as stream:
+        first = stream.read(3 * HashingReader.BLOCK_BYTES + 7)
+        rest = stream.read()
+        assert stream.read() == b"" and stream.read(5) == b""
+        digest = stream.finish()
+    assert len(first) == 3 * HashingReader.BLOCK_BYTES + 7
+    assert first + rest == data
+    assert digest == hashlib.sha256(data).hexdigest()
+    assert stream.bytes_read == len(data) and stream.unread_bytes == 0
+
+
+def test_what_the_reader_left_is_counted_as_unread() -> None:
+    data = SEED_LOG.read_bytes()
+    with HashingReader(io.BytesIO(data)) as stream:
+        stream.read(100)
+        assert stream.finish() == hashlib.sha256(data).hexdigest()
+    assert stream.unread_bytes == len(data) - 100

@@ -52,6 +52,14 @@ def with_line(old: str, new: str) -> str:
         (with_line("  - make -C csrc", '  - ""'), "setup.1"),
         (with_line("repos: [myorg/mymodel]", "source: ftp://example.com/x.git"), "source"),
         (with_line("repos: [myorg/mymodel]", "source: https://x/{owner}.git"), "source"),
+        # credentials in the URL would reach the code as DISTKPI_SOURCE_URL
+        (
+            with_line(
+                "repos: [myorg/mymodel]", "source: https://x-access-token:ghp_x@github.com/{repo}"
+            ),
+            "source",
+        ),
+        (with_line("repos: [myorg/mymodel]", "source: ssh://git:pw@example.com/{repo}"), "source"),
         (with_line('image: "registry.example/mymodel:{sha}"', 'image: ":latest"'), "image"),
         (with_line("repos: [myorg/mymodel]", "repos: [not-a-repo]"), "repos.0"),
     ],

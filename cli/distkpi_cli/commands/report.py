@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from distkpi_cli.commands.common import Subcommands, UsageError, open_table, table_options
+from distkpi_cli.confined import confined
 
 
 def run(args: argparse.Namespace) -> int:
@@ -21,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
-        (out / name).write_bytes(data)
+        confined(out, name).write_bytes(data)
     print(out / "index.html")
     return 0
 

@@ -15,7 +15,7 @@ from unittest import mock
 import requests
 
 from distkpi.adapters.dynamo import DynamoTable
-from distkpi_cli.local.aws_stack import BUCKET, REGION, TABLE, aws_environment
+from distkpi_cli.local.aws_stack import BUCKET, REGION, TABLE, LocalAws
 from distkpi_cli.local.handlers import project_root
 from distkpi_cli.local.state import StateError, StateFolder
 from distkpi_cli.local.template import load_template, table_definition
@@ -51,7 +51,7 @@ def local_table(state: StateFolder, *, write: bool = False) -> Iterator[DynamoTa
     """The local history's table; StateError when there is neither a stack nor a state."""
     up = running(state)
     if up is not None:
-        with mock.patch.dict(os.environ, aws_environment(up.endpoint)):
+        with mock.patch.dict(os.environ, LocalAws(**up.aws).environment()):
             yield DynamoTable(TABLE, _resource(up.endpoint).Table(TABLE))
         return
     if not state.path.exists():

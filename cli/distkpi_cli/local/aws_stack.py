@@ -14,6 +14,7 @@ from typing import Any
 import boto3
 import requests
 
+from distkpi_cli.local.moto_front import StackKeys
 from distkpi_cli.local.template import (
     bucket_settings,
     load_template,
@@ -51,23 +52,36 @@ class LocalAws:
     multi_node_definition: str
     regression_topic: str
     github_app: bool = False
+    # the stack's own IAM user's: moto answers no other key once the stack is up
+    access_key_id: str = "local"
+    secret_access_key: str = "local"
 
     def client(self, service: str) -> Any:
-        return local_client(self.endpoint, service)
+        return boto3.client(  # type: ignore[call-overload]
+            service,
+            endpoint_url=self.endpoint,
+            region_name=REGION,
+            aws_access_key_id=self.access_key_id,
+            aws_secret_access_key=self.secret_access_key,
+        )
+
+    def environment(self) -> dict[str, str]:
+        return aws_environment(self.endpoint, self.access_key_id, self.secret_access_key)
 
 
 def local_client(endpoint: str, service: str) -> Any:
     return boto3.client(service, endpoint_url=endpoint, region_name=REGION)  # type: ignore[call-overload]
 
 
-def aws_environment(endpoint: str) -> dict[str, str]:
+def aws_environment(
+    endpoint: str, access_key_id: str = "local", secret_access_key: str = "local"
+) -> dict[str, str]:
     """What every process of the local stack needs to talk to it (and to nothing else)."""
     return {
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_DEFAULT_REGION": REGION,
-        "AWS_ACCESS_KEY_ID": "local",
-        "AWS_SECRET_ACCESS_KEY": "local",
-        "AWS_SESSION_TOKEN": "local",
+        "AWS_ACCESS_KEY_ID": access_key_id,
+        "AWS_SECRET_ACCESS_KEY": secret_access_key,
     }
 
 
@@ -204,12 +218,17 @@ def create_local_aws(
     endpoint: str,
     template_path: Path,
     suite: Path,
+    *,
     github_app: str | None = None,
     restore: Callable[[Callable[[str], Any]], None] | None = None,
+    lock: Callable[[Callable[[str], Any]], StackKeys] | None = None,
 ) -> LocalAws:
     """AWS as the template makes it, on moto's server at ``endpoint``; ``restore`` puts back
-    a saved state before S3 notifications are on (so old run folders start nothing)."""
+    a saved state before S3 notifications are on (so old run folders start nothing);
+    ``lock`` then makes moto answer the stack's own key only (local/moto_front.py), which
+    this process's environment takes."""
     os.environ.update(aws_environment(endpoint))
+    os.environ.pop("AWS_SESSION_TOKEN", None)
     # moto keeps its state per process: start from nothing, as a fresh account would.
     requests.post(f"{endpoint}/moto-api/reset", timeout=10)
     # moto's Batch would start Docker containers; the local executor runs the jobs instead.
@@ -228,6 +247,9 @@ def create_local_aws(
     if restore is not None:
         restore(client)
     queue_url = _notify_queue(client, template)
+    keys = lock(client) if lock is not None else StackKeys("local", "local")
+    os.environ.update(aws_environment(endpoint, keys.access_key_id, keys.secret_access_key))
+    boto3.DEFAULT_SESSION = None  # it keeps the credentials it first found
     return LocalAws(
         endpoint,
         queue_url,
@@ -238,6 +260,8 @@ def create_local_aws(
         made.multi_node_definition,
         made.regression_topic,
         made.github_app,
+        keys.access_key_id,
+        keys.secret_access_key,
     )
 
 

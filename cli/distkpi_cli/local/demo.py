@@ -120,6 +120,7 @@ def run_local(
     fresh: bool = False,
     keep_work: bool = False,
     push_from: str | None = None,
+    port: int = 0,
 ) -> LocalResult:
     """``commits`` merges on one stack, measuring the code of ``source`` (a git repository,
     default this checkout) at ``rev`` and its first-parent predecessors, oldest first: each
@@ -128,14 +129,21 @@ def run_local(
     ``rev`` is pushed as one push whose `before` is that commit (the commits between come
     in one push). A bisection a push's regression starts runs to its end. With a ``state``
     folder the history goes on from the runs before, and is kept for the next. Each run's
-    node work dirs are removed when its jobs end, unless ``keep_work`` or a node failed."""
+    node work dirs are removed when its jobs end, unless ``keep_work`` or a node failed.
+    ``port``: moto's (GitHub's the next), else free ones."""
     source = source or project_root()
     if push_from is not None and (commits != 1 or pull_request):
         raise DistkpiError("--push-from pushes one commit: not with --commits or --pull-request")
     chain = commits_of(source, rev, commits)
     pushed_from = commits_of(source, push_from, 1)[0] if push_from else None
     opened = local_stack(
-        suite, progress, github_app=github_app, state=state, fresh=fresh, repository=source
+        suite,
+        progress,
+        github_app=github_app,
+        state=state,
+        fresh=fresh,
+        repository=source,
+        port=port,
     )
     with opened as stack:
         stack.say(

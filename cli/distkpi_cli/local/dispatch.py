@@ -10,6 +10,7 @@ from typing import Any
 
 from distkpi.domain.layout import REPORT_PAGE, REPORTS, RUNS
 from distkpi.domain.records import RunRecord, RunStatus
+from distkpi_cli.confined import UnsafeNameError, confined
 from distkpi_cli.local.aws_stack import BUCKET
 from distkpi_cli.local.executor import Executor, JobOutcome, LocalJob, job_from_request
 from distkpi_cli.local.stack import LocalStack
@@ -96,14 +97,22 @@ class Dispatcher:
         raise RuntimeError(f"runs did not settle within {SETTLE_TIMEOUT_S}s")
 
     def download(self, prefix: str) -> Path:
-        """Copy s3://bucket/<prefix> out of the stack (it is gone when the stack stops)."""
+        """Copy s3://bucket/<prefix> out of the stack (it is gone when the stack stops).
+        A key that would leave the folder (``runs/<run>//etc/x``, ``../``), or that no file
+        can take there, is not copied, and said so."""
         s3 = self.stack.aws.client("s3")
-        target = self.out / prefix.rstrip("/")
+        target = confined(self.out, prefix.rstrip("/"))
+        refused = []
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):
             for obj in page.get("Contents", []):
-                path = target / obj["Key"][len(prefix) :]
-                path.parent.mkdir(parents=True, exist_ok=True)
-                s3.download_file(BUCKET, obj["Key"], str(path))
+                try:
+                    path = confined(target, obj["Key"][len(prefix) :])
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    s3.download_file(BUCKET, obj["Key"], str(path))
+                except (UnsafeNameError, OSError) as exc:
+                    refused.append(f"{obj['Key']!r} ({exc})")
+        if refused:
+            self.stack.say(f"not copied out of {prefix}: {'; '.join(refused)}")
         return target
 
     def requests(self, run_id: str) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@ GitHub, and the real handlers, given real event shapes as AWS would give them.""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -18,6 +19,8 @@ from types import ModuleType
 from typing import Any, TextIO
 from unittest import mock
 
+import boto3
+
 from distkpi.adapters.dynamo import DynamoTable, JobRepository, RunRepository
 from distkpi.domain.layout import SUITES
 from distkpi.domain.signing import ManifestKeys
@@ -27,7 +30,6 @@ from distkpi_cli.local.aws_stack import (
     MANIFEST_SECRET_ID,
     TABLE,
     LocalAws,
-    aws_environment,
     create_local_aws,
     function_environment,
 )
@@ -42,7 +44,9 @@ from distkpi_cli.local.handlers import (
     push_delivery,
     signed_function_url_event,
 )
+from distkpi_cli.local.moto_front import GuardedMotoServer
 from distkpi_cli.local.state import StateError, StateFolder
+from distkpi_cli.node.hardening import not_dumpable
 
 
 @dataclass
@@ -134,7 +138,7 @@ class LocalStack:
 
     def worker_environment(self) -> dict[str, str]:
         """What a job's processes need to reach this stack's AWS."""
-        return aws_environment(self.aws.endpoint)
+        return self.aws.environment()
 
 
 @contextmanager
@@ -184,7 +188,9 @@ def _attached(up: RunningStack, suite: Path, progress: TextIO) -> Iterator[Local
     root = project_root()
     aws = LocalAws(**up.aws)
     with mock.patch.dict(os.environ):
-        os.environ.update(aws_environment(aws.endpoint))
+        os.environ.update(aws.environment())
+        os.environ.pop("AWS_SESSION_TOKEN", None)
+        boto3.DEFAULT_SESSION = None
         aws.client("s3").put_object(
             Bucket=BUCKET, Key=f"{SUITES}{suite.name}", Body=suite.read_bytes()
         )
@@ -206,11 +212,11 @@ def _local_stack(
     *,
     repository: Path,
 ) -> Iterator[LocalStack]:
-    from moto.server import ThreadedMotoServer
-
     root = project_root()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    if os.geteuid() != 0:  # the code runs as this user: it must not read this process
+        not_dumpable()  # (its environment and memory hold the stack's key)
+    server = GuardedMotoServer("127.0.0.1", port)
     server.start()
     app = GitHubApp() if github_app else None
     github = GitHubStandIn(app=app, port=port + 1 if port else 0, repository=repository)
@@ -230,6 +236,7 @@ def _local_stack(
                 suite,
                 github_app=app.secret() if app else None,
                 restore=restore,
+                lock=functools.partial(server.lock, server.url),
             )
             github.token = aws.github_token
             os.environ.update(function_environment(aws, github.start()))
@@ -247,3 +254,4 @@ def _local_stack(
     finally:
         github.stop()
         server.stop()
+        boto3.DEFAULT_SESSION = None  # it keeps the stack's credentials it found

@@ -41,7 +41,10 @@ def serve(
         held = RunningStack(
             stack.aws.endpoint, stack.github.url, os.getpid(), dataclasses.asdict(stack.aws)
         )
-        state.up_file.write_text(json.dumps(held.to_json()))
+        # it holds the stack's key: its owner's alone
+        fd = os.open(state.up_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as up_file:
+            up_file.write(json.dumps(held.to_json()))
         try:
             print(f"AWS (moto): {stack.aws.endpoint}", flush=True)
             print(f"GitHub:     {stack.github.url}", flush=True)

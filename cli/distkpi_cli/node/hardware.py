@@ -10,6 +10,7 @@ a run is never failed for it, and never compared with known hardware.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import urllib.error
@@ -18,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from distkpi_cli.node.secrets import without_secrets
 
 UNKNOWN = "unknown"
 LOCAL = "local"
@@ -93,6 +96,8 @@ def gpu_names() -> list[str] | None:
             text=True,
             timeout=30,
             check=False,
+            stdin=subprocess.DEVNULL,
+            env=without_secrets(os.environ),
         )
     except (OSError, subprocess.TimeoutExpired):
         return None

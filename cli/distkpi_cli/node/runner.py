@@ -25,32 +25,33 @@ reached, is stopped with its whole process group.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
 import resource
 import shutil
-import signal
-import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import Any
 from urllib.parse import urlparse
 
 from distkpi.adapters.s3_runs import S3RunStore
-from distkpi.domain.contracts import MAX_LOG_BYTES, FileKind
+from distkpi.domain.contracts import MAX_FILES_PER_MANIFEST, MAX_LOG_BYTES, FileKind
 from distkpi.domain.logs.filesummary import ENGINE_VERSION, PARSED_KINDS
 from distkpi.domain.signing import HashingReader, sign
 from distkpi.exceptions import ContractError, StorageError
+from distkpi_cli.node.bounded import Ended, run_bounded
 from distkpi_cli.node.golden import NAME as GOLDEN_NAME
 from distkpi_cli.node.golden import copy_golden, golden_copy
+from distkpi_cli.node.hardening import MAX_CODE_TASKS, code_spawn, own_pid_namespace
 from distkpi_cli.node.hardware import Hardware, read_hardware
 from distkpi_cli.node.isolation import (
     KEY_VARIABLE,
@@ -61,6 +62,15 @@ from distkpi_cli.node.isolation import (
     code_user,
     guard_runner,
     stop_code,
+)
+from distkpi_cli.node.keptfiles import (
+    KeptFile,
+    LeftFiles,
+    LogDir,
+    UnsafeFile,
+    find_left,
+    manifest_refuses,
+    open_regular,
 )
 from distkpi_cli.node.logcap import cap_file
 from distkpi_cli.node.paired import (
@@ -75,20 +85,31 @@ from distkpi_cli.node.placement import Endpoint, Place, expand, framework_enviro
 from distkpi_cli.node.polling import pauses
 from distkpi_cli.node.reach import out_of_reach
 from distkpi_cli.node.rendezvous import FOLDER, free_ports, own_address, rendezvous
-from distkpi_cli.node.source import NO_SOURCE, NodeProblem, get_source, run_setup
+from distkpi_cli.node.secrets import store_maker, take_secrets, without_secrets
+from distkpi_cli.node.source import NO_SOURCE, TOKEN_VARIABLE, NodeProblem, get_source, run_setup
 from distkpi_cli.node.summaries import describe
+from distkpi_cli.node.walk import (
+    UnsafeFolderError,
+    open_folder,
+    remove_owned_by,
+    remove_tree,
+)
 
 GPU_QUERY = ["--query-gpu=timestamp,index,memory.used", "--format=csv", "-lms", "500"]
 # Paddle's launcher writes the whole environment into its --log_dir: envlog.<rank>,
 # backup_env.<rank>.json, and an environ({...}) line at the top of its own log
-ENVIRONMENT_DUMP_NAMES = ("envlog.", "backup_env.")
-ENVIRONMENT_DUMP_LINE = b"environ({"
+MAX_PROBLEM_CHARS = 1000  # a manifest's problem (domain/contracts.py)
 STOPPED = 124  # a command stopped at its deadline, as timeout(1) reports it
 
 
-class UnsafeFile(Exception):
-    """A file the code left that is not a regular file of its own (a link, a device, a
-    fifo, another user's file): never read, never uploaded."""
+def note_in_log(log: Path, text: str) -> None:
+    """A line of the node's own in its log; lost, as the log's other bytes, on a full disk
+    (the manifest says so)."""
+    try:
+        with log.open("a") as out:
+            out.write(f"distkpi node: {text}\n")
+    except OSError:
+        pass
 
 
 def _now() -> str:
@@ -102,41 +123,37 @@ class Upload:
     role: str
     rank: int
     kind: FileKind
-    owner: int | None = None  # the uid a file the code left must belong to
+    kept: KeptFile | None = None  # a file the command left, reached without a link
 
     def send(self, store: S3RunStore, key: str) -> dict[str, Any]:
         """Upload it, and what the manifest says of it: the sha256 of exactly the bytes
-        that were read for the upload and, for a log or GPU samples (within MAX_LOG_BYTES),
-        the KPI engine's summary of those bytes (node/summaries.py)."""
+        that were sent, read to the end, and, for a log or GPU samples (within
+        MAX_LOG_BYTES), the KPI engine's summary of those bytes (node/summaries.py).
+        StorageError when the upload stopped short of the file's end."""
         entry = {"path": self.path, "role": self.role, "rank": self.rank, "kind": self.kind}
-        with open_regular(self.local, self.owner) as f:
+        with self.kept.open() if self.kept else open_regular(self.local) as f:
             if self.kind in PARSED_KINDS:
                 data = f.read()
                 store.upload_stream(io.BytesIO(data), key)
                 return entry | describe(io.BytesIO(data), self.kind)
+            size = os.fstat(f.fileno()).st_size
             with HashingReader(f) as stream:
                 store.upload_stream(stream, key)
-                return entry | {"sha256": stream.finish()}
-
-
-def open_regular(path: Path, owner: int | None = None) -> BinaryIO:
-    """``path`` opened for reading if it is a regular file (not a link, whatever it points
-    to), and ``owner``'s when given; UnsafeFile otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise UnsafeFile(f"{exc.strerror}") from exc
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or (owner is not None and info.st_uid != owner):
-        os.close(fd)
-        raise UnsafeFile("not a regular file of the code's user")
-    return os.fdopen(fd, "rb")
+                sent = stream.bytes_read
+                digest = stream.finish()
+            if stream.unread_bytes or sent != size:
+                raise StorageError(
+                    f"{self.path}: the upload stopped at {sent - stream.unread_bytes} of "
+                    f"{size} bytes"
+                )
+            return entry | {"sha256": digest}
 
 
 @dataclass(frozen=True)
 class NodeFiles:
     """Where a node keeps what it uploads: its log and GPU samples (the runner's own, in
-    its work dir) and DISTKPI_LOG_DIR (the code's, in its sandbox)."""
+    its work dir) and DISTKPI_LOG_DIR (the code's, in its sandbox, reached through
+    ``access`` without following a link)."""
 
     work: Path
     role: str
@@ -148,6 +165,7 @@ class NodeFiles:
     # whether its log and GPU samples are parsed for KPIs (not a warm-up's, nor the setup
     # log of a paired run)
     parsed: bool = True
+    access: LogDir | None = None  # None: the runner's own folder, by its path
 
     @property
     def stem(self) -> str:
@@ -162,12 +180,16 @@ class NodeFiles:
         return self.work / self.prefix / "logs" / f"{self.stem}.gpu.csv"
 
     def make(self) -> None:
+        """The runner's own folders; DISTKPI_LOG_DIR is the sandbox's, made before the code
+        ran (nothing is made in a folder the code could have replaced)."""
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
+        if self.access is None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
 
-    def uploads(self) -> list[Upload]:
-        """What exists of them, named as the manifest names them; files the command left
-        are kept for people (kind `file`), never parsed: metrics go to stdout."""
+    def collect(self, room: int = MAX_FILES_PER_MANIFEST) -> tuple[list[Upload], LeftFiles]:
+        """What exists of them, named as the manifest names them, at most ``room``; files
+        the command left are kept for people (kind `file`), never parsed: metrics go to
+        stdout. What is not uploaded is said in the node's log, escaped."""
         log_kind: FileKind = "log" if self.parsed else "file"
         gpu_kind: FileKind = "gpu_memory" if self.parsed else "file"
         logs = f"{self.prefix}logs/"
@@ -176,60 +198,21 @@ class NodeFiles:
             Upload(self.gpu_csv, f"{logs}{self.gpu_csv.name}", self.role, self.rank, gpu_kind),
         ]
         named = [u for u in named if u.local.exists()]
-        for path in self.kept_files():
-            left = Upload(path, self.file_path(path), self.role, self.rank, "file", self.owner)
-            named.append(left)
-        return named
+        left = find_left(
+            self.access or LogDir(self.log_dir),
+            self.owner,
+            lambda relative: manifest_refuses(self.file_path(relative)),
+            max(0, room - len(named)),
+        )
+        for kept in left.kept:
+            path = self.file_path(kept.relative)
+            named.append(Upload(self.log_dir, path, self.role, self.rank, "file", kept))
+        for line in left.lines(self.file_path):
+            note_in_log(self.log, line)
+        return named, left
 
-    def kept_files(self) -> list[Path]:
-        """What the command left that is uploaded: neither an environment dump nor anything
-        but a regular file of the code's own."""
-        return [p for p in self.left_files() if not self.is_environment_dump(p) and self.safe(p)]
-
-    def safe(self, path: Path) -> bool:
-        try:
-            open_regular(path, self.owner).close()
-        except UnsafeFile:
-            return False
-        return True
-
-    def left_files(self) -> list[Path]:
-        """Every file under DISTKPI_LOG_DIR, and every link to a folder (never followed)."""
-        found = []
-        for folder, dirs, names in os.walk(self.log_dir, followlinks=False):
-            found += [Path(folder, name) for name in names]
-            found += [Path(folder, d) for d in dirs if Path(folder, d).is_symlink()]
-        return sorted(found)
-
-    def file_path(self, path: Path) -> str:
-        return f"{self.prefix}files/{self.stem}/{path.relative_to(self.log_dir).as_posix()}"
-
-    def is_environment_dump(self, path: Path) -> bool:
-        if path.name.startswith(ENVIRONMENT_DUMP_NAMES):
-            return True
-        try:
-            with open_regular(path, self.owner) as f:
-                return f.readline(4096).lstrip().startswith(ENVIRONMENT_DUMP_LINE)
-        except (UnsafeFile, OSError):  # the upload says so, as for any such file
-            return False
-
-    def note_withheld(self) -> None:
-        """Say in the node's log which files the command left are not uploaded: environment
-        dumps, and links or other files that are not regular files of the code's."""
-        dumps, unsafe = [], []
-        for path in self.left_files():
-            if self.is_environment_dump(path):
-                dumps.append(self.file_path(path))
-            elif not self.safe(path):
-                unsafe.append(self.file_path(path))
-        with self.log.open("a") as out:
-            if dumps:
-                out.write(f"distkpi node: not uploaded, environment dumps: {', '.join(dumps)}\n")
-            if unsafe:
-                out.write(
-                    "distkpi node: not uploaded, not regular files of the code's: "
-                    f"{', '.join(unsafe)}\n"
-                )
+    def file_path(self, relative: str) -> str:
+        return f"{self.prefix}files/{self.stem}/{relative}"
 
 
 @dataclass
@@ -242,15 +225,6 @@ class NodeReport:
     sent: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _tee(stream: IO[bytes], log: IO[bytes], echo: IO[bytes] | None) -> None:
-    for line in iter(stream.readline, b""):
-        log.write(line)
-        log.flush()
-        if echo is not None:
-            echo.write(line)
-            echo.flush()
-
-
 def run_command(
     args: Sequence[str],
     cwd: Path,
@@ -260,61 +234,40 @@ def run_command(
     *,
     spawn: Mapping[str, Any] | None = None,
     stop_the_rest: Callable[[], None] | None = None,
-) -> int | None:
-    """The command's exit code, or None when it was still running at ``timeout_s`` and
-    was stopped (its process group: SIGTERM, then SIGKILL). Its output is appended to the
-    node's log and echoed; GPU memory sampled while it runs, when nvidia-smi is there.
-    ``spawn``: how it starts (as the code's user, in a session of its own);
+    prefix: Sequence[str] = (),
+) -> Ended:
+    """The command run (node/bounded.py): its output appended to the node's log and echoed,
+    GPU memory sampled while it runs, when nvidia-smi is there (with no secret in its
+    environment). ``spawn``: how it starts (as the code's user, in a session of its own);
     ``stop_the_rest``: called once it has ended, to stop whatever it left running (which
     may hold its output open) before the rest of its output is read."""
-    log, gpu_csv = files.log, files.gpu_csv
     sampler = None
     if shutil.which("nvidia-smi"):
-        gpu = gpu_csv.open("wb")
-        sampler = subprocess.Popen(["nvidia-smi", *GPU_QUERY], stdout=gpu)
-    echo = getattr(sys.stdout, "buffer", None)
-    with log.open("ab") as out:
-        try:
-            proc = subprocess.Popen(
-                list(args),
-                cwd=cwd,
-                env=dict(env),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                **(spawn or {"start_new_session": True}),  # its own group, stopped as one
-            )
-        except OSError as exc:
-            raise NodeProblem(f"command cannot start: {args[0]}: {exc.strerror}") from exc
-        assert proc.stdout is not None
-        tee = threading.Thread(target=_tee, args=(proc.stdout, out, echo), daemon=True)
-        tee.start()
-        code: int | None
-        try:
-            code = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _stop_group(proc)
-            code = None
-        if stop_the_rest is not None:
-            stop_the_rest()
-        tee.join(timeout=30)
-    if sampler is not None:
-        sampler.terminate()
-        sampler.wait(timeout=10)
-        gpu.close()
-    return code
-
-
-def _stop_group(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=grace_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+        gpu = files.gpu_csv.open("wb")
+        sampler = subprocess.Popen(
+            ["nvidia-smi", *GPU_QUERY],
+            stdout=gpu,
+            stdin=subprocess.DEVNULL,
+            env=without_secrets(os.environ),
+        )
+    try:
+        return run_bounded(
+            args,
+            cwd,
+            env,
+            files.log,
+            timeout_s,
+            spawn=spawn,
+            stop_the_rest=stop_the_rest,
+            prefix=prefix,
+        )
+    except OSError as exc:
+        raise NodeProblem(f"command cannot start: {args[0]}: {exc.strerror}") from exc
+    finally:
+        if sampler is not None:
+            sampler.terminate()
+            sampler.wait(timeout=10)
+            gpu.close()
 
 
 @dataclass
@@ -325,6 +278,11 @@ class NodeRunner:
     hardware_of: Callable[[Mapping[str, str], str], Hardware] = read_hardware
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
+    unsent: list[str] = field(default_factory=list, init=False)  # uploads that failed
+    notes: list[str] = field(default_factory=list, init=False)  # files not read or left out
+    # a paired run's base arm, in a sandbox and as a user of its own when the code has a
+    # uid of its own: with the descriptor of its sandbox opened before the code ran
+    base_arm: list[tuple[Sandbox, int]] = field(default_factory=list, init=False)
 
     def run(self) -> int:
         place = Place.from_env(self.env)
@@ -336,9 +294,13 @@ class NodeRunner:
         hardware = self.hardware_of(self.env, place.role)
         try:
             user = code_user(self.env)
-            sandbox: Sandbox | None = Sandbox.make(user)
-        except IsolationError as exc:
+            made = Sandbox.make(user)
+            # the sandbox as it is now, before the code can replace any of it
+            sandbox_fd: int | None = open_folder(made.root)
+            sandbox: Sandbox | None = made
+        except (IsolationError, UnsafeFolderError) as exc:
             user, sandbox = CodeUser(os.getuid(), os.getgid(), separate=False), None
+            sandbox_fd = None
             report.exit_code, report.problem = 1, f"cannot isolate the code: {exc}"
         files = NodeFiles(
             work,
@@ -348,30 +310,63 @@ class NodeRunner:
             user.uid if user.separate else None,
             # a paired run's measured logs are its pairs'; this one holds the setups
             parsed="DISTKPI_PAIRED" not in self.env,
+            access=LogDir(sandbox.log_dir, sandbox_fd, Path("logs")) if sandbox else None,
         )
         files.make()
         if sandbox is not None:
-            try:
-                self._run(place, store, config_key, files=files, sandbox=sandbox, report=report)
-            except NodeProblem as problem:
-                code = STOPPED if isinstance(problem, Stopped) else report.exit_code or 1
-                report.exit_code, report.problem = code, problem.problem
-                with files.log.open("a") as out:
-                    out.write(f"distkpi node: {problem.problem}\n{problem.detail}\n")
-                print(f"distkpi node: {problem.problem}", file=sys.stderr)
-            finally:  # nothing of the code left running before its files are read
-                self._stop_code(sandbox.user, report)
-        files.note_withheld()
+            self._run_to_its_end(
+                place, store, config_key, files=files, sandbox=sandbox, report=report
+            )
+        golden = _golden_upload(files)
+        uploads, left = files.collect(MAX_FILES_PER_MANIFEST - len(report.sent) - len(golden))
+        uploads += golden
+        notes = [*self.notes, *_left_notes("", left)]
+        if notes and report.problem is None:
+            report.problem = "; ".join(notes)
         manifest = self._manifest(place, report, self.clock() - started, hardware)
-        uploads = files.uploads() + _golden_upload(files)
         self._upload(store, config_key, place, uploads, manifest, sent=report.sent)
-        if sandbox is not None:
-            sandbox.remove()
+        report.exit_code = manifest["exit_code"]
+        if sandbox is not None and sandbox_fd is not None:
+            self.base_arm.append((sandbox, sandbox_fd))
+        for box, fd in self.base_arm:  # every sandbox, the head's last
+            os.close(fd)
+            remove_tree(box.root)
+            if box.user.lease is not None:  # a leased uid is the next node's: clean it
+                remove_owned_by(box.user.uid)
+            box.user.release()
         user.release()
         # a failed main node fails the job when it exits: nothing to wait for
         if place.is_main and place.num_nodes > 1 and report.exit_code == 0:
             self._wait_for_others(store, config_key, place)
         return report.exit_code
+
+    def _run_to_its_end(
+        self,
+        place: Place,
+        store: S3RunStore,
+        config_key: str,
+        *,
+        files: NodeFiles,
+        sandbox: Sandbox,
+        report: NodeReport,
+    ) -> None:
+        """``_run``, whatever it raises said in the report and the log; then nothing of the
+        code left running, before its files are read."""
+        try:
+            self._run(place, store, config_key, files=files, sandbox=sandbox, report=report)
+        except NodeProblem as problem:
+            code = STOPPED if isinstance(problem, Stopped) else report.exit_code or 1
+            report.exit_code, report.problem = code, problem.problem
+            note_in_log(files.log, f"{problem.problem}\n{problem.detail}")
+            print(f"distkpi node: {problem.problem}", file=sys.stderr)
+        except Exception as exc:  # never a node that ends with nothing uploaded
+            report.exit_code = report.exit_code or 1
+            report.problem = f"the node failed: {type(exc).__name__}: {exc}"
+            note_in_log(files.log, traceback.format_exc())
+        finally:
+            self._stop_code(sandbox.user, report)
+            for other, _ in self.base_arm:
+                self._stop_code(other.user, report)
 
     @staticmethod
     def _stop_code(user: CodeUser, report: NodeReport) -> None:
@@ -395,36 +390,78 @@ class NodeRunner:
         url = self.env.get("DISTKPI_SOURCE_URL") or f"https://github.com/{place.repo}.git"
         if plan is not None and url == NO_SOURCE:
             raise NodeProblem("a paired run needs a source to check out both commits from")
-        source = get_source(url, place.sha, place.repo, sandbox.src, self.env)
+        git_env = without_secrets(self.env, keep={TOKEN_VARIABLE})
+        source = get_source(url, place.sha, place.repo, sandbox.src, git_env)
         if place.is_main:
             _keep_golden(self.env, source, files)
-        sources = {"b": source}
+        sources, boxes = {"b": source}, {"b": sandbox}
         if plan is not None:
-            sources["a"] = get_source(url, plan.base_sha, place.repo, sandbox.root / "a", self.env)
+            boxes["a"] = self._base_arm_sandbox(sandbox)
+            into = sandbox.root / "a" if boxes["a"] is sandbox else boxes["a"].src
+            sources["a"] = get_source(url, plan.base_sha, place.repo, into, git_env)
             for slot in schedule(plan):  # made before the hand-over, so they are the code's
-                _run_log_dir(sandbox, slot).mkdir(mode=0o700, parents=True)
-        sandbox.hand_over()  # checked out by the runner (the token is its), then the code's
-        base = code_environment(self.env, sandbox)
-        spawn = sandbox.user.popen_kwargs()
+                _run_log_dir(boxes[slot.arm], slot).mkdir(mode=0o700, parents=True)
+        for box in {id(b): b for b in boxes.values()}.values():
+            box.hand_over()  # checked out by the runner (the token is its), then the code's
+        bases = {arm: code_environment(self.env, box) for arm, box in boxes.items()}
+        prefix, refused = own_pid_namespace(sandbox.user)
+        if refused is not None:
+            note_in_log(files.log, f"the code shares the runner's pid namespace: {refused}")
+        setup_s = float(self.env.get("DISTKPI_SETUP_TIMEOUT_S", "3600"))
         setup = _json_list(self.env, "DISTKPI_SETUP")
+        command = self._reachable_command(setup, bases["b"], sandbox.user)
+        for arm in sorted(sources):
+            user = boxes[arm].user
+            run_setup(
+                setup,
+                sources[arm],
+                bases[arm],
+                files.log,
+                code_spawn(user, _max_tasks(self.env)),
+                timeout_s=setup_s,
+                stop_the_rest=functools.partial(stop_code, user),
+                prefix=prefix,
+            )
+        report.setup_s = self.clock() - setup_started
+        ones = {
+            arm: _OneRun(self, place, store, config_key, box, bases[arm], command, prefix)
+            for arm, box in boxes.items()
+        }
+        if plan is None:
+            report.exit_code = ones["b"].run(source, files, FOLDER)
+            return
+        self._run_pairs(plan, ones, sources, files, report)
+
+    def _reachable_command(
+        self, setup: Sequence[Any], base: Mapping[str, str], user: CodeUser
+    ) -> list[Any]:
+        """The command to run, once the code's user is known to reach every program the
+        setup and the command start (node/reach.py); NodeProblem naming what it cannot."""
         command = list(self.command) or _json_list(self.env, "DISTKPI_COMMAND")
         if not command:
             raise NodeProblem("no command: the suite names none and none was given after --")
-        if unreachable := out_of_reach(base, [*setup, command], sandbox.user):
+        if unreachable := out_of_reach(base, [*setup, command], user):
             raise NodeProblem(unreachable)
-        for arm in sorted(sources):
-            run_setup(setup, sources[arm], base, files.log, spawn)
-        report.setup_s = self.clock() - setup_started
-        one = _OneRun(self, place, store, config_key, sandbox, base, command)
-        if plan is None:
-            report.exit_code = one.run(source, files, FOLDER)
-            return
-        self._run_pairs(plan, one, sources, files, report)
+        return command
+
+    def _base_arm_sandbox(self, head: Sandbox) -> Sandbox:
+        """The base arm's sandbox: when the code has a uid of its own, another, with a
+        leased uid of its own too, so that neither arm can write the other's checkout, home
+        or temporary folder (a head's `pip install --user` or rewrite of ../a); not root,
+        the head's (the code runs as the runner's user either way)."""
+        if not head.user.separate:
+            return head
+        try:
+            box = Sandbox.make(code_user({}))  # as root with no uid given: a leased one
+            self.base_arm.append((box, open_folder(box.root)))
+        except (IsolationError, UnsafeFolderError) as exc:
+            raise NodeProblem(f"cannot isolate the base arm: {exc}") from exc
+        return box
 
     def _run_pairs(
         self,
         plan: PairedPlan,
-        one: _OneRun,
+        ones: Mapping[str, _OneRun],
         sources: Mapping[str, Path],
         files: NodeFiles,
         report: NodeReport,
@@ -432,6 +469,7 @@ class NodeRunner:
         """The plan's runs in order, each pair's files and look manifest sent once the pair
         is done, then the collector's decision awaited: a stop ends the sequence. A run that
         fails ends it too (the config fails with that run's exit code)."""
+        one = ones["b"]
         place, store, config_key = one.place, one.store, one.config_key
         waiting = DecisionWait(
             store,
@@ -450,17 +488,22 @@ class NodeRunner:
         for slot in schedule(plan):
             if slot.pair is not None and not slot.closes_pair:
                 began = _now()
+            box = ones[slot.arm].sandbox
+            log_dir = _run_log_dir(box, slot)
             slot_files = replace(
                 files,
-                log_dir=_run_log_dir(one.sandbox, slot),
+                log_dir=log_dir,
+                owner=box.user.uid if box.user.separate else None,
                 prefix=slot.prefix,
                 parsed=slot.pair is not None,
+                access=files.access
+                and LogDir(log_dir, self._sandbox_fd(box, files.access), Path("runs", slot.name)),
             )
             slot_files.make()
             started = self.clock()
             done.append(slot_files)
             try:
-                code = one.run(sources[slot.arm], slot_files, f"{FOLDER}run-{slot.seq}/")
+                code = ones[slot.arm].run(sources[slot.arm], slot_files, f"{FOLDER}run-{slot.seq}/")
             except NodeProblem:  # what ran is still sent, for people to see
                 report.sent += self._send_all(store, config_key, done)
                 raise
@@ -492,13 +535,20 @@ class NodeRunner:
             if decision.decision == "stop":
                 return
 
+    def _sandbox_fd(self, box: Sandbox, head: LogDir) -> int | None:
+        """The descriptor of ``box`` opened before the code ran: the base arm's own, else
+        the head's sandbox's."""
+        own = [fd for other, fd in self.base_arm if other is box]
+        return own[0] if own else head.base_fd
+
     def _send_all(
         self, store: S3RunStore, config_key: str, runs: Sequence[NodeFiles]
     ) -> list[dict[str, Any]]:
-        entries = []
+        entries: list[dict[str, Any]] = []
         for run in runs:
-            run.note_withheld()
-            entries += self._send(store, config_key, run.uploads())
+            uploads, left = run.collect(MAX_FILES_PER_MANIFEST - len(entries))
+            self.notes += _left_notes(run.prefix, left)
+            entries += self._send(store, config_key, uploads)
         return entries
 
     def _send_look(
@@ -551,7 +601,7 @@ class NodeRunner:
             "engine_version": ENGINE_VERSION,
         }
         if report.problem:
-            manifest["problem"] = report.problem
+            manifest["problem"] = _problem(report.problem)
         return manifest
 
     def _upload(
@@ -568,19 +618,29 @@ class NodeRunner:
         before, with a paired run's looks) and signed with the config's key: the collector
         counts a node when its manifest lands, and reads what it names."""
         manifest["files"] = [*sent, *self._send(store, config_key, uploads)]
+        if self.unsent:
+            said = [manifest.get("problem"), f"not uploaded: {'; '.join(self.unsent)}"]
+            manifest["problem"] = _problem("; ".join(p for p in said if p))
+            manifest["exit_code"] = manifest["exit_code"] or 1
         if signing_key := self.env.get(KEY_VARIABLE):
             manifest = sign(signing_key, manifest)
         key = f"{config_key}node-{place.index}.json"
         store.put_bytes(key, json.dumps(manifest).encode())
 
-    @staticmethod
-    def _send(store: S3RunStore, config_key: str, uploads: list[Upload]) -> list[dict[str, Any]]:
+    def _send(
+        self, store: S3RunStore, config_key: str, uploads: list[Upload]
+    ) -> list[dict[str, Any]]:
+        """Each upload's manifest entry; one that cannot be read or sent whole is left out,
+        and said in ``unsent`` (the manifest's problem)."""
         entries = []
         for upload in uploads:
-            cut = cap_file(upload.local, MAX_LOG_BYTES) if upload.kind != "file" else None
             try:
+                cut = cap_file(upload.local, MAX_LOG_BYTES) if upload.kind != "file" else None
                 entry = upload.send(store, config_key + upload.path)
-            except UnsafeFile:  # checked before (kept_files); nothing of the code runs now
+            except UnsafeFile:  # checked before (find_left); nothing of the code runs now
+                continue
+            except (StorageError, OSError) as exc:
+                self.unsent.append(f"{upload.path}: {exc}")
                 continue
             entries.append(entry | ({"truncated_bytes": cut} if cut else {}))
         return entries
@@ -615,6 +675,7 @@ class _OneRun:
     sandbox: Sandbox
     base: Mapping[str, str]
     command: Sequence[Any]
+    prefix: Sequence[str] = ()  # what runs it in a pid namespace of its own (not root)
 
     def run(self, source: Path, files: NodeFiles, folder: str) -> int:
         """The command's exit code (STOPPED at its deadline, with a NodeProblem)."""
@@ -640,18 +701,23 @@ class _OneRun:
         except ContractError as exc:
             raise NodeProblem(str(exc)) from exc
         timeout_s = float(env.get("DISTKPI_COMMAND_TIMEOUT_S", "7200"))
-        code = run_command(
+        ended = run_command(
             args,
             source,
             code_env,
             files,
             timeout_s,
-            spawn=self.sandbox.user.popen_kwargs(),
+            spawn=code_spawn(self.sandbox.user, _max_tasks(env)),
             stop_the_rest=lambda: stop_code(self.sandbox.user),
+            prefix=self.prefix,
         )
-        if code is None:
+        if ended.note is not None:
+            note_in_log(files.log, ended.note)
+        if ended.code is None:
             raise Stopped(f"command still running at its deadline of {timeout_s:g}s; stopped")
-        return code
+        if ended.log_error is not None:
+            raise NodeProblem(ended.log_error)
+        return ended.code
 
 
 class Stopped(NodeProblem):
@@ -665,8 +731,7 @@ def _keep_golden(env: Mapping[str, str], source: Path, files: NodeFiles) -> None
     (node/golden.py); why not, in the node's log."""
     why = copy_golden(env, source, files.work)
     if why:
-        with files.log.open("a") as out:
-            out.write(f"distkpi node: {why}\n")
+        note_in_log(files.log, why)
 
 
 def _golden_upload(files: NodeFiles) -> list[Upload]:
@@ -677,6 +742,27 @@ def _golden_upload(files: NodeFiles) -> list[Upload]:
 def _run_log_dir(sandbox: Sandbox, slot: Slot) -> Path:
     """DISTKPI_LOG_DIR of one run of a paired run: its own, empty when it starts."""
     return sandbox.root / "runs" / slot.name
+
+
+def _left_notes(prefix: str, left: LeftFiles) -> list[str]:
+    """What a manifest's problem says of the files a run left: only a DISTKPI_LOG_DIR that
+    is no folder any more (replaced by a link) fails the config; files left out by the
+    manifest's rules (names, room) are named in the log alone."""
+    run = f"{prefix.rstrip('/')}: " if prefix else ""
+    return [f"{run}DISTKPI_LOG_DIR not read: {left.unreadable}"] if left.unreadable else []
+
+
+def _max_tasks(env: Mapping[str, str]) -> int:
+    """The code's processes and threads at most, when it has a uid of its own."""
+    try:
+        return int(env.get("DISTKPI_CODE_MAX_TASKS") or MAX_CODE_TASKS)
+    except ValueError as exc:
+        raise NodeProblem("DISTKPI_CODE_MAX_TASKS is not a number") from exc
+
+
+def _problem(text: str) -> str:
+    """A manifest's problem, within what the contract takes."""
+    return text if len(text) <= MAX_PROBLEM_CHARS else f"{text[: MAX_PROBLEM_CHARS - 3]}..."
 
 
 def _bucket_and_key(prefix: str) -> tuple[str, str]:
@@ -698,4 +784,7 @@ def _json_list(env: Mapping[str, str], name: str) -> list[Any]:
 def main(command: Sequence[str]) -> int:
     """`distkpi node [-- COMMAND...]`: the command, else the suite's (DISTKPI_COMMAND)."""
     guard_runner(command)
-    return NodeRunner(os.environ, list(command)).run()
+    # from here on no process the runner starts inherits a secret: they live in its mapping
+    secrets = take_secrets(os.environ)
+    env = dict(os.environ) | secrets
+    return NodeRunner(env, list(command), store_for=store_maker(env)).run()

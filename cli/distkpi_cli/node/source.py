@@ -8,9 +8,11 @@ import base64
 import os
 import shlex
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from distkpi_cli.node.bounded import run_bounded
 
 NO_SOURCE = "none"
 OUTPUT_TAIL_LINES = 20
@@ -76,30 +78,58 @@ def run_setup(
     env: Mapping[str, str],
     log: Path,
     spawn: Mapping[str, Any] | None = None,
+    *,
+    timeout_s: float | None = None,
+    stop_the_rest: Callable[[], None] | None = None,
+    prefix: Sequence[str] = (),
 ) -> None:
-    """Each setup command in the checkout, its output appended to ``log``; the first that
-    fails stops the node. ``spawn``: how its processes start (as the code's user,
-    node/isolation.py)."""
+    """Each setup command in the checkout (node/bounded.py: ``timeout_s`` each, whatever it
+    left running stopped by ``stop_the_rest`` once it has ended), its output appended to
+    ``log``; the first that fails stops the node. ``spawn``: how its processes start (as
+    the code's user, node/isolation.py)."""
     for command in commands:
         args = ["sh", "-c", command] if isinstance(command, str) else list(command)
         shown = command if isinstance(command, str) else shlex.join(command)
+        with log.open("ab") as out:
+            out.write(f"$ {shown}\n".encode(errors="replace"))
+        start = log.stat().st_size
         try:
-            done = subprocess.run(
+            ended = run_bounded(
                 args,
-                cwd=cwd,
-                env=dict(env),
-                capture_output=True,
-                text=True,
-                check=False,
-                **(spawn or {}),
+                cwd,
+                env,
+                log,
+                timeout_s,
+                spawn=spawn,
+                stop_the_rest=stop_the_rest,
+                echo=False,
+                prefix=prefix,
             )
         except OSError as exc:
             raise NodeProblem(f"setup failed: {shown} cannot start: {exc.strerror}") from exc
-        with log.open("a") as out:
-            out.write(f"$ {shown}\n{done.stdout}{done.stderr}")
-        if done.returncode != 0:
-            detail = _tail(done.stdout + done.stderr)
-            raise NodeProblem(f"setup failed: {shown} exited {done.returncode}", detail)
+        if ended.note is not None:
+            with log.open("ab") as out:
+                out.write(f"distkpi node: {ended.note}\n".encode())
+        if ended.code is None:
+            raise NodeProblem(
+                f"setup failed: {shown} still running at its deadline of {timeout_s:g}s; stopped",
+                _tail_of(log, start),
+            )
+        if ended.code != 0:
+            detail = _tail_of(log, start)
+            raise NodeProblem(f"setup failed: {shown} exited {ended.code}", detail)
+        if ended.log_error is not None:
+            raise NodeProblem(f"setup: {ended.log_error}")
+
+
+def _tail_of(log: Path, start: int, most: int = 1 << 16) -> str:
+    """The last lines of what ``log`` holds past ``start``."""
+    try:
+        with log.open("rb") as f:
+            f.seek(max(start, f.seek(0, 2) - most))
+            return _tail(f.read().decode(errors="replace"))
+    except OSError:
+        return ""
 
 
 def get_source(url: str, sha: str, repo: str, work: Path, env: Mapping[str, str]) -> Path:

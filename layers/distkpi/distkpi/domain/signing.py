@@ -76,6 +76,8 @@ class HashingReader:
         self._left = b""  # what the last block holds beyond the size a read asked for
         self._ended = False
         self._digest: str | None = None
+        self.bytes_read = 0  # by the reader and finish()
+        self.unread_bytes = 0  # of them, those finish() read: the reader stopped short
         self._thread = threading.Thread(target=self._read_ahead, daemon=True)
         self._thread.start()
 
@@ -107,26 +109,40 @@ class HashingReader:
         return False
 
     def read(self, size: int = -1) -> bytes:
-        if not self._left:
+        """Up to ``size`` bytes (all that is left when ``size`` is negative), short only at
+        the end of the stream, as a file's read is."""
+        parts, wanted = [], size
+        while wanted != 0 and self._fill():
+            take = self._left if wanted < 0 else self._left[:wanted]
+            self._left = self._left[len(take) :]
+            parts.append(take)
+            wanted = wanted - len(take) if wanted > 0 else wanted
+        data = b"".join(parts)
+        self.bytes_read += len(data)
+        return data
+
+    def _fill(self) -> bool:
+        """Whether bytes are left to read (the next block taken when none is left over)."""
+        while not self._left:
             if self._ended:
-                return b""
+                return False
             item = self._blocks.get()
             if isinstance(item, BaseException):
                 self._ended = True
                 raise item
             if item is None:
                 self._ended = True
-                return b""
+                return False
             self._left = item
-        if size < 0 or size >= len(self._left):
-            block, self._left = self._left, b""
-        else:
-            block, self._left = self._left[:size], self._left[size:]
-        return block
+        return True
 
     def finish(self) -> str:
+        """The sha256 of the whole stream; what the reader had not read is read (and counted
+        in ``unread_bytes``) first."""
+        before = self.bytes_read
         while self.read(self.BLOCK_BYTES):
             pass
+        self.unread_bytes = self.bytes_read - before
         self._thread.join()
         assert self._digest is not None
         return self._digest

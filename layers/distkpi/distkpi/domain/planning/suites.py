@@ -169,6 +169,11 @@ class Suite(BaseModel):
             return source
         if not re.match(r"^(https://|ssh://|git@|file://|/)\S+$", source):
             raise ValueError(f"must be a clone URL template such as {DEFAULT_SOURCE} or 'none'")
+        if re.match(r"^(https|ssh|file)://[^/]*@", source) and (
+            source.startswith("https://") or ":" in source.split("//", 1)[1].split("@", 1)[0]
+        ):
+            # it would reach the code as DISTKPI_SOURCE_URL; the runner holds the clone token
+            raise ValueError("must not hold credentials: the clone token is the runner's")
         unknown = set(re.findall(r"\{(\w*)\}", source)) - {"repo"}
         if unknown:
             raise ValueError(f"knows only {{repo}}, not {', '.join(sorted(unknown))}")
