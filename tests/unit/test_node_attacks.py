@@ -73,7 +73,7 @@ def run_attack(
         work.mkdir()
         for path in [tmp_path, work, repo, *repo.rglob("*")]:
             os.lchown(path, as_uid, as_uid)
-        python, more = python_for(as_uid)
+        python, more = python_for(as_uid, tmp_path)
         env |= more
         user = {"user": as_uid, "group": as_uid, "extra_groups": []}
     done = subprocess.run(
