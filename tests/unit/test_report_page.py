@@ -185,3 +185,15 @@ def test_a_site_whose_report_links_find_no_file_says_so(tmp_path: Path) -> None:
     report.parent.mkdir(parents=True)
     report.write_text("<p>report</p>")
     assert build_site(OneHistory(history_records(RUN_ID)), FolderSite(site)).unreached == ()
+
+
+def test_a_pull_requests_run_joins_its_own_history_and_a_bisection_step_none() -> None:
+    pull = Trigger("local/demo", "c" * 40, "refs/pull/12/head", "fix", "pull_request", "develop")
+    pull = replace(pull, pull_request=12)
+    rec = replace(record(local_run(), []), trigger=pull)
+    assert (
+        "<p>No baseline yet: the KPIs of 1x1, 1x2 join pr:12&#x27;s history, no branch&#x27;s "
+        "baseline.</p>"
+    ) in page(build_report(rec, []))
+    step = replace(record(local_run(), []), bisection="local-bbbbbbbbbb-1")
+    assert "<p>A bisection step: it joins no history.</p>" in page(build_report(step, []))
