@@ -79,13 +79,11 @@ def history_note(record: RunRecord, judgements: Sequence[Judgement]) -> str:
             "baseline value to it; the next run is judged as if this one had not run."
         )
     judged = any(j.baseline is not None for j in judgements)
-    start = "" if judged else "No baseline yet: "
-    if is_published(branch):
-        note = f"{start}the KPIs of {_names(ok)} join {branch}'s history as baseline values"
-    else:
-        note = f"{start}the KPIs of {_names(ok)} join {branch}'s history, no branch's baseline"
+    start = "The" if judged else "No baseline yet: the"
+    joins = "as baseline values" if is_published(branch) else "(a pull request's: no baseline)"
+    note = f"{start} KPIs of {_names(ok)} join {branch}'s history {joins}"
     if failed:
-        note += f"; {_names(failed)} failed and add(s) none"
+        note += f"; {_names(failed)} failed and add{'s' if len(failed) == 1 else ''} none"
     return note + "."
 
 
