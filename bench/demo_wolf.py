@@ -91,13 +91,41 @@ def local_run(repo: Path, sha: str, state: Path, out: Path) -> tuple[str, str, f
     return final["state"], final["description"], seconds
 
 
+def slowed_only(sha: str, history: Path, kind: str) -> int:
+    work = ROOT / "out" / "demo_wolf_slowed"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    shutil.copytree(history, work / "state")
+    print(f"$ python bench/demo_wolf.py --slowed-from {history} --load {kind} --sha {sha[:10]}")
+    load = start_load(kind)
+    try:
+        slow_sha = slowed_copy(sha, work / "slowed")
+        verdict, description, seconds = local_run(
+            work / "slowed", slow_sha, work / "state", work / "out"
+        )
+    finally:
+        stop_load(load, kind)
+    print(
+        f"slowed   {slow_sha[:10]}: {verdict} - {description} "
+        f"({seconds:.0f} s, load {os.getloadavg()[0]:.1f})"
+    )
+    return 0 if verdict == "failure" else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="runs of the unchanged commit")
     parser.add_argument("--load", choices=("spin", "unit", "none"), default="spin")
     parser.add_argument("--sha", default="HEAD", help="the commit to run (default: HEAD)")
+    parser.add_argument(
+        "--slowed-from",
+        metavar="STATE",
+        help="only the slowed commit, against a copy of this state folder's history",
+    )
     args = parser.parse_args()
     sha = git("rev-parse", "--verify", f"{args.sha}^{{commit}}")
+    if args.slowed_from:
+        return slowed_only(sha, Path(args.slowed_from), args.load)
     work = ROOT / "out" / "demo_wolf"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
