@@ -23,8 +23,8 @@ from distkpi.domain.planning.suites import load_suite
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL = load_suite(ROOT / "infra" / "suites" / "local.yaml")
 SHA = "cdba9292d1c18a08a8ca116b3d7f3d60e3e8f0a1"
-# the throughput (samples/s) of the local suite's 1x1 and 1x2 in a run on this 2-core machine
-THROUGHPUT = {"1x1": 2473.0, "1x2": 2571.9}
+# the throughput (samples/s) of the local suite's 1x1 and 1x2 in the README's `make demo`
+THROUGHPUT = {"1x1": 4167.1, "1x2": 6578.2}
 
 
 def config(name: str, throughput: float, base: float) -> ConfigKpis:
@@ -84,7 +84,7 @@ def test_one_earlier_run_and_a_busy_machine_is_success_with_the_caveat() -> None
     )
     assert evaluation.verdict.state is State.SUCCESS
     assert evaluation.description == (
-        "2 GPUs 0.8x (-24%), eff 0.40, TTA 15s, acc Δ0.0194: ok, too little history to fail on: "
+        "2 GPUs 1.2x (-24%), eff 0.60, TTA 15s, acc Δ0.0194: ok, too little history to fail on: "
         "1x2 tput -24%; 1x2 speedup -24%; 1x2 eff -24%"
     )
     (throughput,) = [j for j in evaluation.judgements if (j.config, j.kpi) == ("1x2", "throughput")]
@@ -103,8 +103,8 @@ def test_every_run_of_one_commit_counts_only_where_the_suite_says() -> None:
     scales = (1.0, 0.9, 1.1, 0.95, 1.05)
     rows = earlier_runs([(s, s) for s in scales])
     each = series(rows, "1x1", "throughput", hardware="local/cpu", repeats=True)
-    assert each == pytest.approx([2473.0 * s for s in scales])
-    assert series(rows, "1x1", "throughput", hardware="local/cpu") == [2473.0 * 1.05]
+    assert each == pytest.approx([4167.1 * s for s in scales])
+    assert series(rows, "1x1", "throughput", hardware="local/cpu") == [4167.1 * 1.05]
 
 
 def test_five_runs_of_one_commit_are_a_test_of_the_machines_own_noise() -> None:
