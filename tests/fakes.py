@@ -502,7 +502,9 @@ class Counts:
         self.totals[name] = self.totals.get(name, 0) + value
 
 
-def plain_report(run: RunRecord, history: Sequence[HistoryRow]) -> dict[str, bytes]:
+def plain_report(
+    run: RunRecord, history: Sequence[HistoryRow], logs: Mapping[str, Sequence[str]]
+) -> dict[str, bytes]:
     """A report page naming the run and its verdict, without charts: for the tests of what
     follows a report (bisections publish a dozen runs each), where drawing the real one
     (reporting/page.py, a second or so with its charts) shows nothing more."""

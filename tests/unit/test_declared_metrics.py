@@ -170,3 +170,42 @@ def test_a_pattern_matching_across_lines_never_hides_a_line(run_builder: RunBuil
         ParseSettings(metrics=DeclaredMetrics.model_validate(declared), warmup_reports=0),
     )
     assert out.samples() == [5.0, 6.0]
+
+
+def test_a_suite_whose_patterns_number_no_pass_needs_no_accuracy_pass() -> None:
+    from distkpi.domain.planning.jobs import plan_jobs
+
+    text = SUITE.replace("accuracy_pass: 0\n", "") + yaml.safe_dump({"metrics": METRICS})
+    suite = parse_suite(text, "s.yaml")
+    trigger = Trigger("o/r", "a" * 40, "refs/heads/develop", "develop", "push", "develop")
+    spec = run_spec_for("r1", trigger, suite)
+    assert suite.accuracy_pass is None and spec.accuracy_pass is None
+    # the job runs its own number of passes: no DISTKPI_EPOCHS from a pass nobody chose
+    (plan,) = plan_jobs(spec, suite, "bucket")
+    assert "DISTKPI_EPOCHS" not in plan.environment
+    numbered = parse_suite(SUITE.replace("accuracy_pass: 0", "accuracy_pass: 3"), "s.yaml")
+    (plan,) = plan_jobs(run_spec_for("r1", trigger, numbered), numbered, "bucket")
+    assert plan.environment["DISTKPI_EPOCHS"] == "4"
+
+
+@pytest.mark.parametrize("accuracy_pass", [None, 3])
+def test_declared_accuracy_numbers_no_pass_so_no_pass_is_missed(
+    run_builder: RunBuilder, accuracy_pass: int | None
+) -> None:
+    run_builder.run["metrics"] = METRICS
+    run_builder.run["target_accuracy"] = 0.7
+    run_builder.run["accuracy_pass"] = accuracy_pass
+    run_builder.config("1x8", gpus=8).trainer("1x8", 0, LOG)
+    cfg = compute_run_kpis(LocalRunSource(run_builder.root)).configs[0]
+    assert cfg.test_accuracy == pytest.approx(0.71)  # the last evaluation the pattern read
+    assert cfg.problems == ("no GPU memory samples for the trainers (no GPU?)",)
+
+
+def test_a_log_that_numbers_other_passes_still_says_the_one_asked_for_is_missing(
+    run_builder: RunBuilder,
+) -> None:
+    run_builder.run["accuracy_pass"] = 3
+    run_builder.config("1x8", gpus=8).trainer("1x8", 0, LOG)
+    cfg = compute_run_kpis(LocalRunSource(run_builder.root)).configs[0]
+    assert cfg.test_accuracy == pytest.approx(0.99)  # fluid_benchmark's `Pass: 0` line
+    assert "no test accuracy for pass 3; the last reported is used" in cfg.problems

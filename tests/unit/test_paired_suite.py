@@ -69,7 +69,9 @@ def test_the_local_paired_suite_is_the_local_suite_paired() -> None:
     assert paired.verdict.paired is not None
     assert (paired.verdict.paired.max_pairs, paired.verdict.paired.warmup) == (4, True)
     assert paired.configs == local.configs and paired.command == local.command
-    assert paired.verdict.model_copy(update={"paired": None}) == local.verdict
+    # the local suite's settings for judging against its history are no paired suite's
+    unpaired = {"paired": None, "count_repeats": True, "short_history": "warn"}
+    assert paired.verdict.model_copy(update=unpaired) == local.verdict
 
 
 def test_a_paired_run_carries_its_base_to_run_json_and_every_job() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from distkpi_cli.commands.argtypes import positive_int
@@ -28,6 +29,9 @@ def run(args: argparse.Namespace) -> int:
         f"{out / 'index.html'}: {built.histories} histories, {built.runs} runs, "
         f"{built.pages} page(s)"
     )
+    unreached = built.unreached_line(out / "index.html")
+    if unreached is not None:
+        print(f"warning: {unreached}", file=sys.stderr)
     return 0
 
 

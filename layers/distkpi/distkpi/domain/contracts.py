@@ -244,7 +244,8 @@ class RunSpec(_Frozen):
     # before the target: it says which targets can be reached
     accuracy_direction: Direction = Direction.HIGHER
     target_accuracy: TargetAccuracy
-    accuracy_pass: Annotated[int, Field(ge=0)]
+    # None: the last test accuracy reported counts
+    accuracy_pass: Annotated[int, Field(ge=0)] | None = None
     accuracy_tolerance: Annotated[float, Field(ge=0)]
     configs: Annotated[tuple[ConfigSpec, ...], Field(min_length=1)]
     # throughput reports dropped as warm-up; None: the first 5%, at least one

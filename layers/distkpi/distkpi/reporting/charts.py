@@ -28,34 +28,36 @@ def _pyplot():  # type: ignore[no-untyped-def]
     return plt
 
 
-def speedup_chart(run: RunKpis) -> bytes:
-    """Speedup against GPUs, beside ideal linear scaling from the base config."""
-    plt = _pyplot()
-    figure, axes = plt.subplots(figsize=(5.5, 3.6))
+def speedup_chart(run: RunKpis) -> bytes | None:
+    """Speedup against GPUs, beside ideal linear scaling from the base config; None when no
+    config reported one (no empty axes)."""
     points = sorted(
         ((c.gpus, c.speedup, c.name) for c in run.configs if c.speedup is not None),
         key=lambda p: p[0],
     )
+    if not points:
+        return None
+    plt = _pyplot()
+    figure, axes = plt.subplots(figsize=(5.5, 3.6))
     base_gpus = min((c.gpus for c in run.configs), default=1)
     top = max((c.gpus for c in run.configs), default=1)
     axes.plot([base_gpus, top], [1, top / base_gpus], "--", color="grey", label="ideal (linear)")
-    if points:
-        # the line joins one config per GPU count (the first listed); the others are points
-        first: dict[int, float] = {}
-        for gpus, speedup, _ in points:
-            first.setdefault(gpus, speedup)
-        axes.plot(list(first), list(first.values()), "-", color="tab:blue")
-        axes.plot(
-            [p[0] for p in points], [p[1] for p in points], "o", color="tab:blue", label="this run"
+    # the line joins one config per GPU count (the first listed); the others are points
+    first: dict[int, float] = {}
+    for gpus, speedup, _ in points:
+        first.setdefault(gpus, speedup)
+    axes.plot(list(first), list(first.values()), "-", color="tab:blue")
+    axes.plot(
+        [p[0] for p in points], [p[1] for p in points], "o", color="tab:blue", label="this run"
+    )
+    for gpus, speedup, name in points:
+        axes.annotate(
+            f"{name}\n{speedup:.2f}x",
+            (gpus, speedup),
+            textcoords="offset points",
+            xytext=(4, -14),
+            fontsize=7,
         )
-        for gpus, speedup, name in points:
-            axes.annotate(
-                f"{name}\n{speedup:.2f}x",
-                (gpus, speedup),
-                textcoords="offset points",
-                xytext=(4, -14),
-                fontsize=7,
-            )
     axes.margins(y=0.15)  # room for the labels under the lowest point
     axes.set_xlabel("GPUs")
     axes.set_ylabel("speedup")
@@ -70,19 +72,29 @@ def throughput_history_chart(
     history: Sequence[HistoryRow],
     configs: Sequence[str],
     judgements: Sequence[Judgement] = (),
-) -> bytes:
+    *,
+    repeats: bool = False,
+) -> bytes | None:
     """Throughput of each given config over the baseline's runs (one panel each, as their
     scales differ by the number of GPUs), with this run as a star at the end and the range
-    its verdict allowed shaded (below it: a regression)."""
+    its verdict allowed shaded (below it: a regression). A config with neither history nor
+    a throughput of its own gets no panel; None when none has one. ``repeats``: every run of
+    a commit drawn, as a `count_repeats` suite judges them."""
+    drawn = []
+    for config in configs:
+        hardware = next((c.hardware for c in run.configs if c.name == config), None)
+        values = series(history, config, "throughput", hardware=hardware, repeats=repeats)
+        current = next((c.throughput for c in run.configs if c.name == config), None)
+        if values or current is not None:
+            drawn.append((config, values, current))
+    if not drawn:
+        return None
     plt = _pyplot()
     from matplotlib.ticker import MaxNLocator
 
-    figure, panels = plt.subplots(len(configs), 1, figsize=(6.5, 2.4 * len(configs)), squeeze=False)
-    for axes, config in zip(panels[:, 0], configs, strict=True):
-        hardware = next((c.hardware for c in run.configs if c.name == config), None)
-        values = series(history, config, "throughput", hardware=hardware)
+    figure, panels = plt.subplots(len(drawn), 1, figsize=(6.5, 2.4 * len(drawn)), squeeze=False)
+    for axes, (config, values, current) in zip(panels[:, 0], drawn, strict=True):
         axes.plot(range(len(values)), values, ".-", color="tab:blue", label="history")
-        current = next((c.throughput for c in run.configs if c.name == config), None)
         if current is not None:
             axes.plot(
                 [len(values)], [current], "*", markersize=12, color="tab:orange", label="this run"

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
 from distkpi.domain.judging.history import HistoryRow
 from distkpi.domain.judging.statistics import Judgement, KpiVerdict
 from distkpi.domain.judging.table import rows
-from distkpi.domain.kpis.engine import ConfigKpis, RunKpis
-from distkpi.domain.records import RunRecord
+from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus, RunKpis
+from distkpi.domain.records import RunRecord, is_published
 from distkpi.reporting.charts import speedup_chart, throughput_history_chart
 
 STYLE = """
@@ -44,7 +44,7 @@ def _kpi_table(run: RunKpis) -> str:
 
 def _judgement_table(judgements: Sequence[Judgement]) -> str:
     if not judgements:
-        return "<p>No baseline yet: this run starts the history.</p>"
+        return ""
     rows = "".join(
         f'<tr class="{j.verdict.value}"><td>{escape(j.config)}</td><td>{escape(j.kpi)}</td>'
         f"<td>{_cell(j.value)}</td><td>{_cell(j.baseline)}</td>"
@@ -60,8 +60,65 @@ def _judgement_table(judgements: Sequence[Judgement]) -> str:
     )
 
 
+def _names(configs: Sequence[ConfigKpis]) -> str:
+    return ", ".join(c.name for c in configs)
+
+
+def history_note(record: RunRecord, judgements: Sequence[Judgement]) -> str:
+    """What this run did to the history, in words: only its ok configs' KPIs are baseline
+    values for the runs after it; a bisection step joins no history at all."""
+    configs = record.evaluation.kpis.configs if record.evaluation else ()
+    if record.bisection is not None:
+        return "A bisection step: it joins no history."
+    ok = [c for c in configs if c.status is ConfigStatus.OK]
+    failed = [c for c in configs if c.status is not ConfigStatus.OK]
+    branch = record.history_branch
+    if not ok:
+        return (
+            f"No config finished: this run is recorded in {branch}'s history but adds no "
+            "baseline value to it; the next run is judged as if this one had not run."
+        )
+    judged = any(j.baseline is not None for j in judgements)
+    start = "The" if judged else "No baseline yet: the"
+    joins = "as baseline values" if is_published(branch) else "(a pull request's: no baseline)"
+    note = f"{start} KPIs of {_names(ok)} join {branch}'s history {joins}"
+    if failed:
+        note += f"; {_names(failed)} failed and add{'s' if len(failed) == 1 else ''} none"
+    return note + "."
+
+
+def _log_link(run_id: str, path: str) -> str:
+    """A link from reports/<run_id>/index.html to the run folder's file, the bucket's layout
+    and out/local's; its text is the key, where the file is wherever the report is read."""
+    key = f"runs/{run_id}/{path}"
+    return f'<a href="../../{escape(key)}">{escape(key)}</a>'
+
+
+def _failed(
+    run_id: str, configs: Sequence[ConfigKpis], logs: Mapping[str, Sequence[str]] | None
+) -> str:
+    """Each failed config: its status, why, and its logs (``logs`` None: not looked for)."""
+    items = []
+    for c in configs:
+        if c.status is ConfigStatus.OK:
+            continue
+        why = "; ".join(c.problems) or "no cause recorded"
+        item = f"<li><b>{escape(c.name)}</b> {escape(c.status.value)}: {escape(why)}"
+        if logs is not None:
+            found = logs.get(c.name, ())
+            links = ", ".join(_log_link(run_id, path) for path in found) or "none uploaded"
+            item += f"<br>logs: {links}"
+        items.append(item + "</li>")
+    return f"<h2>Failed configs</h2><ul>{''.join(items)}</ul>" if items else ""
+
+
 def _problems(configs: Sequence[ConfigKpis]) -> str:
-    items = "".join(f"<li>{escape(c.name)}: {escape(p)}</li>" for c in configs for p in c.problems)
+    items = "".join(
+        f"<li>{escape(c.name)}: {escape(p)}</li>"
+        for c in configs
+        if c.status is ConfigStatus.OK
+        for p in c.problems
+    )
     return f"<h2>Problems</h2><ul>{items}</ul>" if items else ""
 
 
@@ -70,9 +127,14 @@ def _img(name: str, png: bytes, alt: str) -> str:
     return f'<p><img src="data:image/png;base64,{data}" alt="{escape(alt)}" title="{name}"></p>'
 
 
-def build_report(record: RunRecord, history: Sequence[HistoryRow]) -> dict[str, bytes]:
-    """index.html (charts inlined, so a presigned link shows them) and the charts as PNGs,
-    of a finished run judged against ``history``."""
+def build_report(
+    record: RunRecord,
+    history: Sequence[HistoryRow],
+    logs: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, bytes]:
+    """index.html (charts inlined, so a presigned link shows them) and the charts as PNGs
+    (each only when it has something to draw), of a finished run judged against
+    ``history``; ``logs``: each failed config's log files, as paths in the run folder."""
     evaluation = record.evaluation
     if evaluation is None:
         raise ValueError(f"run {record.run_id} has not finished")
@@ -81,18 +143,31 @@ def build_report(record: RunRecord, history: Sequence[HistoryRow]) -> dict[str, 
     trigger = record.trigger
     base = min(run.configs, key=lambda c: c.gpus).name if run.configs else None
     largest = max(run.configs, key=lambda c: c.gpus).name if run.configs else None
-    charts = {
+    drawn = {
         "speedup.png": speedup_chart(run),
         "throughput_history.png": throughput_history_chart(
-            run, history, [c for c in dict.fromkeys([base, largest]) if c], judgements
+            run,
+            history,
+            [c for c in dict.fromkeys([base, largest]) if c],
+            judgements,
+            repeats=record.verdict_settings.count_repeats,
         ),
     }
+    charts = {name: png for name, png in drawn.items() if png is not None}
 
     title = f"distkpi {escape(run.model)} {escape(run.run_id)}"
     cost = f" &middot; {run.gpu_hours:.3g} GPU-hours" if run.gpu_hours is not None else ""
     description = escape(evaluation.description)
-    speedup = _img("speedup.png", charts["speedup.png"], "speedup vs GPUs")
-    history_img = _img("throughput_history.png", charts["throughput_history.png"], "history")
+    speedup = (
+        _img("speedup.png", charts["speedup.png"], "speedup vs GPUs")
+        if "speedup.png" in charts
+        else "<p>No config reported a speedup: nothing to draw.</p>"
+    )
+    history_img = (
+        _img("throughput_history.png", charts["throughput_history.png"], "history")
+        if "throughput_history.png" in charts
+        else "<p>No throughput, in this run or its history: nothing to draw.</p>"
+    )
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>{STYLE}</style></head><body>
@@ -101,8 +176,10 @@ def build_report(record: RunRecord, history: Sequence[HistoryRow]) -> dict[str, 
 <p>run {escape(run.run_id)} &middot; {escape(trigger.event)} on {escape(trigger.branch)}
 &middot; judged against {escape(trigger.base_branch)}, on the same hardware &middot;
 finished {escape(record.finished_at or "")}{cost}</p>
+{_failed(run.run_id, run.configs, logs)}
 <h2>KPIs</h2>{_kpi_table(run)}
-<h2>Against the baseline</h2>{_judgement_table(judgements)}
+<h2>Against the baseline</h2><p>{escape(history_note(record, judgements))}</p>
+{_judgement_table(judgements)}
 <h2>Scaling</h2>{speedup}
 <h2>History</h2>{history_img}
 {_problems(run.configs)}

@@ -67,6 +67,13 @@ class FolderSite:
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / name).write_bytes(data)
 
+    def reaches(self, link: str) -> bool:
+        """Whether a link on its pages finds a file: relative links are resolved from the
+        folder; a URL with a scheme (https://...) or an absolute path is taken as given."""
+        if "://" in link or link.startswith("/"):
+            return True
+        return (self.path / link).is_file()
+
 
 @dataclass
 class Run:
@@ -91,6 +98,18 @@ class SiteSummary:
     histories: int
     runs: int
     pages: int
+    # the report links (one per run) that find no file from a site written to a folder
+    unreached: tuple[str, ...] = ()
+
+    def unreached_line(self, where: Path) -> str | None:
+        """One line saying which report links lead nowhere, and what to do; None: all reach."""
+        if not self.unreached:
+            return None
+        return (
+            f"{len(self.unreached)} of {self.runs} report link(s) on {where} find no file, "
+            f"e.g. {self.unreached[0]}: write the site where the reports are beside it "
+            "(out/local/site for out/local/reports), or give --report-url"
+        )
 
 
 def runs_of(records: Iterable[HistoryRecord]) -> Iterator[Run]:
@@ -164,14 +183,15 @@ def kpi_chart(
         ys = [r.kpis.value(kpi) or 0.0 for _, _, r in points]  # each is measured
         ranges = [(i, r.judged.get(kpi, {})) for i, _, r in points]
         shaded = [(i, j["low"], j["high"]) for i, j in ranges if j.get("low") is not None]
-        if shaded:
-            axes.fill_between(
+        if shaded:  # a bar a run wide each: one run's range shows as well as many
+            axes.bar(
                 [i for i, _, _ in shaded],
-                [float(lo) for _, lo, _ in shaded],
-                [float(hi) for _, _, hi in shaded],
-                step="mid",
+                [float(hi) - float(lo) for _, lo, hi in shaded],
+                width=1.0,
+                bottom=[float(lo) for _, lo, _ in shaded],
                 color="tab:green",
                 alpha=0.12,
+                linewidth=0,
                 label="allowed range",
             )
         axes.plot(xs, ys, "-", color="tab:blue", linewidth=0.8)
@@ -285,8 +305,11 @@ def build_series(
     writer: SiteWriter,
     report_url: Callable[[str], str],
     page_runs: int = DEFAULT_PAGE_RUNS,
+    *,
+    unreached: list[str] | None = None,
 ) -> tuple[int, int]:
-    """The pages of one history: (runs, pages)."""
+    """The pages of one history: (runs, pages). A folder site's report links that find no
+    file are added to ``unreached``."""
     name = slug(series)
     resets = history.resets(series.repo, series.branch, series.model)
     records = history.history(series.repo, series.branch, series.model)
@@ -294,6 +317,9 @@ def build_series(
     paged = with_next(pages_of(runs_of(records), page_runs))
     for number, (newest_first, older) in enumerate(paged, start=1):
         runs += len(newest_first)
+        if unreached is not None and isinstance(writer, FolderSite):
+            links = (report_url(run.run_id) for run in newest_first)
+            unreached += [link for link in links if not writer.reaches(link)]
         pages = number
         chronological = newest_first[::-1]
         configs = sorted({r.config for run in newest_first for r in run.records})
@@ -332,8 +358,11 @@ def _page_name(name: str, number: int) -> str:
     return f"{name}.html" if number == 1 else f"{name}-{number}.html"
 
 
-def write_index(writer: SiteWriter, listed: Sequence[SeriesRecord]) -> None:
-    """index.html: every history with its latest verdict, linking its first page."""
+def write_index(
+    writer: SiteWriter, listed: Sequence[SeriesRecord], unreached: Sequence[str] = ()
+) -> None:
+    """index.html: every history with its latest verdict, linking its first page, and a
+    warning when report links find no file."""
     rows = [
         f'<tr class="{escape(series.state)}"><td>{escape(series.repo)}</td>'
         f"<td>{escape(series.branch)}</td>"
@@ -343,8 +372,16 @@ def write_index(writer: SiteWriter, listed: Sequence[SeriesRecord]) -> None:
         for series in listed
     ]
     head = _head("repository", "branch", "model", "latest verdict", "finished")
-    body = "<h1>distkpi: KPI history</h1>" + (
-        f"<table>{head}{''.join(rows)}</table>" if rows else "<p>No history yet.</p>"
+    warning = (
+        f'<p class="error">{len(unreached)} run report link(s) find no file from this folder, '
+        f"e.g. {escape(unreached[0])}: the reports are not beside the site.</p>"
+        if unreached
+        else ""
+    )
+    body = (
+        "<h1>distkpi: KPI history</h1>"
+        + warning
+        + (f"<table>{head}{''.join(rows)}</table>" if rows else "<p>No history yet.</p>")
     )
     writer.write("index.html", _page("distkpi history", body), "text/html; charset=utf-8")
 
@@ -366,10 +403,16 @@ def build_site(
         and (s.branch == branch if branch is not None else is_published(s.branch))
     ]
     runs = pages = 0
+    unreached: list[str] = []
     for series in listed:
         found, written = build_series(
-            history, series, writer, lambda r: report_url.format(run_id=r), page_runs
+            history,
+            series,
+            writer,
+            lambda r: report_url.format(run_id=r),
+            page_runs,
+            unreached=unreached,
         )
         runs, pages = runs + found, pages + written
-    write_index(writer, listed)
-    return SiteSummary(len(listed), runs, pages)
+    write_index(writer, listed, unreached)
+    return SiteSummary(len(listed), runs, pages, tuple(unreached))

@@ -5,7 +5,7 @@ with its failure policy (OnFailure)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -15,6 +15,8 @@ from aws_lambda_powertools import Logger
 from distkpi.domain.judging.evaluation import Evaluation
 from distkpi.domain.judging.history import HistoryRow
 from distkpi.domain.judging.paired import first_pair_d
+from distkpi.domain.kpis.engine import ConfigStatus
+from distkpi.domain.kpis.runfolder import RunSource
 from distkpi.domain.layout import kpis_key, report_key
 from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord
@@ -27,15 +29,32 @@ from distkpi.services.statuses import StatusPublisher
 
 logger = Logger(child=True)
 
-# a finished run's report files (name -> bytes), drawn against the history it was judged by
-DrawReport = Callable[[RunRecord, Sequence[HistoryRow]], dict[str, bytes]]
+# a finished run's report files (name -> bytes), drawn against the history it was judged
+# by, with each failed config's logs (paths in the run folder)
+DrawReport = Callable[
+    [RunRecord, Sequence[HistoryRow], Mapping[str, Sequence[str]]], dict[str, bytes]
+]
 
 
-def draw_report(run: RunRecord, history: Sequence[HistoryRow]) -> dict[str, bytes]:
+def draw_report(
+    run: RunRecord, history: Sequence[HistoryRow], logs: Mapping[str, Sequence[str]]
+) -> dict[str, bytes]:
     """index.html and its charts (reporting/page.py)."""
     from distkpi.reporting.page import build_report  # matplotlib: only when a run ends
 
-    return build_report(run, history)
+    return build_report(run, history, logs)
+
+
+def failed_logs(source: RunSource, run: RunRecord) -> dict[str, list[str]]:
+    """Each failed config's log files as paths in the run folder (<config>/logs/*.log)."""
+    configs = run.evaluation.kpis.configs if run.evaluation else ()
+    return {
+        c.name: [
+            f"{c.name}/logs/{n}" for n in source.list_names(f"{c.name}/logs") if n.endswith(".log")
+        ]
+        for c in configs
+        if c.status is not ConfigStatus.OK
+    }
 
 
 class OnFailure(Enum):
@@ -199,7 +218,7 @@ class Publisher:
     ) -> dict[str, bytes]:
         """The run's report, drawn against the history it was judged against."""
         rows = baseline if baseline is not None else baseline_of(self.history, run).rows
-        return self.draw(run, rows)
+        return self.draw(run, rows, failed_logs(self.store.run(run.run_id), run))
 
     def _write_report(self, run: RunRecord, baseline: Sequence[HistoryRow] | None) -> bool:
         """reports/<run_id>/: a report that cannot be drawn is logged and counted, and the

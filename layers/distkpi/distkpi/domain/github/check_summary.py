@@ -21,6 +21,7 @@ MARKS = {
     KpiVerdict.REGRESSED: "🔻 **regressed**",
     KpiVerdict.IMPROVED: "🔺 improved",
     KpiVerdict.MISSING: "⚠️ **enforced, not reported**",
+    KpiVerdict.BEYOND_TOLERANCE: "⚠️ beyond tolerance, too little history to fail",
 }
 
 

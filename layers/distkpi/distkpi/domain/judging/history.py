@@ -73,10 +73,12 @@ def series(
     hardware: str | None = None,
     *,
     paired: bool = False,
+    repeats: bool = False,
 ) -> list[float]:
     """Values of one KPI of one config in time order: only ok runs on the same hardware,
     only after a reset, and a commit once, by its latest run (a re-run's earlier runs stay
-    in the history, but are not counted twice). Mixed hardware is compared with nothing.
+    in the history, but are not counted twice), or with ``repeats`` every run (a suite's
+    `count_repeats`). Mixed hardware is compared with nothing.
     ``paired``: the paired runs' first-pair differences (``paired_d``) instead, where each
     A/A calibration run counts on its own (they measure one commit on purpose)."""
     if hardware == MIXED:
@@ -92,7 +94,7 @@ def series(
             and row.hardware == hardware
             and (reset_after is None or row.finished_at > reset_after)
         ):
-            by_commit[row.run_id if paired and row.calibration else row.sha] = value
+            by_commit[row.run_id if repeats or (paired and row.calibration) else row.sha] = value
     return list(by_commit.values())
 
 
@@ -120,7 +122,9 @@ def evidence_of(
             continue
         reset = max((resets[k] for k in (config.name, "*") if k in resets), default=None)
         for kpi in listed_kpis(run, settings):
-            values_before = series(history, config.name, kpi, reset, config.hardware)
+            values_before = series(
+                history, config.name, kpi, reset, config.hardware, repeats=settings.count_repeats
+            )
             earlier, baseline = split_at_change(values_before, settings)
             value = config.value(kpi)
             per_run = config.run_values.get(kpi) or (() if value is None else (value,))

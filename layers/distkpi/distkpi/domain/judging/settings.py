@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -86,6 +86,12 @@ class VerdictSettings(BaseModel):
     confidence: Annotated[float, Field(gt=0.5, lt=1)] | None = None
     window: Annotated[int, Field(ge=2)] = 30
     min_history: Annotated[int, Field(ge=2)] = 5
+    # below min_history values the tolerance is no test of the noise: "fail" (a KPI beyond
+    # it regresses) or "warn" (it is beyond-tolerance, said in the verdict, and fails nothing)
+    short_history: Literal["fail", "warn"] = "fail"
+    # every run of a commit counts in the baseline, not only its latest: repeated runs of one
+    # commit (A/A runs) are then the machine's own measure of its noise
+    count_repeats: bool = False
     change_point_p: Annotated[float, Field(gt=0, lt=1)] = 0.01
     confirm: ConfirmSettings | None = None
     paired: PairedSettings | None = None
@@ -138,6 +144,15 @@ class VerdictSettings(BaseModel):
     def _paired_or_confirmed(self) -> VerdictSettings:
         if self.confirm is not None and self.paired is not None:
             raise ValueError("paired and confirm: a suite confirms by re-running or by pairs")
+        return self
+
+    @model_validator(mode="after")
+    def _history_settings_unpaired(self) -> VerdictSettings:
+        if self.paired is not None and (self.short_history != "fail" or self.count_repeats):
+            raise ValueError(
+                "short_history and count_repeats are for judging against the history; "
+                "a paired suite judges each pair's B against its A"
+            )
         return self
 
     def tolerance_of(self, kpi: str) -> float:

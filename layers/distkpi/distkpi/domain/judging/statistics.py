@@ -20,7 +20,8 @@ Rates, times and memory (every KPI but test accuracy) vary by a factor, so they 
 on the log scale: the range is a factor either side of the geometric mean, and a time to
 accuracy, the reciprocal of a throughput, is no longer skewed against the interval.
 With fewer than ``min_history`` baseline values the range is the suite's relative tolerance
-around their mean, which is not a statistical test and takes no part in Holm's split. Only
+around their mean, which is not a statistical test and takes no part in Holm's split; with
+`short_history: warn` a KPI beyond it is said to be, and fails nothing. Only
 the harmful direction can regress: throughput, speedup, efficiency and test accuracy must
 not fall; time to accuracy and GPU memory must not rise. Where the baseline starts is
 changepoints.py's business."""
@@ -58,6 +59,8 @@ class KpiVerdict(StrEnum):
     NOT_ENFORCED = "not-enforced"
     # enforced, and the run does not report it: the verdict cannot be given (error)
     MISSING = "missing"
+    # beyond the suite's tolerance with too short a history to fail on (`short_history: warn`)
+    BEYOND_TOLERANCE = "beyond-tolerance"
 
 
 @dataclass(frozen=True)
@@ -355,6 +358,9 @@ def _without_test(e: KpiEvidence, settings: VerdictSettings) -> Judgement:
     low, high = mean - abs(mean) * tolerance, _capped(e, mean + abs(mean) * tolerance)
     verdict = _verdict(e.better_higher, value, low, high) if enforced else KpiVerdict.NOT_ENFORCED
     how = f"{len(recent)} baseline value(s): ±{tolerance:.0%} tolerance"
+    if verdict is KpiVerdict.REGRESSED and settings.short_history == "warn":
+        verdict = KpiVerdict.BEYOND_TOLERANCE
+        how += f"; too few to fail on ({settings.min_history} needed)"
     return Judgement(e.config, e.kpi, value, mean, low, high, verdict, how, runs)
 
 

@@ -87,6 +87,9 @@ def describe(run: RunKpis, verdict: Verdict, judgements: Sequence[Judgement] = (
         return clip(f"{'; '.join(verdict.reasons)}: {detail}")
     largest = max(run.configs, key=lambda c: c.gpus)
     tail = "ok" if verdict.state is State.SUCCESS else "; ".join(verdict.reasons)
+    unsure = [_regression(j) for j in judgements if j.verdict is KpiVerdict.BEYOND_TOLERANCE]
+    if unsure and verdict.state is State.SUCCESS:
+        tail += f", too little history to fail on: {'; '.join(unsure)}"
     described = f"{_headline(largest, judgements)}: {tail}"
     cost = f" · {run.gpu_hours:.3g} GPU-h" if run.gpu_hours is not None else ""
     if any(c.pairs for c in run.configs):  # a paired run: what it took, config by config

@@ -493,16 +493,24 @@ class _TestAccuracy:
 
 
 def _test_accuracy(
-    trainers: Sequence[ParsedLog], accuracy_pass: int, target: Target, direction: Direction
+    trainers: Sequence[ParsedLog],
+    accuracy_pass: int | None,
+    target: Target,
+    direction: Direction,
 ) -> _TestAccuracy:
+    """The test accuracy of ``accuracy_pass`` as the log numbers it, else its last (a problem
+    only where the log numbers other passes: a log that numbers none has no pass to miss)."""
     for log in trainers:
         summary = log.summary
         if summary.last_accuracy is None:
             continue
         problems: Problems = ()
-        if accuracy_pass not in summary.accuracy_by_pass:
+        numbered = summary.accuracy_by_pass
+        if accuracy_pass is not None and numbered and accuracy_pass not in numbered:
             problems = (f"no test accuracy for pass {accuracy_pass}; the last reported is used",)
-        found = summary.accuracy_at(accuracy_pass)
+        found = (
+            summary.last_accuracy if accuracy_pass is None else summary.accuracy_at(accuracy_pass)
+        )
         if found is None:
             continue
         parts = dict(found) if isinstance(found, dict) else None
@@ -602,7 +610,7 @@ def _crashed(log: ParsedLog) -> str:
 def config_kpis(
     evidence: ConfigEvidence,
     target_accuracy: Target,
-    accuracy_pass: int,
+    accuracy_pass: int | None,
     direction: Direction = Direction.HIGHER,
     *,
     run: RunSpec | None = None,

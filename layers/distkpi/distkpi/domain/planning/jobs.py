@@ -216,7 +216,6 @@ def plan_jobs(
             "DISTKPI_PSERVERS": str(spec.pservers),
             "DISTKPI_BATCH_SIZE": str(spec.batch_size),
             "DISTKPI_TARGET_ACCURACY": target_text(run.target_accuracy),
-            "DISTKPI_EPOCHS": str(run.accuracy_pass + 1),
             "DISTKPI_SOURCE_URL": suite.source_url(run.repo),
             "DISTKPI_SETUP": json.dumps(
                 [list(c) if isinstance(c, tuple) else c for c in suite.setup]
@@ -228,6 +227,8 @@ def plan_jobs(
         environment |= {f"DISTKPI_{k.upper()}": str(v) for k, v in spec.layout.items()}
         if suite.golden is not None:  # the main node uploads it from the checkout
             environment["DISTKPI_GOLDEN"] = suite.golden
+        if run.accuracy_pass is not None:  # else the job runs its own number of passes
+            environment["DISTKPI_EPOCHS"] = str(run.accuracy_pass + 1)
         if run.paired is not None:
             environment["DISTKPI_BASE_SHA"] = run.paired.base_sha
             environment["DISTKPI_PAIRED"] = json.dumps(

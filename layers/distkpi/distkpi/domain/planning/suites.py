@@ -127,7 +127,9 @@ class Suite(BaseModel):
     # higher: the quality metric improves as it rises (top-1); lower: as it falls (WER)
     accuracy_direction: Direction = Direction.HIGHER
     target_accuracy: TargetAccuracy
-    accuracy_pass: Annotated[int, Field(ge=0)]
+    # the pass whose test accuracy counts, as the logs number passes (and DISTKPI_EPOCHS =
+    # it + 1); unset: the last test accuracy reported, the job's own number of passes
+    accuracy_pass: Annotated[int, Field(ge=0)] | None = None
     accuracy_tolerance: Annotated[float, Field(ge=0)]
     configs: Annotated[tuple[SuiteConfig, ...], Field(min_length=1)]
     # throughput reports dropped as warm-up before averaging; unset: the first 5%, at least 1
