@@ -27,6 +27,9 @@ RECORDED = {
     3: "14d4757156ea3bc83144fa4e2af8aefe956626c33282703c65fbef0d94473090",
     # readers as a registry, one module per log family, and today's frameworks (issue 33)
     4: "21d2f7581e5d4d167d6f6574b8a443426ce7953db1d44606d7170950384efa1d",
+    # MLLOG train_loss and run_stop, perplexity fixing the direction, Megatron's interval
+    # rate over DeepSpeed's timer, MaxText's rates as work over time (issue 33)
+    5: "9a211107a9219c84eccae7daff322a86508e5999227254f2ee621073d014720d",
 }
 
 

@@ -216,7 +216,7 @@ def plan_jobs(
             "DISTKPI_PSERVERS": str(spec.pservers),
             "DISTKPI_BATCH_SIZE": str(spec.batch_size),
             "DISTKPI_TARGET_ACCURACY": target_text(run.target_accuracy),
-            "DISTKPI_EPOCHS": str(run.accuracy_pass + 1),
+            "DISTKPI_EPOCHS": str(suite.accuracy_pass + 1),
             "DISTKPI_SOURCE_URL": suite.source_url(run.repo),
             "DISTKPI_SETUP": json.dumps(
                 [list(c) if isinstance(c, tuple) else c for c in suite.setup]
