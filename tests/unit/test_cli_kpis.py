@@ -182,7 +182,10 @@ def test_the_accuracy_direction(capsys: pytest.CaptureFixture[str], tmp_path: Pa
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--target-accuracy", "2.69"], "less than or equal to 1"),
+        (
+            ["--target-accuracy", "2.69", "--accuracy-direction", "higher"],
+            "less than or equal to 1",
+        ),
         (["--target-accuracy", "-1", "--accuracy-direction", "lower"], "greater than 0"),
         (["--target-accuracy", "nan"], "finite number"),
     ],
@@ -193,6 +196,18 @@ def test_a_target_the_direction_cannot_reach_exits_2(
     assert main(["kpis", str(EXAMPLE), *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("distkpi kpis: target_accuracy") and message in err
+
+
+def test_a_target_above_1_without_a_direction_is_read_with_a_problem_saying_so(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the seed run's run.json states no accuracy_direction and its logs name no benchmark
+    assert main(["kpis", str(EXAMPLE), "--target-accuracy", "2.69"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "1x1: target_accuracy 2.69 is above 1, but run.json states no accuracy_direction and "
+        "no log names a benchmark that fixes it: read as higher is better"
+    ) in out
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,9 @@ RECORDED = {
     4: "21d2f7581e5d4d167d6f6574b8a443426ce7953db1d44606d7170950384efa1d",
     # a crash's cause: the exception line its traceback ends with (issue 34)
     5: "e7a1a1693b18035afd56e6fa1e2d5efddaaad46fe188d0b32e0411ed63d60200",
+    # MLLOG train_loss and run_stop, perplexity fixing the direction, Megatron's interval
+    # rate over DeepSpeed's timer, MaxText's rates as work over time (issue 33)
+    6: "59680deca54f0ef4d989f672b79ca8b26a82052690879df2f5212578344b925a",
 }
 
 

@@ -57,7 +57,13 @@ def test_the_command_line_direction_turns_a_wrong_reading_right(run_builder: Run
 def test_a_target_above_one_needs_the_lower_direction(run_builder: RunBuilder) -> None:
     run_builder.config("1x1").trainer("1x1", 0, pass_log(1))
     with pytest.raises(ContractError, match="target_accuracy: Input should be less than or"):
-        kpis(run_builder, target_accuracy=2.69)
+        kpis(run_builder, target_accuracy=2.69, accuracy_direction=Direction.HIGHER)
+    # stating no direction, the logs may fix it; where none does, a problem says so
+    unstated = kpis(run_builder, target_accuracy=2.69).configs[0]
+    assert (
+        "target_accuracy 2.69 is above 1, but run.json states no accuracy_direction and no "
+        "log names a benchmark that fixes it: read as higher is better"
+    ) in unstated.problems
     with pytest.raises(ContractError, match="greater than 0"):
         kpis(run_builder, target_accuracy=0.0, accuracy_direction=Direction.LOWER)
 

@@ -52,6 +52,7 @@ def every_field_set() -> list[tuple[str, Any]]:
         last_accuracy=0.71,
         accuracy_frontier=[EvalPoint(0.5, 12.0), EvalPoint(0.71, None)],
         run_start_s=1_700_000_000.125,
+        run_stop_s=1_700_000_890.125,
         converge_speed_s=890.0,
         train_samples=1_281_167.0,
         epoch_starts={0: 100.0, 1: 160.0},
@@ -233,7 +234,7 @@ def test_an_unreadable_summary_has_its_file_parsed(folder: Path) -> None:
 def test_a_summary_in_a_manifest_not_signed_with_the_key_is_never_used(folder: Path) -> None:
     manifest_path = folder / "1x1" / "node-0.json"
     manifest = json.loads(manifest_path.read_text())
-    manifest["files"][0]["summary"]["throughput"]["2"]["first"] = 1e6  # a forged speed
+    manifest["files"][0]["summary"]["throughput"]["3"]["first"] = 1e6  # a forged speed
     manifest_path.write_text(json.dumps(manifest))  # the signature no longer holds
     evidence = gather_config(
         LocalRunSource(folder), read_run_spec(LocalRunSource(folder)).configs[0], Reading(KEY)

@@ -34,7 +34,7 @@ def test_megatron_samples_per_s_is_the_global_batch_over_the_iteration_time() ->
     assert out.step_time_s.mean == pytest.approx(sum(times[1:]) / 4)
     assert out.best_throughput() == (
         pytest.approx(sum(32 / t for t in times[1:]) / 4),
-        Level.ITERATION,
+        Level.INTERVAL,
     )
     assert out.throughput_per() is Per.JOB
     assert out.tflops_per_gpu.mean == pytest.approx((1.0 + 1.1 + 1.2 + 1.2) / 4)
@@ -52,7 +52,7 @@ def test_megatron_deepspeed_behind_torchruns_default_prefix() -> None:
     assert out.loss_by_step == {10: 10.10967, 20: 8.861832}
     assert out.step_time_s.kept == [7.2310, 5.3551]
     # the log's own `samples per second: 17.927` is the same global batch / iteration time
-    assert out.best_throughput() == (pytest.approx(96 / 5.3551), Level.ITERATION)
+    assert out.best_throughput() == (pytest.approx(96 / 5.3551), Level.INTERVAL)
     assert round(96 / 5.3551, 3) == 17.927
     assert out.tflops_per_gpu.kept == [101.54, 137.10]
 
@@ -103,7 +103,15 @@ def test_deepspeeds_skipped_steps_are_its_cumulative_count() -> None:
     [
         # DeepSpeed-Chat step 1 and step 2 (training/utils, main.py of each step)
         ("ppl: 2.6923718452453613, loss: 0.9904", Direction.LOWER, 2.6923718452453613),
-        ("ppl: 2.6923718452453613, loss: 0.9904", Direction.HIGHER, None),
+        # a perplexity is lower is better whatever the run states: the line fixes it
+        ("ppl: 2.6923718452453613, loss: 0.9904", Direction.HIGHER, 2.6923718452453613),
+        # random-LTD's gpt_finetuning example prints a dict
+        (
+            "'step':1047, 'ppl': 23.9859276900444, 'seq_len': 1024, "
+            "'consume layer-tokens': 15732736",
+            Direction.HIGHER,
+            23.9859276900444,
+        ),
         (
             "chosen_last_scores (higher is better) : 2.7, rejected_last_scores (lower is "
             "better) : 1.1, acc (higher is better) : 0.65",
@@ -118,6 +126,68 @@ def test_deepspeed_examples_evaluations(
 ) -> None:
     out = read_text(line + "\n", ParseSettings(direction=direction))
     assert out.last_accuracy == accuracy
+
+
+def test_a_perplexity_line_fixes_the_logs_direction() -> None:
+    out = read_text("ppl: 1.8085135221481323\n")
+    assert out.direction is Direction.LOWER
+
+
+def test_deepspeed_chats_tflops_is_read_and_its_samples_per_sec_is_not_the_jobs() -> None:
+    # DeepSpeed-Chat step 2 DPO (dschat/utils/perf.py print_throughput), rank 0's micro batch
+    line = (
+        "Model Parameters: 0.331 B, Latency: 0.27s, TFLOPs: 1.02, Samples/sec: 7.28, "
+        "Time/seq 0.14s, Batch Size: 2, Sequence Length: 512\n"
+    )
+    out = read_text(line)
+    assert out.tflops_per_gpu.kept == [1.02]
+    assert out.best_throughput() is None
+
+
+def test_megatron_deepspeeds_interval_rate_wins_over_deepspeeds_timer_in_the_same_log() -> None:
+    # Megatron-DeepSpeed's token-dropping run: the engine's timer before Megatron's line
+    text = (
+        "[2022-10-28 23:48:58,643] [INFO] [timer.py:198:stop] 0/10, "
+        "RunningAvgSamplesPerSec=446.08298723123164, CurrSamplesPerSec=440.9095860530664, "
+        "MemAllocated=1.64GB, MaxMemAllocated=5.66GB\n"
+        " iteration       10/ 1716613 | consumed samples:         2560 | consumed tokens:  "
+        "    5242880 | elapsed time per iteration (ms): 849.6 | learning rate: 5.308E-07 | "
+        "global batch size:   256 | lm loss: 1.069056E+01 | loss scale: 2048.0 | number of "
+        "skipped iterations:   0 | number of nan iterations:   0 |\n"
+    )
+    out = read_text(text)
+    assert out.best_throughput() == (pytest.approx(256 / 0.8496), Level.INTERVAL)
+    # consumed tokens / consumed samples = 2048 tokens per sample
+    assert out.tokens_per_s.kept == [pytest.approx(256 * 2048 / 0.8496)]
+    assert out.tokens_per_s.per is Per.JOB
+
+
+def test_maxtexts_rates_are_total_work_over_total_time() -> None:
+    # MaxText under asynchronous dispatch: a step timed 0.01 s reports 60x the rate
+    text = "".join(
+        f"completed step: {n}, seconds: {s}, TFLOP/s/device: {t}, Tokens/s/device: {k}, "
+        f"total_weights: 65536, loss: 12.9{n}\n"
+        for n, s, t, k in [
+            (0, 30.0, 1.0, 100.0),
+            (1, 1.2, 200.0, 13000.0),
+            (2, 0.01, 12000.0, 780000.0),
+        ]
+    )
+    out = read_text(text)
+    assert out.tokens_per_s.mean == pytest.approx((13000.0 * 1.2 + 780000.0 * 0.01) / 1.21)
+    assert out.tflops_per_gpu.mean == pytest.approx((200.0 * 1.2 + 12000.0 * 0.01) / 1.21)
+    assert out.last_loss == 12.92
+
+
+def test_mllog_train_loss_is_the_training_loss() -> None:
+    # MLPerf v4.0 Llama 2 70B LoRA (JuniperNetworks), mlperf_logging_utils.py
+    line = (
+        ':::MLLOG {"namespace": "", "time_ms": 1715157702566, "event_type": "POINT_IN_TIME", '
+        '"key": "train_loss", "value": 1.2826, "metadata": {"file": "mlperf_logging_utils.py", '
+        '"lineno": 102, "samples_count": 3760}}\n'
+    )
+    out = read_text(line)
+    assert (out.last_loss, out.loss_by_step, out.last_accuracy) == (1.2826, {}, None)
 
 
 def test_hugging_face_trainer() -> None:

@@ -7,12 +7,17 @@ import io
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from distkpi.domain.accuracy import Direction
+from distkpi.domain.contracts import parse_run_spec
+from distkpi.domain.kpis.runfolder import compute_run_kpis
 from distkpi.domain.logs.logformats import ParseSettings, parse_log
 from distkpi.domain.logs.logsummary import Level, LogSummary, Per
 from distkpi.domain.logs.mlperf_rules import RULES, direction_problem, rule_for
+from distkpi_cli.localfs import LocalRunSource
+from tests.unit.test_cli_kpis import schema
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llm"
 # MLPerf Training v4.0, NVIDIA eos_ngc24.04_nemo, llama2_70b_lora/result_0.txt: its
@@ -120,3 +125,95 @@ def test_a_train_step_time_without_a_batch_gives_no_throughput() -> None:
 
 def test_every_rule_is_named_in_lower_case() -> None:
     assert all(name == name.lower() for name in RULES)
+
+
+def _run_folder(root: Path, log: str, **stated: object) -> Path:
+    """One single-node config whose only file is ``log``; run.json names the benchmark's
+    target and whatever ``stated`` adds (no accuracy_direction, no accuracy_pass)."""
+    root.mkdir(parents=True)
+    run = {
+        "schema": 1,
+        "run_id": "r",
+        "repo": "o/r",
+        "sha": "0" * 40,
+        "ref": "refs/heads/main",
+        "model": "llama2_70b_lora",
+        "target_accuracy": 0.925,
+        "accuracy_tolerance": 0.001,
+        "configs": [
+            {
+                "name": "c",
+                "trainers": 1,
+                "gpus_per_trainer": 8,
+                "pservers": 0,
+                "batch_size": 8,
+                "nodes": 1,
+            }
+        ],
+        **stated,
+    }
+    (root / "run.json").write_text(json.dumps(run))
+    (root / "c").mkdir()
+    (root / "c" / "result_0.txt").write_text(log + "\n")
+    manifest = {
+        "schema": 1,
+        "node": 0,
+        "exit_code": 0,
+        "started_at": "2026-11-30T00:00:00Z",
+        "finished_at": "2026-11-30T01:00:00Z",
+        "wall_s": 3600.0,
+        "files": [{"path": "result_0.txt", "role": "trainer", "rank": 0, "kind": "log"}],
+    }
+    (root / "c" / "node-0.json").write_text(json.dumps(manifest))
+    return root
+
+
+def test_a_run_stating_no_direction_is_read_in_its_benchmarks(tmp_path: Path) -> None:
+    run = _run_folder(tmp_path / "run", LLAMA2_LORA)
+    cfg = compute_run_kpis(LocalRunSource(run)).configs[0]
+    assert cfg.status == "ok", cfg.problems
+    # run_stop - run_start, MLPerf's time to train (the last evaluation is the first at 0.925)
+    assert cfg.time_to_accuracy_s == pytest.approx(1629.043)
+    # no accuracy_pass: the last evaluation
+    assert cfg.test_accuracy == 0.9233128428459167
+
+
+def test_a_run_stating_the_contrary_direction_is_an_error_naming_both(tmp_path: Path) -> None:
+    run = _run_folder(
+        tmp_path / "run", LLAMA2_LORA, accuracy_direction="higher", target_accuracy=0.9
+    )
+    cfg = compute_run_kpis(LocalRunSource(run)).configs[0]
+    assert cfg.status == "failed"
+    assert (
+        "accuracy_direction higher contradicts MLPerf's llama2_70b_lora, whose quality "
+        "metric, the evaluation loss (log perplexity), is lower is better"
+    ) in cfg.problems
+
+
+def test_a_run_json_without_a_direction_keeps_it_unstated() -> None:
+    spec = parse_run_spec(
+        {
+            "schema": 1,
+            "run_id": "r",
+            "repo": "o/r",
+            "sha": "0" * 40,
+            "ref": "refs/heads/main",
+            "model": "gpt3",
+            "target_accuracy": 2.69,
+            "accuracy_tolerance": 0.0,
+            "configs": [
+                {
+                    "name": "c",
+                    "trainers": 1,
+                    "gpus_per_trainer": 1,
+                    "pservers": 0,
+                    "batch_size": 1,
+                    "nodes": 1,
+                }
+            ],
+        }
+    )
+    assert (spec.direction_stated, spec.accuracy_pass) == (False, None)
+    assert "accuracy_direction" not in spec.to_json()
+    jsonschema.validate(spec.to_json(), schema("run.schema.json"))
+    assert parse_run_spec(spec.to_json()) == spec

@@ -97,3 +97,24 @@ def test_the_table_shows_a_layout_where_a_config_states_one() -> None:
         "micro_batch": 1,
         "global_batch": 256,
     }
+
+
+def test_run_json_with_every_declared_llm_metric_follows_its_schema() -> None:
+    metrics = """metrics:
+  samples_per_s: {pattern: 'consumed (?P<num>[0-9]+) in (?P<den>[0-9.]+)', value: 'num / den',
+                  per: job}
+  tokens_per_s: {pattern: 'tps: (?P<value>[0-9,]+)', per: card}
+  step_time_s: {pattern: 'step time (?P<value>[0-9.]+)', unit: ms}
+  loss: {pattern: 'step (?P<step>[0-9]+) loss: (?P<value>[0-9.]+)'}
+  gpu_memory: {pattern: 'memory: (?P<value>[0-9.]+)GiB', unit: GiB, role: trainer}
+"""
+    suite = parse_suite(SUITE + metrics, "infra/suites/llama.yaml")
+    spec = run_spec_for("run-1", TRIGGER, suite)
+    assert set(spec.to_json()["metrics"]) == {
+        "samples_per_s",
+        "tokens_per_s",
+        "step_time_s",
+        "loss",
+        "gpu_memory",
+    }
+    jsonschema.validate(spec.to_json(), schema("run.schema.json"))

@@ -7,7 +7,8 @@ Each number is read the way the engine reads a node's log: one file through `par
 KPI taken from the LogSummary (tokens_per_s, step_time_s, tflops_per_gpu, mfu, last_loss,
 framework_memory_mib, throughput, last_accuracy); time to accuracy from a whole run folder
 whose run.json states the benchmark's target but no accuracy_direction (MLPerf's rules fix
-it from `submission_benchmark`).
+it from `submission_benchmark`); Megatron's golden-values files, per-step curves and not
+logs, through the golden-curve loader.
 
 These checks are written ahead of the readers for these formats: until a reader lands, its
 entries fail here, naming the number expected and the number read. The log files are
@@ -18,6 +19,7 @@ folder the module is skipped, and a file not yet added to it skips its own entri
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 from pathlib import Path
@@ -25,9 +27,10 @@ from typing import Any
 
 import pytest
 
+from distkpi.domain.kpis.golden import GoldenCurve, GoldenSeries, parse_golden
 from distkpi.domain.kpis.runfolder import compute_run_kpis
 from distkpi.domain.logs.logformats import parse_log
-from distkpi.domain.logs.logsummary import LogSummary
+from distkpi.domain.logs.logsummary import LogSummary, warmup_count
 from distkpi_cli.localfs import LocalRunSource
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,6 +76,26 @@ FROM_SUMMARY = {
 }
 
 
+def _finite(series: GoldenSeries | None) -> list[tuple[int, float]]:
+    assert series is not None
+    return [(step, v) for step, v in sorted(series.values.items()) if math.isfinite(v)]
+
+
+def _golden_step_time(curve: GoldenCurve) -> float:
+    values = [v for _, v in _finite(curve.iteration_time)]
+    return statistics.median(values[warmup_count(len(values), None) :])
+
+
+# Megatron's golden-values files are per-step curves its functional tests keep, not logs:
+# they are read by the golden-curve loader (domain/kpis/golden.py), never by parse_log
+FROM_GOLDEN = {
+    "loss": lambda c: _finite(c.loss)[-1][1],
+    "step_time_s": _golden_step_time,
+    "gpu_memory_mib": lambda c: max(v for _, v in _finite(c.mem_max_allocated)) / 2**20,
+}
+GOLDEN_FORMAT = "megatron_golden"
+
+
 def _entry_id(entry: dict[str, Any]) -> str:
     return f"{entry['family']}:{entry['kpi']}:{entry['path']}"
 
@@ -96,12 +119,22 @@ def _assert_close(value: object, expected: object, tolerance: float) -> None:
         assert value == pytest.approx(expected, rel=tolerance, abs=1e-12)
 
 
-@pytest.mark.parametrize("entry", [e for e in LLM if e["kpi"] in FROM_SUMMARY], ids=_entry_id)
+@pytest.mark.parametrize(
+    "entry",
+    [e for e in LLM if e["kpi"] in FROM_SUMMARY and e["format"] != GOLDEN_FORMAT],
+    ids=_entry_id,
+)
 def test_each_llm_log_gives_its_number(entry: dict[str, Any]) -> None:
     with _log(entry).open("rb") as stream:
         summary = parse_log(stream)
     value = FROM_SUMMARY[entry["kpi"]](summary)
     _assert_close(value, entry["value"], entry["tolerance_rel"])
+
+
+@pytest.mark.parametrize("entry", [e for e in LLM if e["format"] == GOLDEN_FORMAT], ids=_entry_id)
+def test_each_megatron_golden_curve_gives_its_number(entry: dict[str, Any]) -> None:
+    curve = parse_golden(_log(entry).read_bytes(), entry["path"])
+    _assert_close(FROM_GOLDEN[entry["kpi"]](curve), entry["value"], entry["tolerance_rel"])
 
 
 def _run_without_direction(root: Path, log: Path, target: object) -> Path:
@@ -164,3 +197,5 @@ def test_the_expected_llm_numbers_cover_every_family_and_kpi() -> None:
     assert families == {"torchtitan", "megatron", "deepspeed", "maxtext", "mlperf_llm"}
     assert {"tokens_per_s", "step_time_s", "tflops_per_gpu", "mfu", "loss"} <= kpis
     assert kpis <= set(FROM_SUMMARY) | {"time_to_accuracy_s"}  # every entry is checked
+    golden = {e["kpi"] for e in LLM if e["format"] == GOLDEN_FORMAT}
+    assert golden and golden <= set(FROM_GOLDEN)

@@ -63,9 +63,15 @@ TargetAccuracy = (
 def check_target(target: Target, info: ValidationInfo) -> Target:
     """For a target_accuracy validator (after the model's accuracy_direction): every part of
     the target must be one a metric of that direction can reach, within [0, 1] for
-    higher-is-better, any positive number for lower-is-better."""
+    higher-is-better, any positive number for lower-is-better. A run that states no
+    direction may name any target at least 0: its logs can fix the direction (an MLPerf log's
+    submission_benchmark), and the engine says so where none does."""
     direction = info.data.get("accuracy_direction", Direction.HIGHER)
     parts = list(target.values()) if isinstance(target, Mapping) else [target]
+    if not info.data.get("direction_stated", True):
+        if any(part < 0 for part in parts):
+            raise PydanticCustomError("greater_than_equal", "Input should be at least 0")
+        return target
     for part in parts:
         if direction is Direction.HIGHER and not 0 <= part <= 1:
             raise PydanticCustomError(
@@ -241,8 +247,11 @@ class RunSpec(_Frozen):
     sha: Annotated[str, Field(pattern=SHA)]
     ref: str
     model: Annotated[str, Field(min_length=1)]
-    # before the target: it says which targets can be reached
+    # before the target: it says which targets can be reached; HIGHER when run.json states
+    # none, and then a log that names its benchmark fixes it (direction_stated: whether
+    # run.json states one, set from the document itself, never read from it)
     accuracy_direction: Direction = Direction.HIGHER
+    direction_stated: Annotated[bool, Field(exclude=True)] = True
     target_accuracy: TargetAccuracy
     # None: the last test accuracy reported counts
     accuracy_pass: Annotated[int, Field(ge=0)] | None = None
@@ -268,12 +277,23 @@ class RunSpec(_Frozen):
 
     _loss_falls = field_validator("quality")(check_quality)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _whether_direction_stated(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            return {**data, "direction_stated": "accuracy_direction" in data}
+        return data
+
     @model_serializer(mode="wrap")
     def _training_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
         """run.json names the training settings only when the suite sets them: every other
         run's reads as it did before there were any."""
         dumped = handler(self)
         if isinstance(dumped, dict):
+            if not self.direction_stated:
+                dumped.pop("accuracy_direction", None)
+            if self.accuracy_pass is None:
+                dumped.pop("accuracy_pass", None)
             for key in TRAINING_FIELDS:
                 if dumped.get(key) is None or (key == "quality" and dumped[key] == "eval"):
                     dumped.pop(key, None)

@@ -22,6 +22,7 @@ from distkpi.domain.kpis.golden import GoldenCurve, against_golden
 from distkpi.domain.kpis.measuring import Measuring
 from distkpi.domain.logs.gpumemory import GpuMemorySummary
 from distkpi.domain.logs.logsummary import LogSummary, Per
+from distkpi.domain.logs.mlperf_rules import direction_problem
 from distkpi.domain.untrusted import neutral
 
 # a config's hardware when a node could not read its own, and when its trainers disagree:
@@ -482,7 +483,43 @@ def _time_to_accuracy(
         best = describe(_best_evaluation(timed, direction))
         never = f"accuracy never reached the target {describe_target(target)} (best {best})"
         return (None, False), (never,)
-    return (max(0.0, min(reached) - min(starts)), True), ()
+    # an evaluation logged after a successful MLLOG run_stop (Stable Diffusion evaluates its
+    # checkpoints offline) reached the target by run_stop: MLPerf's time to train ends there
+    stops = [
+        s.run_stop_s
+        for log in timed
+        if (s := log.summary).run_stop_s is not None and s.first_time_reaching(target) is not None
+    ]
+    end = min([*reached, *stops])
+    return (max(0.0, end - min(starts)), True), ()
+
+
+def _quality_direction(
+    trainers: Sequence[ParsedLog], direction: Direction, run: RunSpec | None, target: Target
+) -> tuple[Direction, Problems, bool]:
+    """The direction the run's quality metric is read in, the problems, and whether they
+    are an error: a log that fixes it (an MLPerf log's submission_benchmark, a perplexity
+    line) is read in its own; run.json stating the contrary is an error naming both."""
+    stated = run is None or run.direction_stated
+    fixed = next((log for log in trainers if log.summary.direction is not direction), None)
+    if fixed is not None:
+        if not stated:
+            return fixed.summary.direction, (), False
+        summary = fixed.summary
+        why = direction_problem(summary.benchmark, direction) or (
+            f"accuracy_direction {direction} contradicts {fixed.path}, whose quality metric "
+            f"is {summary.direction} is better"
+        )
+        return summary.direction, (why,), True
+    parts = target.values() if isinstance(target, Mapping) else (target,)
+    if not stated and direction is Direction.HIGHER and any(part > 1 for part in parts):
+        why = (
+            f"target_accuracy {describe_target(target)} is above 1, but run.json states no "
+            "accuracy_direction and no log names a benchmark that fixes it: read as higher "
+            "is better"
+        )
+        return direction, (why,), False
+    return direction, (), False
 
 
 @dataclass(frozen=True)
@@ -625,6 +662,11 @@ def config_kpis(
     crashes = [_crashed(log) for log in evidence.logs if log.summary.crash is not None]
     if crashes:  # even when its node exited 0, as Paddle's legacy launcher does
         status = ConfigStatus.FAILED
+    direction, direction_problems, misdirected = _quality_direction(
+        trainers, direction, run, target_accuracy
+    )
+    if misdirected:
+        status = ConfigStatus.FAILED
     hardware, hardware_problems = _hardware(evidence)
     measuring = Measuring(spec, tuple((log.rank, log.summary) for log in trainers), run, hardware)
     (throughput, samples), inconsistent, throughput_problems = _throughput(
@@ -666,6 +708,7 @@ def config_kpis(
             *evidence.problems,
             *node_problems,
             *crashes,
+            *direction_problems,
             *file_problems,
             *throughput_problems,
             *tta_problems,

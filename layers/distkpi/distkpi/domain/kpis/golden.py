@@ -44,6 +44,11 @@ class GoldenCurve(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
     loss: GoldenSeries = Field(alias="lm loss")
+    # the other curves Megatron's functional tests keep beside the loss (seconds per step,
+    # bytes), read when present; ``"nan"`` marks a step they did not record
+    iteration_time: GoldenSeries | None = Field(None, alias="iteration-time")
+    mem_allocated: GoldenSeries | None = Field(None, alias="mem-allocated-bytes")
+    mem_max_allocated: GoldenSeries | None = Field(None, alias="mem-max-allocated-bytes")
     max_rel_diff: float = Field(DEFAULT_TOLERANCE, ge=0)
     runs: int | None = None
 

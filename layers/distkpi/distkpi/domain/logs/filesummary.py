@@ -28,7 +28,7 @@ from distkpi.domain.logs.logformats import DEFAULT_SETTINGS, ParseSettings, pars
 from distkpi.domain.logs.logsummary import LogSummary
 from distkpi.exceptions import ContractError
 
-ENGINE_VERSION = 5
+ENGINE_VERSION = 6
 
 Summary = LogSummary | GpuMemorySummary
 # the kinds of file the engine parses; a `file` is kept for people, never parsed

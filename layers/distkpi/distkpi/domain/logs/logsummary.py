@@ -24,8 +24,11 @@ class Level(IntEnum):
     """How much a throughput report covers; a log's highest level present wins."""
 
     ITERATION = 0
-    SUMMARY = 1
-    PASS = 2
+    # one report over a log interval of several iterations, by the training loop's own
+    # timing (Megatron's iteration line): preferred to a per-step timer in the same log
+    INTERVAL = 1
+    SUMMARY = 2
+    PASS = 3
 
 
 def warmup_count(count: int, warmup_reports: int | None) -> int:
@@ -41,19 +44,31 @@ def warmup_count(count: int, warmup_reports: int | None) -> int:
 @dataclass
 class RunningMean:
     """Mean of a stream of reports after its warm-up (warmup_count), in bounded memory: the
-    first MAX_KEPT reports are kept, the rest only summed."""
+    first MAX_KEPT reports are kept, the rest only summed. Reports given with the seconds
+    they cover (a rate and its step's time) average as total work over total time,
+    sum(rate x seconds) / sum(seconds), so that a step timed short weighs as little as it
+    lasted."""
 
     per: Per = Per.PROCESS
     warmup_reports: int | None = None
     count: int = 0
     total: float = 0.0
     kept: list[float] = field(default_factory=list)
+    # with seconds: the sum of rate x seconds, of the seconds, and each kept report's seconds
+    work: float = 0.0
+    seconds: float = 0.0
+    kept_seconds: list[float] = field(default_factory=list)
 
-    def add(self, value: float) -> None:
+    def add(self, value: float, seconds: float | None = None) -> None:
         if len(self.kept) < MAX_KEPT:
             self.kept.append(value)
+            if seconds is not None:
+                self.kept_seconds.append(seconds)
         self.count += 1
         self.total += value
+        if seconds is not None:
+            self.work += value * seconds
+            self.seconds += seconds
 
     @property
     def dropped(self) -> int:
@@ -64,6 +79,13 @@ class RunningMean:
         if self.count == 0:
             return None
         dropped = self.dropped
+        if self.kept_seconds and len(self.kept_seconds) == len(self.kept):
+            work = math.fsum(
+                v * t for v, t in zip(self.kept[:dropped], self.kept_seconds[:dropped], strict=True)
+            )
+            seconds = self.seconds - math.fsum(self.kept_seconds[:dropped])
+            if seconds > 0:
+                return (self.work - work) / seconds
         return (self.total - math.fsum(self.kept[:dropped])) / (self.count - dropped)
 
     @property
@@ -91,6 +113,8 @@ class LogSummary:
     # the timed evaluations no earlier one is at least as good as in every part
     accuracy_frontier: list[EvalPoint] = field(default_factory=list)
     run_start_s: float | None = None
+    # MLLOG: when a run_stop of status success says the benchmark's target was reached
+    run_stop_s: float | None = None
     converge_speed_s: float | None = None
     # MLLOG's samples per epoch and each epoch's start and stop, for a throughput when the
     # log states none of its own

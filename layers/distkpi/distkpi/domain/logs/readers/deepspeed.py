@@ -6,10 +6,15 @@ MaxMemAllocated=6.12GB` (older releases: `SamplesPerSec=` alone, a running avera
 timer is given the train batch size (micro batch x accumulation x data-parallel ranks), so
 samples/s is the whole job's; memory is that rank's, in GiB (bytes / 2^30). Its optimizer
 line `[Rank 0] step=1890, skipped=19, ...` counts the skipped (overflowed) steps so far.
-The examples' evaluations: DeepSpeed-Chat's `ppl: 5.12, loss: 1.63` (step 1's perplexity,
-lower is better: read as the run's quality only when its direction is lower) and `...,
-acc (higher is better) : 0.65` (step 2's reward model), and CIFAR's `Accuracy of the
-network on the 10000 test images: 57 %` (in percent)."""
+The examples' evaluations: DeepSpeed-Chat's `ppl: 5.12, loss: 1.63` (step 1's perplexity)
+and random-LTD's printed dict `'step':1047, 'ppl': 23.98, ...`: a perplexity is lower is
+better by definition, so the line fixes the log's direction (as an MLPerf log's benchmark
+does; a run stating higher is told so); `..., acc (higher is better) : 0.65` (step 2's
+reward model), and CIFAR's `Accuracy of the network on the 10000 test images: 57 %` (in
+percent). DeepSpeed-Chat's own `Model Parameters: 0.331 B, Latency: 0.27s, TFLOPs: 1.02,
+Samples/sec: 7.28, ...` (print_throughput, every micro step) gives TFLOP/s per card as the
+framework reports it; its Samples/sec, one process's micro batch over the latency, is not
+the job's and is left to the engine's timer."""
 
 from __future__ import annotations
 
@@ -23,7 +28,8 @@ _CURRENT = re.compile(rf"\bCurrSamplesPerSec={NUM}")
 _AVERAGE = re.compile(rf"(?<![A-Za-z])SamplesPerSec={NUM}")
 _MAX_MEMORY = re.compile(rf"\bMaxMemAllocated={NUM}GB")
 _SKIPPED = re.compile(r"\bstep=\d++, skipped=(\d++),")
-_PPL = re.compile(rf"(?<![\w.])ppl: {NUM}")
+_PPL = re.compile(rf"(?<![\w.])(?:ppl|'ppl'): {NUM}")
+_CHAT_TFLOPS = re.compile(rf"\bLatency: {NUM}s, TFLOPs: {NUM},")
 _CHAT_ACC = re.compile(rf"\bacc \(higher is better\) : {NUM}")
 _CIFAR_ACC = re.compile(rf"Accuracy of the network on the \d++ test images: {NUM} ?%")
 GIB = 1024.0
@@ -52,8 +58,13 @@ def _optimizer(line: str, out: LogSummary) -> bool:
 
 def _evaluation(line: str, out: LogSummary) -> bool:
     if m := _PPL.search(line):
-        if out.direction is Direction.LOWER and (ppl := positive(m.group(1), out)) is not None:
+        out.direction = Direction.LOWER
+        if (ppl := positive(m.group(1), out)) is not None:
             out.add_accuracy(ppl, None, None)
+        return True
+    if m := _CHAT_TFLOPS.search(line):
+        if (tflops := positive(m.group(2), out)) is not None:
+            out.tflops_per_gpu.add(tflops)
         return True
     if m := _CHAT_ACC.search(line):
         if (acc := finite(m.group(1), out)) is not None:
@@ -69,6 +80,12 @@ def _evaluation(line: str, out: LogSummary) -> bool:
 TIMER = Reader("deepspeed", (b"SamplesPerSec=", b", skipped="), _timer)
 EVALUATION = Reader(
     "deepspeed_examples",
-    (b"ppl: ", b"acc (higher is better)", b"Accuracy of the network on the "),
+    (
+        b"ppl: ",
+        b"'ppl': ",
+        b"acc (higher is better)",
+        b"Accuracy of the network on the ",
+        b", TFLOPs: ",
+    ),
     _evaluation,
 )

@@ -2,7 +2,10 @@
 Tokens/s/device: 124.618, total_weights: 8388608, loss: 4.453`.
 
 `seconds` is the step's time (one step of the whole job); TFLOP/s and tokens/s are per
-device (a TPU chip, or a GPU)."""
+device (a TPU chip, or a GPU). Under asynchronous dispatch a step's `seconds` is when the
+host got on, not when the device finished (a step of 0.01 s then reports 20x a chip's
+peak): the rates are averaged as total work over total time, each weighted by its step's
+seconds, never as a mean of per-step rates."""
 
 from __future__ import annotations
 
@@ -18,6 +21,15 @@ _TOKENS = re.compile(rf"\bTokens/s/device: {NUM}")
 _LOSS = re.compile(rf"(?<![\w/])loss: {LOSS}")
 
 
+def _rates(line: str, rest: int, seconds: float, out: LogSummary) -> None:
+    """The step's rates, each weighed by its seconds (a rate without them is left out)."""
+    if (m := _TFLOPS.search(line, rest)) and (tflops := positive(m.group(1), out)):
+        out.tflops_per_gpu.add(tflops, seconds)
+    if (m := _TOKENS.search(line, rest)) and (tokens := positive(m.group(1), out)):
+        out.tokens_per_s.per = Per.CARD
+        out.tokens_per_s.add(tokens, seconds)
+
+
 def _step(line: str, out: LogSummary) -> bool:
     step = _STEP.search(line)
     if step is None:
@@ -25,11 +37,7 @@ def _step(line: str, out: LogSummary) -> bool:
     rest = step.end()
     if (m := _SECONDS.search(line, rest)) and (seconds := positive(m.group(1), out)):
         out.step_time_s.add(seconds)
-    if (m := _TFLOPS.search(line, rest)) and (tflops := positive(m.group(1), out)):
-        out.tflops_per_gpu.add(tflops)
-    if (m := _TOKENS.search(line, rest)) and (tokens := positive(m.group(1), out)):
-        out.tokens_per_s.per = Per.CARD
-        out.tokens_per_s.add(tokens)
+        _rates(line, rest, seconds, out)
     if m := _LOSS.search(line, rest):
         loss(pass_number(step.group(1), out), m.group(1), out)
     return True

@@ -6,7 +6,11 @@ An iteration line is one step of the whole job: its time (`elapsed time per iter
 (ms)`, or `(s)`), and the global batch size over it is the job's samples/s; `throughput
 per GPU (TFLOP/s/GPU)` (Megatron-DeepSpeed: `TFLOPs`) is per card; `lm loss` is the
 interval's mean loss; `number of nan iterations` and `number of skipped iterations` count
-the interval's own, so they are summed. Memory is in MiB (Megatron divides bytes by 2^20)."""
+the interval's own, so they are summed. Memory is in MiB (Megatron divides bytes by 2^20).
+Megatron-DeepSpeed's `consumed tokens` over `consumed samples` is the tokens per sample, so
+the job's tokens/s is the global batch times it over the iteration time. The line's time is
+the interval's average by the training loop's own timer: its samples/s is preferred
+(Level.INTERVAL) to the per-step rate of DeepSpeed's timer printed in the same log."""
 
 from __future__ import annotations
 
@@ -34,6 +38,22 @@ def _count(text: str | None, out: LogSummary) -> int:
     return int(value) if value is not None and value > 0 and value == int(value) else 0
 
 
+def _tokens_per_sample(pairs: dict[str, str], out: LogSummary) -> float | None:
+    tokens, samples = pairs.get("consumed tokens"), pairs.get("consumed samples")
+    if tokens is None or samples is None:
+        return None
+    counted, over = positive(tokens, out), positive(samples, out)
+    return counted / over if counted is not None and over is not None else None
+
+
+def _seconds(pairs: dict[str, str], out: LogSummary) -> float | None:
+    if (ms := pairs.get("elapsed time per iteration (ms)")) is not None:
+        return value / 1000.0 if (value := positive(ms, out)) is not None else None
+    if (s := pairs.get("elapsed time per iteration (s)")) is not None:
+        return positive(s, out)
+    return None
+
+
 def _iteration(line: str, out: LogSummary) -> bool:
     head = _ITERATION.search(line)
     if head is None:
@@ -43,15 +63,14 @@ def _iteration(line: str, out: LogSummary) -> bool:
     batch = positive(pairs["global batch size"], out) if "global batch size" in pairs else None
     if batch is not None and batch == int(batch):
         out.global_batch = int(batch)
-    seconds = None
-    if (ms := pairs.get("elapsed time per iteration (ms)")) is not None:
-        seconds = value / 1000.0 if (value := positive(ms, out)) is not None else None
-    elif (s := pairs.get("elapsed time per iteration (s)")) is not None:
-        seconds = positive(s, out)
+    seconds = _seconds(pairs, out)
     if seconds is not None:
         out.step_time_s.add(seconds)
         if batch is not None:
-            out.add_throughput(batch / seconds, Level.ITERATION, Per.JOB)
+            out.add_throughput(batch / seconds, Level.INTERVAL, Per.JOB)
+            if (per_sample := _tokens_per_sample(pairs, out)) is not None:
+                out.tokens_per_s.per = Per.JOB
+                out.tokens_per_s.add(batch * per_sample / seconds)
     tflops = pairs.get("throughput per gpu (tflop/s/gpu)", pairs.get("tflops"))
     if tflops is not None and (value := positive(tflops, out)) is not None:
         out.tflops_per_gpu.add(value)

@@ -4,6 +4,7 @@ and v0.5 (`:::MLPv0.5.0 <benchmark> <seconds> (<file>:<line>) <key>[: <json>]`).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +36,8 @@ def _run_stop(value: Any, metadata: dict[str, Any], time_s: float | None, out: L
     status = metadata.get("status")
     if status == "aborted":  # MLPerf's word for a run that did not reach its target
         out.aborted = True
+    elif status == "success" and time_s is not None:
+        out.run_stop_s = time_s
     elif status not in (None, "success"):
         out.crash = out.crash or f"a run_stop with status {str(status)[:40]}"
 
@@ -81,6 +84,18 @@ def _train_step_time(
     value: Any, metadata: dict[str, Any], time_s: float | None, out: LogSummary
 ) -> None:
     _step_time(number(value, out), out)
+
+
+def _train_loss(
+    value: Any, metadata: dict[str, Any], time_s: float | None, out: LogSummary
+) -> None:
+    """The training loss (Llama 2 LoRA logs it by `samples_count`; a step only from
+    `step_num`), not the evaluation the target is on."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return
+    if math.isfinite(value) and number(value, out) is None:
+        return
+    out.add_loss(pass_number(metadata.get("step_num"), out), float(value))
 
 
 def _train_samples(
@@ -143,6 +158,7 @@ _KEYS: dict[str, _Handler] = {
     "tracked_stats": _tracked_stats,
     "throughput": _throughput,
     "train_samples": _train_samples,
+    "train_loss": _train_loss,
     "train_step_time": _train_step_time,
     "global_batch_size": _shape("global_batch"),
     "max_sequence_length": _shape("seq_len"),
