@@ -60,6 +60,7 @@ class Window:
     start: float
     end: float
     steps: int
+    host_end: float  # the host's part of the steps ends here (the GPU's may run on)
 
 
 def reduce_trace(trace: Trace) -> RankBreakdown:
@@ -76,7 +77,7 @@ def reduce_trace(trace: Trace) -> RankBreakdown:
     data = _data_spans(events)
     clipped = {k: iv.merge(iv.clip(v, window.start, window.end)) for k, v in layers.items()}
     compute, communication = clipped["compute"], clipped["communication"]
-    other, loading = clipped["other"], iv.merge(iv.clip(data, window.start, window.end))
+    other, loading = clipped["other"], iv.merge(iv.clip(data, window.start, window.host_end))
     shares = iv.by_priority([compute, communication, other, loading])
     span, n = window.end - window.start, window.steps
     return RankBreakdown(
@@ -107,11 +108,13 @@ def _steps(events: Sequence[Event]) -> list[Event]:
 def _cpu_window(events: Sequence[Event], steps: Sequence[Event]) -> Window:
     """The profiled steps, or all of the trace as one step."""
     if steps:
-        return Window(steps[0].ts, max(e.end for e in steps), len(steps))
+        end = max(e.end for e in steps)
+        return Window(steps[0].ts, end, len(steps), end)
     host = [e for e in events if rules.is_host(e)]
     if not host:
-        return Window(0.0, 0.0, 1)
-    return Window(min(e.ts for e in host), max(e.end for e in host), 1)
+        return Window(0.0, 0.0, 1, 0.0)
+    end = max(e.end for e in host)
+    return Window(min(e.ts for e in host), end, 1, end)
 
 
 def _gpu_window(
@@ -122,10 +125,11 @@ def _gpu_window(
     the window runs from the first step's start to the last of them. Fewer than two steps:
     every GPU event, as one step (HTA keeps them all then too)."""
     if len(steps) < 2:
-        return Window(min(e.ts for e in gpu), max(e.end for e in gpu), 1), list(gpu)
+        end = max(e.end for e in gpu)
+        return Window(min(e.ts for e in gpu), end, 1, end), list(gpu)
     kept = launched_before(events, gpu, steps[-1].ts, since=steps[0].ts)
     end = max([steps[-1].ts, *(e.end for e in kept)])
-    return Window(steps[0].ts, end, len(steps) - 1), kept
+    return Window(steps[0].ts, end, len(steps) - 1, steps[-1].ts), kept
 
 
 def launched_before(
@@ -257,7 +261,7 @@ def _collectives(
     host_time: dict[str, float] = defaultdict(float)
     for e in events:
         kind = rules.collective_call(e)
-        if kind is None or not window.start <= e.ts < window.end:
+        if kind is None or not window.start <= e.ts < window.host_end:
             continue
         count[kind] += 1
         size[kind] += rules.collective_bytes(e)
