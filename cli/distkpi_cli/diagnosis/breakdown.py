@@ -1,15 +1,17 @@
 """One rank's trace reduced to where its profiled steps' time went, per step.
 
 The parts of a step add up to it: each instant of the steps' window counts once, for the
-first of compute, communication, other, data loading that covers it, else as idle; so
-`exposed_communication_s` is the communication no computation hides (HTA's
-`get_comm_comp_overlap`, seen from the other side) and `communication_s` is all of it.
+first of compute, data loading, communication, other that covers it, else as idle; so
+`exposed_communication_s` is the communication that neither computation (HTA's
+`get_comm_comp_overlap`, seen from the other side) nor the host's data loading hides, and
+`communication_s` is all of it.
 
 A GPU trace is read as HTA's `get_temporal_breakdown` reads it: its kernels, memcpys and
 memsets classified by `rules.kernel_type` and merged (`merge_kernel_intervals`); idle is the
 window no GPU event covers, except where the host is loading data. A CPU trace (gloo, no
 GPU events) by the same rules, its host ops standing in for the kernels: a `cpu_op` is
-compute, a `gloo:`/`nccl:` collective span communication, a `record_function` region of
+compute, a `gloo:`/`nccl:` collective span or a `c10d::` op (the host calling, or
+blocked in, a collective) communication, a `record_function` region of
 the user's other host time, a DataLoader span (and the ops inside it) data loading."""
 
 from __future__ import annotations
@@ -73,12 +75,12 @@ def reduce_trace(trace: Trace) -> RankBreakdown:
         comm_by_kind = _kernel_comm_times(events, kernels)
     else:
         window = _cpu_window(events, steps)
-        layers, ops, comm_by_kind = _cpu_layers(events), _op_times(_cpu_ops(events)), {}
+        layers, ops, comm_by_kind = _cpu_layers(events), _op_times(_host_ops(events)), {}
     data = _data_spans(events)
     clipped = {k: iv.merge(iv.clip(v, window.start, window.end)) for k, v in layers.items()}
     compute, communication = clipped["compute"], clipped["communication"]
     other, loading = clipped["other"], iv.merge(iv.clip(data, window.start, window.host_end))
-    shares = iv.by_priority([compute, communication, other, loading])
+    shares = iv.by_priority([compute, loading, communication, other])
     span, n = window.end - window.start, window.steps
     return RankBreakdown(
         rank=trace.rank,
@@ -87,9 +89,9 @@ def reduce_trace(trace: Trace) -> RankBreakdown:
         step_s=span * US / n,
         compute_s=iv.length(compute) * US / n,
         communication_s=iv.length(communication) * US / n,
-        exposed_communication_s=shares[1] * US / n,
-        other_s=shares[2] * US / n,
-        data_s=shares[3] * US / n,
+        exposed_communication_s=shares[2] * US / n,
+        other_s=shares[3] * US / n,
+        data_s=shares[1] * US / n,
         idle_s=max(span - sum(shares), 0.0) * US / n,
         collectives=_collectives(events, window, comm_by_kind),
         ops={name: t * US / n for name, t in ops.items()},
@@ -212,7 +214,7 @@ def _cpu_layers(events: Sequence[Event]) -> dict[str, list[iv.Interval]]:
         "other": [],
     }
     for e in events:
-        if rules.collective_call(e) is not None:
+        if rules.collective_call(e) is not None or (rules.is_host_op(e) and _is_comm_op(e.name)):
             layers["communication"].append((e.ts, e.end))
         elif e.cat == "user_annotation" and not (rules.is_step(e) or rules.is_data_loading(e)):
             layers["other"].append((e.ts, e.end))
@@ -238,6 +240,16 @@ def _cpu_ops(events: Sequence[Event]) -> list[Event]:
                 continue
         ops.append(e)
     return ops
+
+
+def _host_ops(events: Sequence[Event]) -> list[Event]:
+    """What a CPU trace's top operations are chosen from: its ops (each with its children's
+    time), its collectives' spans and its DataLoader spans."""
+    return [
+        e
+        for e in events
+        if rules.is_host_op(e) or rules.collective_call(e) is not None or rules.is_data_loading(e)
+    ]
 
 
 def _is_comm_op(name: str) -> bool:

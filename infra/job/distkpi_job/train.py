@@ -18,6 +18,7 @@ from distkpi_job import pserver
 from distkpi_job.data import accuracy, datasets, model
 from distkpi_job.mllog import MLLog
 from distkpi_job.node import Node
+from distkpi_job.profiling import profiled
 
 TIMEOUT = timedelta(minutes=10)
 Step = Callable[[torch.Tensor, torch.Tensor], None]
@@ -147,28 +148,32 @@ def _train(
         )
         log.event("global_batch_size", batch * world)
         log.event("run_start")
-    for epoch in range(node.epochs):
-        order = shard[torch.randperm(len(shard), generator=torch.Generator().manual_seed(epoch))]
-        started = time.perf_counter()
-        for s in range(steps):
-            idx = order[s * batch : (s + 1) * batch]
-            step(train_x[idx].to(device), train_y[idx].to(device))
-        elapsed = time.perf_counter() - started
-        if node.fail_at_epoch == epoch and local_rank == 0:
-            message = f"injected failure after epoch {epoch} (DISTKPI_FAIL_AT_EPOCH)"
-            if log:  # another worker's error may be the one the node reports
-                log.info(message)
-            raise RuntimeError(message)
-        if log:
-            # workers step in lockstep, so the node's rate is one worker's times its workers
-            rate = steps * batch * node.gpus_per_trainer / elapsed
-            log.event("tracked_stats", {"throughput": round(rate, 3)}, step=epoch + 1)
-            evaluated.eval()
-            log.event(
-                "eval_accuracy",
-                accuracy(evaluated, test_x.to(device), test_y.to(device)),
-                epoch_num=epoch,
-            )
-            evaluated.train()
+    with profiled(rank) as profiler_step:  # a no-op unless DISTKPI_PROFILE_DIR is set
+        for epoch in range(node.epochs):
+            order = shard[
+                torch.randperm(len(shard), generator=torch.Generator().manual_seed(epoch))
+            ]
+            started = time.perf_counter()
+            for s in range(steps):
+                idx = order[s * batch : (s + 1) * batch]
+                step(train_x[idx].to(device), train_y[idx].to(device))
+                profiler_step()
+            elapsed = time.perf_counter() - started
+            if node.fail_at_epoch == epoch and local_rank == 0:
+                message = f"injected failure after epoch {epoch} (DISTKPI_FAIL_AT_EPOCH)"
+                if log:  # another worker's error may be the one the node reports
+                    log.info(message)
+                raise RuntimeError(message)
+            if log:
+                # workers step in lockstep, so the node's rate is one worker's times its workers
+                rate = steps * batch * node.gpus_per_trainer / elapsed
+                log.event("tracked_stats", {"throughput": round(rate, 3)}, step=epoch + 1)
+                evaluated.eval()
+                log.event(
+                    "eval_accuracy",
+                    accuracy(evaluated, test_x.to(device), test_y.to(device)),
+                    epoch_num=epoch,
+                )
+                evaluated.train()
     if log:
         log.event("run_stop", status="success")
