@@ -11,6 +11,7 @@ from distkpi_cli.commands import (
     baseline,
     bisections,
     calibrate,
+    diagnose,
     history,
     judge,
     kpis,
@@ -23,7 +24,20 @@ from distkpi_cli.commands import (
 from distkpi_cli.commands.common import FAILURE, USAGE_ERROR, UsageError
 
 Command = Callable[[argparse.Namespace], int]
-COMMANDS = (kpis, local, node, judge, history, baseline, calibrate, report, runs, site, bisections)
+COMMANDS = (
+    kpis,
+    local,
+    node,
+    judge,
+    history,
+    baseline,
+    calibrate,
+    report,
+    runs,
+    site,
+    bisections,
+    diagnose,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,9 +30,10 @@ def diagnose_folder(run_folder: Path) -> Diagnosis:
     files: dict[str, dict[str, list[dict[str, Any]]]] = {}
     shas: dict[str, str | None] = {}
     for name in SIDES:
-        folder = run_folder / name
-        if not folder.is_dir():
+        if not (run_folder / name).is_dir():
             raise RunFolderError(f"{run_folder}: no {name}/ folder of traces")
+    for name in SIDES:
+        folder = run_folder / name
         sides[name], files[name] = _read_side(folder)
         commit = folder / "commit"
         shas[name] = commit.read_text().strip() or None if commit.is_file() else None
