@@ -9,8 +9,8 @@ from typing import Any
 
 from distkpi.exceptions import RunFolderError
 
-MAX_TRACE_BYTES = 256 * 1024 * 1024  # uncompressed JSON; a few profiled steps are far below
-MAX_EVENTS = 2_000_000
+MAX_TRACE_BYTES = 128 * 1024 * 1024  # of JSON: about 6x that in memory once parsed
+MAX_EVENTS = 1_000_000
 
 
 class TraceError(RunFolderError):
