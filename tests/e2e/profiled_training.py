@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
@@ -18,7 +19,9 @@ WORKERS = 2
 STEPS = 12  # more than the profiler's warm-up and its profiled steps
 
 
-def _collate(variant: str):  # type: ignore[no-untyped-def]
+def _collate(
+    variant: str,
+) -> Callable[[list[tuple[torch.Tensor, torch.Tensor]]], list[torch.Tensor]]:
     def collate(rows: list[tuple[torch.Tensor, torch.Tensor]]) -> list[torch.Tensor]:
         if variant == "data":
             time.sleep(0.05)  # a slow loader: decoding, a remote file system
@@ -41,15 +44,16 @@ def worker(rank: int, variant: str, port: int) -> None:
     extra = torch.randn(8_000_000)
     weight = torch.randn(256, 256) / 16
 
-    # the README's five lines
-    prof = None
-    if "DISTKPI_PROFILE_DIR" in os.environ:
-        steps = int(os.environ.get("DISTKPI_PROFILE_STEPS", "5"))
-        prof = torch.profiler.profile(
-            record_shapes=True,  # the bytes each collective moves
-            schedule=torch.profiler.schedule(wait=0, warmup=2, active=steps, repeat=1),
-            on_trace_ready=lambda p: p.export_chrome_trace(
-                f"{os.environ['DISTKPI_PROFILE_DIR']}/rank-{rank}.json"))  # fmt: skip
+    # the README's lines
+    folder = os.environ.get("DISTKPI_PROFILE_DIR")  # set only when the job wants a trace
+    prof = folder and torch.profiler.profile(
+        record_shapes=True,  # the bytes of each collective
+        schedule=torch.profiler.schedule(
+            wait=0, warmup=2, active=int(os.environ["DISTKPI_PROFILE_STEPS"])
+        ),
+        on_trace_ready=lambda p: p.export_chrome_trace(f"{folder}/rank-{rank}.json"),
+    )
+    if prof:  # before the loop
         prof.start()
     for x, y in loader:
         optimizer.zero_grad()
@@ -61,9 +65,9 @@ def worker(rank: int, variant: str, port: int) -> None:
             h = weight
             for _ in range(8):
                 h = torch.tanh(h @ weight)
-        if prof:
+        if prof:  # at the end of each step
             prof.step()
-    if prof:
+    if prof:  # after the loop
         prof.stop()
     del ddp
     dist.destroy_process_group()
