@@ -49,7 +49,7 @@ def worker(rank: int, variant: str, port: int) -> None:
     prof = folder and torch.profiler.profile(
         record_shapes=True,  # the bytes of each collective
         schedule=torch.profiler.schedule(
-            wait=0, warmup=2, active=int(os.environ["DISTKPI_PROFILE_STEPS"])
+            wait=0, warmup=2, active=int(os.environ["DISTKPI_PROFILE_STEPS"]), repeat=1
         ),
         on_trace_ready=lambda p: p.export_chrome_trace(f"{folder}/rank-{rank}.json"),
     )

@@ -108,3 +108,35 @@ def test_the_reference_job_writes_a_trace_per_rank_that_reduces(tmp_path: Path) 
         assert r.collectives["all_reduce"].count >= 1
         parts = r.compute_s + r.exposed_communication_s + r.other_s + r.data_s + r.idle_s
         assert parts == pytest.approx(r.step_s)
+
+
+def test_a_pserver_trainer_spends_its_step_in_pulls_and_pushes(tmp_path: Path) -> None:
+    traces = tmp_path / "traces"
+    common = {
+        **os.environ,
+        "DISTKPI_NUM_NODES": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()),
+        "DISTKPI_TRAINERS": "1", "DISTKPI_GPUS_PER_TRAINER": "1", "DISTKPI_PSERVERS": "1",
+        "DISTKPI_BATCH_SIZE": "32", "DISTKPI_EPOCHS": "1",
+    }  # fmt: skip
+    command = [sys.executable, "infra/job/reference.py", "--features", "64", "--hidden", "64",
+               "--repeat", "1"]  # fmt: skip
+    server = subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**common, "DISTKPI_NODE_INDEX": "1", "DISTKPI_ROLE": "pserver",
+             "DISTKPI_ROLE_RANK": "0"},
+    )  # fmt: skip
+    try:
+        done = subprocess.run(
+            command, cwd=ROOT, capture_output=True, text=True, check=False, timeout=600,
+            env={**common, "DISTKPI_NODE_INDEX": "0", "DISTKPI_ROLE": "trainer",
+                 "DISTKPI_ROLE_RANK": "0", "DISTKPI_PROFILE_DIR": str(traces),
+                 "DISTKPI_PROFILE_STEPS": "3"},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert server.wait(timeout=120) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+    r = reduce_trace(read_trace((traces / "rank-0.json").read_bytes()))
+    assert r.collectives["rpc"].count == 2  # a pull and a push per step, to one pserver
+    assert r.exposed_communication_s > r.compute_s

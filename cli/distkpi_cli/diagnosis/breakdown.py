@@ -10,9 +10,11 @@ A GPU trace is read as HTA's `get_temporal_breakdown` reads it: its kernels, mem
 memsets classified by `rules.kernel_type` and merged (`merge_kernel_intervals`); idle is the
 window no GPU event covers, except where the host is loading data. A CPU trace (gloo, no
 GPU events) by the same rules, its host ops standing in for the kernels: a `cpu_op` is
-compute, a `gloo:`/`nccl:` collective span or a `c10d::` op (the host calling, or
-blocked in, a collective) communication, a `record_function` region of
-the user's other host time, a DataLoader span (and the ops inside it) data loading."""
+compute, a `gloo:`/`nccl:` collective span or a `c10d::` op (the host calling, or blocked
+in, a collective) communication, a `record_function` region of the user's other host time,
+a DataLoader span (and the ops inside it) data loading. On both, an `rpc_async#...` span
+(a parameter server's pull or push, named as torch.distributed.rpc names its calls; Kineto
+records none itself) is communication."""
 
 from __future__ import annotations
 
@@ -72,6 +74,7 @@ def reduce_trace(trace: Trace) -> RankBreakdown:
     if gpu:
         window, kernels = _gpu_window(events, gpu, steps)
         layers, ops = _gpu_layers(kernels), _op_times(kernels)
+        layers["communication"] += _rpc_spans(events)
         comm_by_kind = _kernel_comm_times(events, kernels)
     else:
         window = _cpu_window(events, steps)
@@ -202,6 +205,10 @@ def _launched_by(
     return rules.kernel_collective(kernel.name)
 
 
+def _rpc_spans(events: Sequence[Event]) -> list[iv.Interval]:
+    return [(e.ts, e.end) for e in events if rules.is_rpc_call(e)]
+
+
 def _data_spans(events: Sequence[Event]) -> list[iv.Interval]:
     return [(e.ts, e.end) for e in events if rules.is_data_loading(e)]
 
@@ -214,7 +221,11 @@ def _cpu_layers(events: Sequence[Event]) -> dict[str, list[iv.Interval]]:
         "other": [],
     }
     for e in events:
-        if rules.collective_call(e) is not None or (rules.is_host_op(e) and _is_comm_op(e.name)):
+        if (
+            rules.collective_call(e) is not None
+            or rules.is_rpc_call(e)
+            or (rules.is_host_op(e) and _is_comm_op(e.name))
+        ):
             layers["communication"].append((e.ts, e.end))
         elif e.cat == "user_annotation" and not (rules.is_step(e) or rules.is_data_loading(e)):
             layers["other"].append((e.ts, e.end))
@@ -248,7 +259,10 @@ def _host_ops(events: Sequence[Event]) -> list[Event]:
     return [
         e
         for e in events
-        if rules.is_host_op(e) or rules.collective_call(e) is not None or rules.is_data_loading(e)
+        if rules.is_host_op(e)
+        or rules.collective_call(e) is not None
+        or rules.is_rpc_call(e)
+        or rules.is_data_loading(e)
     ]
 
 
@@ -272,13 +286,13 @@ def _collectives(
     size: dict[str, int] = defaultdict(int)
     host_time: dict[str, float] = defaultdict(float)
     for e in events:
-        kind = rules.collective_call(e)
+        kind = "rpc" if rules.is_rpc_call(e) else rules.collective_call(e)
         if kind is None or not window.start <= e.ts < window.host_end:
             continue
         count[kind] += 1
         size[kind] += rules.collective_bytes(e)
         host_time[kind] += e.dur
-    times = device_times or host_time
+    times = {**host_time, **device_times} if device_times else host_time
     n = window.steps
     return {
         kind: Collective(

@@ -25,6 +25,8 @@ PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)")
 DATA_LOADER = re.compile(r"^enumerate\(DataLoader\)#")
 # the host-side span of a collective, as c10d records it: `nccl:all_reduce`, `gloo:broadcast`
 COLLECTIVE_CALL = re.compile(r"^(nccl|gloo|mpi|ucc|hccl|xccl):(\w+)$")
+# torch.distributed.rpc's span of a call, send to answer: `rpc_async#pull(trainer0 -> ps0)`
+RPC_CALL = re.compile(r"^rpc_(async|sync|remote)#")
 KERNEL_COLLECTIVE = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)")
 DTYPE_BYTES = {
     "float": 4, "float32": 4, "double": 8, "float64": 8, "c10::half": 2, "half": 2,
@@ -75,6 +77,11 @@ def collective_call(event: Event) -> str | None:
         return None
     found = COLLECTIVE_CALL.match(event.name)
     return collective_kind(found.group(2)) if found else None
+
+
+def is_rpc_call(event: Event) -> bool:
+    """A parameter-server pull or push (or any other RPC) as the caller records it."""
+    return is_host(event) and RPC_CALL.match(event.name) is not None
 
 
 def kernel_collective(name: str) -> str:
