@@ -24,7 +24,7 @@ def _collate(
 ) -> Callable[[list[tuple[torch.Tensor, torch.Tensor]]], list[torch.Tensor]]:
     def collate(rows: list[tuple[torch.Tensor, torch.Tensor]]) -> list[torch.Tensor]:
         if variant == "data":
-            time.sleep(0.05)  # a slow loader: decoding, a remote file system
+            time.sleep(0.15)  # a slow loader: decoding, a remote file system
         xs, ys = zip(*rows, strict=True)
         return [torch.stack(xs), torch.stack(ys)]
 
@@ -41,7 +41,7 @@ def worker(rank: int, variant: str, port: int) -> None:
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)
     data = TensorDataset(torch.randn(STEPS * 32, 256), torch.randint(0, 10, (STEPS * 32,)))
     loader = DataLoader(data, batch_size=32, collate_fn=_collate(variant))
-    extra = torch.randn(8_000_000)
+    extra = torch.randn(16_000_000)
     weight = torch.randn(256, 256) / 16
 
     # the README's lines
@@ -60,10 +60,10 @@ def worker(rank: int, variant: str, port: int) -> None:
         torch.nn.functional.cross_entropy(ddp(x), y).backward()
         optimizer.step()
         if variant == "comm":
-            dist.all_reduce(extra)  # 32 MB more on the wire each step
+            dist.all_reduce(extra)  # 64 MB more on the wire each step
         if variant == "compute":
             h = weight
-            for _ in range(8):
+            for _ in range(40):
                 h = torch.tanh(h @ weight)
         if prof:  # at the end of each step
             prof.step()

@@ -22,6 +22,8 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 TRAINING = Path(__file__).with_name("profiled_training.py")
 STEPS = 5
+# Each head's change (about 0.1-0.2 s per step here) is far larger than a loaded machine's
+# noise in a base step of a few ms, so that the part it changed is the one named.
 
 
 def free_port() -> int:
@@ -69,11 +71,11 @@ def test_the_part_a_head_changed_is_the_largest_change(
     trainer = out["roles"]["trainer"]
     assert trainer["base"]["ranks"] == trainer["head"]["ranks"] == 2
     assert set(trainer["base"]["collectives"]) == {"all_reduce"}
-    if variant == "comm":  # one more all_reduce per step, of 8M floats
+    if variant == "comm":  # one more all_reduce per step, of 16M floats
         calls = trainer["head"]["collectives"]["all_reduce"]["count"]
         assert calls == trainer["base"]["collectives"]["all_reduce"]["count"] + 1
         moved = trainer["head"]["collectives"]["all_reduce"]["bytes"]
-        assert moved - trainer["base"]["collectives"]["all_reduce"]["bytes"] == 32_000_000
+        assert moved - trainer["base"]["collectives"]["all_reduce"]["bytes"] == 64_000_000
     assert main(["diagnose", str(run)]) == 0
     assert f": {part} +" in capsys.readouterr().out
 
