@@ -17,6 +17,7 @@ from distkpi_cli.commands import (
     baseline,
     bisections,
     calibrate,
+    diagnose,
     golden,
     history,
     judge,
@@ -43,6 +44,7 @@ COMMANDS = (
     site,
     bisections,
     golden,
+    diagnose,
 )
 
 

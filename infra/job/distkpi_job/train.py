@@ -18,6 +18,7 @@ from distkpi_job import pserver
 from distkpi_job.data import accuracy, datasets, model
 from distkpi_job.mllog import MLLog
 from distkpi_job.node import Node
+from distkpi_job.profiling import profiled
 
 TIMEOUT = timedelta(minutes=10)
 Step = Callable[[torch.Tensor, torch.Tensor], None]
@@ -108,8 +109,9 @@ def _pserver_step(node: Node, hp: Hyper, net: torch.nn.Module, device: torch.dev
     lr = hp.lr / node.trainer_workers  # asynchronous updates from every worker add up
 
     def step(x: torch.Tensor, y: torch.Tensor) -> None:
-        pulls = [rpc.rpc_async(f"ps{i}", pserver.pull) for i in range(node.pservers)]
-        with torch.no_grad():
+        # the profiler records no RPC: these spans are what a diagnosis counts as communication
+        with torch.profiler.record_function("rpc_async#pull"), torch.no_grad():
+            pulls = [rpc.rpc_async(f"ps{i}", pserver.pull) for i in range(node.pservers)]
             for future in pulls:
                 for index, value in future.wait().items():
                     params[index].copy_(value.to(device))
@@ -119,8 +121,11 @@ def _pserver_step(node: Node, hp: Hyper, net: torch.nn.Module, device: torch.dev
         for index, p in enumerate(params):
             assert p.grad is not None
             shards[index % node.pservers][index] = p.grad.detach().cpu()
-        pushes = [rpc.rpc_async(f"ps{i}", pserver.push, args=(s, lr)) for i, s in enumerate(shards)]
-        torch.futures.wait_all(pushes)
+        with torch.profiler.record_function("rpc_async#push"):
+            pushes = [
+                rpc.rpc_async(f"ps{i}", pserver.push, args=(s, lr)) for i, s in enumerate(shards)
+            ]
+            torch.futures.wait_all(pushes)
 
     return step
 
@@ -147,28 +152,32 @@ def _train(
         )
         log.event("global_batch_size", batch * world)
         log.event("run_start")
-    for epoch in range(node.epochs):
-        order = shard[torch.randperm(len(shard), generator=torch.Generator().manual_seed(epoch))]
-        started = time.perf_counter()
-        for s in range(steps):
-            idx = order[s * batch : (s + 1) * batch]
-            step(train_x[idx].to(device), train_y[idx].to(device))
-        elapsed = time.perf_counter() - started
-        if node.fail_at_epoch == epoch and local_rank == 0:
-            message = f"injected failure after epoch {epoch} (DISTKPI_FAIL_AT_EPOCH)"
-            if log:  # another worker's error may be the one the node reports
-                log.info(message)
-            raise RuntimeError(message)
-        if log:
-            # workers step in lockstep, so the node's rate is one worker's times its workers
-            rate = steps * batch * node.gpus_per_trainer / elapsed
-            log.event("tracked_stats", {"throughput": round(rate, 3)}, step=epoch + 1)
-            evaluated.eval()
-            log.event(
-                "eval_accuracy",
-                accuracy(evaluated, test_x.to(device), test_y.to(device)),
-                epoch_num=epoch,
-            )
-            evaluated.train()
+    with profiled(rank) as profiler_step:  # a no-op unless DISTKPI_PROFILE_DIR is set
+        for epoch in range(node.epochs):
+            order = shard[
+                torch.randperm(len(shard), generator=torch.Generator().manual_seed(epoch))
+            ]
+            started = time.perf_counter()
+            for s in range(steps):
+                idx = order[s * batch : (s + 1) * batch]
+                step(train_x[idx].to(device), train_y[idx].to(device))
+                profiler_step()
+            elapsed = time.perf_counter() - started
+            if node.fail_at_epoch == epoch and local_rank == 0:
+                message = f"injected failure after epoch {epoch} (DISTKPI_FAIL_AT_EPOCH)"
+                if log:  # another worker's error may be the one the node reports
+                    log.info(message)
+                raise RuntimeError(message)
+            if log:
+                # workers step in lockstep, so the node's rate is one worker's times its workers
+                rate = steps * batch * node.gpus_per_trainer / elapsed
+                log.event("tracked_stats", {"throughput": round(rate, 3)}, step=epoch + 1)
+                evaluated.eval()
+                log.event(
+                    "eval_accuracy",
+                    accuracy(evaluated, test_x.to(device), test_y.to(device)),
+                    epoch_num=epoch,
+                )
+                evaluated.train()
     if log:
         log.event("run_stop", status="success")
