@@ -26,7 +26,8 @@ COMMANDS = {
 
 
 def timed(argv: list[str], src: Path | None) -> float:
-    env = dict(os.environ)
+    # bytecode is kept as an installed package keeps it: else every run compiles the sources
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(str(src / d) for d in ("layers/distkpi", "cli"))
     start = time.perf_counter()
