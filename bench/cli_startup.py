@@ -1,7 +1,7 @@
 """How long `distkpi --help` and `distkpi kpis` on the small example run folder take, start-up
 included: what a person waits for at every command.
 
-    python bench/cli_startup.py [--repeat 10] [--against SRC]
+    python bench/cli_startup.py [--repeat 10] [--against SRC] [--smoke]
 
 Times `python -m distkpi_cli.main --help` and `... kpis examples/seed-run`, each the best
 of --repeat runs. --against SRC times the distkpi of another source tree (e.g. `git archive
@@ -26,7 +26,8 @@ COMMANDS = {
 
 
 def timed(argv: list[str], src: Path | None) -> float:
-    env = dict(os.environ)
+    # bytecode is kept as an installed package keeps it: else every run compiles the sources
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(str(src / d) for d in ("layers/distkpi", "cli"))
     start = time.perf_counter()
@@ -44,7 +45,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=10, help="runs of each (default: 10)")
     parser.add_argument("--against", type=Path, help="another source tree, timed alongside")
+    parser.add_argument("--smoke", action="store_true", help="--repeat 1: that it runs")
     args = parser.parse_args()
+    if args.smoke:
+        args.repeat = 1
     trees: list[tuple[str, Path | None]] = [("this tree", None)]
     if args.against is not None:
         trees.append((str(args.against), args.against))
@@ -54,6 +58,7 @@ def main() -> None:
             for tree, src in trees:
                 best[name, tree] = min(best[name, tree], timed(argv, src))
     print(f"command: python bench/cli_startup.py --repeat {args.repeat}", end="")
+    print(" --smoke" if args.smoke else "", end="")
     print(f" --against {args.against}" if args.against else "")
     for (name, tree), seconds in best.items():
         print(f"{name:34s} {tree:24s} {seconds:.3f} s (best of {args.repeat})")

@@ -147,10 +147,11 @@ def cli_of(src: Path, argv: list[str]) -> list[str]:
 def timed(argv: list[str], src: Path | None = None) -> tuple[float, int, bytes]:
     """Wall seconds, peak RSS in KiB, and stdout of one run of argv (with the distkpi of
     the source tree ``src`` first on the path, when given)."""
-    env = None
+    # bytecode is kept as an installed package keeps it: else every run compiles the sources
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     if src is not None:
         path = os.pathsep.join(str(src / d) for d in ("layers/distkpi", "cli"))
-        env = {**os.environ, "PYTHONPATH": path}
+        env["PYTHONPATH"] = path
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert proc.stdout is not None

@@ -102,3 +102,47 @@ def test_what_the_reader_left_is_counted_as_unread() -> None:
         stream.read(100)
         assert stream.finish() == hashlib.sha256(data).hexdigest()
     assert stream.unread_bytes == len(data) - 100
+
+
+class ShortReads(io.BytesIO):
+    """A stream whose reads stop short of the size asked, before its end, as a socket's may."""
+
+    def read(self, size: int | None = -1) -> bytes:
+        return super().read(min(300, size) if size is not None and size >= 0 else size)
+
+
+def test_only_a_stream_longer_than_a_block_is_read_by_a_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started: list[threading.Thread] = []
+
+    class Recorded(threading.Thread):
+        def start(self) -> None:
+            started.append(self)
+            super().start()
+
+    monkeypatch.setattr(threading, "Thread", Recorded)
+    data = SEED_LOG.read_bytes()
+    for size in (0, 1000, HashingReader.BLOCK_BYTES, HashingReader.BLOCK_BYTES + 1, len(data)):
+        with HashingReader(io.BytesIO(data[:size])) as stream:
+            assert stream.read() == data[:size]
+            assert stream.finish() == hashlib.sha256(data[:size]).hexdigest()
+        assert stream.bytes_read == size and stream.unread_bytes == 0
+    # a block exactly: whether more follows is the thread's to find out
+    assert len(started) == 3
+
+
+def test_a_first_read_short_of_the_end_reads_on_to_the_end() -> None:
+    data = SEED_LOG.read_bytes()
+    with HashingReader(ShortReads(data)) as stream:
+        got = b"".join(iter(lambda: stream.read(700), b""))
+        assert stream.finish() == hashlib.sha256(data).hexdigest()
+    assert got == data
+
+
+def test_an_error_on_the_first_read_is_raised_to_the_parser() -> None:
+    with (
+        HashingReader(BreaksAfter(b"z" * 100, good_reads=0)) as stream,
+        pytest.raises(ConnectionResetError, match="reset by peer"),
+    ):
+        stream.read(10)

@@ -87,7 +87,8 @@ def check_target(target: Target, info: ValidationInfo) -> Target:
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    # each model's validator is built when first used, not at import (start-up, issue 34)
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
 
 # a config's parallel layout, as today's frameworks split a job: tensor, pipeline, data,

@@ -62,7 +62,8 @@ class HashingReader:
     """A stream read ahead, and hashed as it is read, by a thread of its own, so a parser's
     one pass also yields the file's sha256 without paying for it: the reading and hashing
     (both release the GIL on large buffers) run beside the parse instead of in series with
-    it. At most ``AHEAD`` blocks wait, so memory stays bounded. Use it as a context manager:
+    it (a stream shorter than a block is read at once, without one). At most ``AHEAD``
+    blocks wait, so memory stays bounded. Use it as a context manager:
     leaving it stops the thread, whatever the parser did; ``finish`` reads whatever the
     parser left and gives the digest. An error reading the stream is raised to the reader."""
 
@@ -78,8 +79,11 @@ class HashingReader:
         self._digest: str | None = None
         self.bytes_read = 0  # by the reader and finish()
         self.unread_bytes = 0  # of them, those finish() read: the reader stopped short
-        self._thread = threading.Thread(target=self._read_ahead, daemon=True)
-        self._thread.start()
+        self._hash = hashlib.sha256()
+        self._thread: threading.Thread | None = None
+        if not self._read_head():
+            self._thread = threading.Thread(target=self._read_ahead, daemon=True)
+            self._thread.start()
 
     def __enter__(self) -> HashingReader:
         return self
@@ -87,14 +91,31 @@ class HashingReader:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def _read_head(self) -> bool:
+        """The stream's first block, read here; whether that was all of it. Most files of a
+        run folder are shorter than a block: a thread would cost them more than it saves."""
+        try:
+            block = self._stream.read(self.BLOCK_BYTES)
+            after = b"" if not block or len(block) == self.BLOCK_BYTES else self._stream.read(1)
+            for part in (block, after):
+                if part:
+                    self._hash.update(part)
+                    self._blocks.put(part)
+            if len(block) == self.BLOCK_BYTES or after:
+                return False  # the thread reads on
+            self._digest = self._hash.hexdigest()
+            self._blocks.put(None)
+        except Exception as exc:  # raised to the reader, as the thread's are
+            self._blocks.put(exc)
+        return True
+
     def _read_ahead(self) -> None:
-        digest = hashlib.sha256()
         try:
             while block := self._stream.read(self.BLOCK_BYTES):
-                digest.update(block)
+                self._hash.update(block)
                 if not self._hand_over(block):
                     return
-            self._digest = digest.hexdigest()
+            self._digest = self._hash.hexdigest()
             self._hand_over(None)
         except BaseException as exc:  # raised again in the parser's thread
             self._hand_over(exc)
@@ -143,10 +164,12 @@ class HashingReader:
         while self.read(self.BLOCK_BYTES):
             pass
         self.unread_bytes = self.bytes_read - before
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         assert self._digest is not None
         return self._digest
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()

@@ -28,7 +28,7 @@ MAX_GOLDEN_STEPS = 10_000
 
 
 class GoldenSeries(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     start_step: int
     end_step: int
@@ -41,7 +41,7 @@ class GoldenSeries(BaseModel):
 class GoldenCurve(BaseModel):
     """The file: the loss series, and the relative tolerance around its min..max."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True, defer_build=True)
 
     loss: GoldenSeries = Field(alias="lm loss")
     # the other curves Megatron's functional tests keep beside the loss (seconds per step,
