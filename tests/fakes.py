@@ -50,6 +50,7 @@ class FakeRuns:
         self._runs: dict[str, RunRecord] = {}
         self._configs: dict[str, dict[str, ConfigRecord]] = {}
         self._started: set[str] = set()
+        self._check_runs: dict[str, int] = {}
         self._leases: dict[str, int] = {}
 
     def create(self, run: RunRecord, configs: Mapping[str, int]) -> bool:
@@ -166,6 +167,17 @@ class FakeRuns:
             cancelled_reason=reason,
             finished_at=at,
         )
+
+    def check_run(self, run_id: str) -> int | None:
+        with self._lock:
+            return self._check_runs.get(run_id)
+
+    def set_check_run(self, run_id: str, check_run: int) -> bool:
+        with self._lock:
+            if run_id not in self._runs:
+                return False
+            self._check_runs[run_id] = check_run
+            return True
 
     def mark_started(self, run_id: str, at: str) -> bool:
         del at

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from distkpi.adapters.dynamo import keys as dynamo_keys
 from distkpi.adapters.github_app import AppAuth, AppCredentials
 from distkpi.entry import wiring
 from distkpi.exceptions import GitHubAuthError
@@ -243,3 +244,30 @@ def test_a_rerun_repeats_the_admitted_run_with_its_trigger(app_stack: Stack) -> 
     (second,) = app_stack.webhook("check_run", payload=payload)["json"]["runs"]
     run = app_stack.table.get_item(Key={"PK": f"RUN#{second}", "SK": "RUN"})["Item"]
     assert run["event"] == "pull_request" and run["pull_request"] == 12091
+
+
+def test_a_check_run_is_updated_by_its_kept_id_with_no_lookup(app_stack: Stack) -> None:
+    run_id = open_pull_request(app_stack)
+    (check,) = checks_named(app_stack)
+    asked = len(app_stack.github.requested)
+    keys = run_all_nodes(app_stack, run_id)
+    deliver_all(app_stack, keys, copies=1)
+    (check,) = checks_named(app_stack)
+    assert check["status"] == "completed"
+    since = app_stack.github.requested[asked:]
+    update = f"PATCH /repos/PaddlePaddle/Paddle/check-runs/{check['id']}"
+    assert since.count(update) == 2  # in progress, then completed
+    assert not [r for r in since if r.startswith("GET") and r.endswith("/check-runs")]
+
+
+def test_a_run_item_from_before_ids_were_kept_finds_its_check_run(app_stack: Stack) -> None:
+    run_id = open_pull_request(app_stack)
+    app_stack.table.update_item(Key=dynamo_keys.run(run_id), UpdateExpression="REMOVE check_run")
+    asked = len(app_stack.github.requested)
+    deliver_all(app_stack, run_all_nodes(app_stack, run_id), copies=1)
+    (check,) = checks_named(app_stack)
+    assert check["status"] == "completed" and check["external_id"] == run_id
+    since = app_stack.github.requested[asked:]
+    lookups = [r for r in since if r.startswith("GET") and r.endswith("/check-runs")]
+    assert len(lookups) == 1  # the first update finds it and keeps its id for the next
+    assert since.count(f"PATCH /repos/PaddlePaddle/Paddle/check-runs/{check['id']}") == 2

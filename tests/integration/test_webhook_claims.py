@@ -94,7 +94,7 @@ def test_a_claim_whose_work_raised_is_released_at_once(
         raise RuntimeError("DynamoDB throttled")
 
     with monkeypatch.context() as patched:
-        patched.setattr("distkpi.services.launch.RunStarter.start_runs", refused)
+        patched.setattr("distkpi.services.delivery.DeliveryStarter.start_runs", refused)
         with pytest.raises(RuntimeError):
             stack.webhook("pull_request", delivery=DELIVERY)
     assert claims(stack) == []

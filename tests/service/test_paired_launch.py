@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from distkpi.domain.github.webhook import Rerun, Trigger, decide, parse
 from distkpi.domain.layout import run_spec_key
+from distkpi.domain.planning.suites import BrokenSuite, Suite
 from distkpi.domain.records import ConfigState, RunStatus
 from distkpi.services.launch import Outcome
 from tests.fakes import ROOT
@@ -186,3 +189,21 @@ def test_a_paired_run_has_until_all_its_runs_could_have_ended() -> None:
     }
     run = pipeline.runs.get(run_id)
     assert run is not None and run.status is RunStatus.DONE
+
+
+def test_a_rerun_reads_the_suite_catalog_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    pipeline = paired_pipeline()
+    pipeline.github.parents[HEAD] = (PARENT,)
+    first = started(pipeline, pushed(HEAD))
+    assert pipeline.runs.cancel(first, "stopped by a person", "2026-11-30T03:30:00Z")
+    reads: list[int] = []
+    read = pipeline.store.suites
+
+    def counted() -> tuple[list[Suite], list[BrokenSuite]]:
+        reads.append(1)
+        return read()
+
+    monkeypatch.setattr(pipeline.store, "suites", counted)
+    rerun = Rerun(pushed(HEAD), ("local-paired",), previous=first)
+    assert len(pipeline.starter.rerun(rerun, "d-rerun").runs) == 1
+    assert len(reads) == 1

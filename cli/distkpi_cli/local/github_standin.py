@@ -179,6 +179,8 @@ class GitHubStandIn:
         # which of those are renames, and from where: {new path: previous path}
         self.renamed_from: dict[str, str] = {}
         self.requests = 0
+        # each request's method and path, in order (what a test asks was or was not asked)
+        self.requested: list[str] = []
         # where repository_dispatch webhooks go, signed with webhook_secret; None: nowhere
         self.webhook: Webhook | None = None
         self.webhook_secret = ""
@@ -282,6 +284,7 @@ class GitHubStandIn:
             return self._kept(url.path.removeprefix("/_standin/"))
         with self._lock:
             self.requests += 1
+            self.requested.append(f"{method} {url.path}")
             if self._scripted:
                 return self._scripted.popleft(), {"message": "scripted failure"}
         for route in self._routes():

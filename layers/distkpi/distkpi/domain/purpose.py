@@ -12,6 +12,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from distkpi.domain.contracts import RunSpec
     from distkpi.domain.records import RunRecord
 
 
@@ -37,12 +38,17 @@ class Policy:
     judges_looks: bool
     # a re-run of the commit repeats it, or waits for it while it is going
     repeated_by_rerun: bool
+    # its status's context (and check run's name); a calibration's, which no branch
+    # protection requires, never blocks or passes a merge
+    context: str = "distkpi/{model}"
 
 
 POLICIES: dict[Purpose, Policy] = {
     Purpose.COMMIT: Policy(True, True, True, True, True, True),
     Purpose.CONFIRMATION: Policy(True, True, True, True, True, True),
-    Purpose.CALIBRATION: Policy(True, True, True, False, False, False),
+    Purpose.CALIBRATION: Policy(
+        True, True, True, False, False, False, context="distkpi/{model}/calibration"
+    ),
     Purpose.BISECTION_STEP: Policy(False, False, False, False, True, True),
 }
 
@@ -59,3 +65,10 @@ def purpose_of(run: RunRecord) -> Purpose:
 
 def policy_of(run: RunRecord) -> Policy:
     return POLICIES[purpose_of(run)]
+
+
+def policy_of_spec(spec: RunSpec) -> Policy:
+    """What a run's spec alone says of its purpose, where no record is at hand (a status is
+    posted from the spec): a calibration's, else a commit's. A spec knows no attempt or
+    bisection, and neither changes what the spec decides (its status's context)."""
+    return POLICIES[Purpose.CALIBRATION if spec.calibration else Purpose.COMMIT]

@@ -119,6 +119,7 @@ class Services:
             self.stack.count,
             self.stack.checks,
             self.stack.github_web_url,
+            check_run_ids=self.stack.runs,
         )
 
     @cached_property

@@ -15,18 +15,29 @@ time grows linearly with the runs and the memory stays that of one page.
 from __future__ import annotations
 
 import io
-import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Protocol
 
-from distkpi.domain.judging.changepoints import last_change_point
-from distkpi.domain.judging.settings import ALL_KPIS
-from distkpi.domain.judging.statistics import KpiVerdict
-from distkpi.domain.kpis import catalogue
 from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord, is_published
+from distkpi.reporting import site_view
+from distkpi.reporting.site_view import (
+    LABELS,
+    TABLE_RUNS,
+    Chart,
+    Index,
+    Page,
+    Run,
+    TableRow,
+    pages_of,
+    runs_of,
+    slug,
+    with_next,
+)
+
+__all__ = ["LABELS", "TABLE_RUNS", "Run", "runs_of", "slug"]
 
 
 class HistoryReader(Protocol):
@@ -40,9 +51,7 @@ class HistoryReader(Protocol):
 
 
 DEFAULT_PAGE_RUNS = 500
-TABLE_RUNS = 50
 REPORT_URL = "../reports/{run_id}/index.html"  # the bucket's layout, and out/local's
-LABELS = {k.name: k.label for k in catalogue.CATALOGUE}
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 14px; }
@@ -75,24 +84,6 @@ class FolderSite:
         return (self.path / link).is_file()
 
 
-@dataclass
-class Run:
-    """One run of a history: its configs' records."""
-
-    run_id: str
-    sha: str
-    finished_at: str
-    records: list[HistoryRecord] = field(default_factory=list)
-
-    @property
-    def regressed(self) -> bool:
-        return any(
-            j.get("verdict") == KpiVerdict.REGRESSED.value
-            for r in self.records
-            for j in r.judged.values()
-        )
-
-
 @dataclass(frozen=True)
 class SiteSummary:
     histories: int
@@ -112,45 +103,6 @@ class SiteSummary:
         )
 
 
-def runs_of(records: Iterable[HistoryRecord]) -> Iterator[Run]:
-    """Records (newest first, a run's configs together, as the table keeps them) as runs."""
-    current: Run | None = None
-    for record in records:
-        if current is None or record.run_id != current.run_id:
-            if current is not None:
-                yield current
-            current = Run(record.run_id, record.sha, record.finished_at)
-        current.records.append(record)
-    if current is not None:
-        yield current
-
-
-def pages_of(runs: Iterable[Run], size: int) -> Iterator[list[Run]]:
-    page: list[Run] = []
-    for run in runs:
-        page.append(run)
-        if len(page) == size:
-            yield page
-            page = []
-    if page:
-        yield page
-
-
-def with_next(pages: Iterable[list[Run]]) -> Iterator[tuple[list[Run], bool]]:
-    """Each page, and whether an older one follows."""
-    held: list[Run] | None = None
-    for page in pages:
-        if held is not None:
-            yield held, True
-        held = page
-    if held is not None:
-        yield held, False
-
-
-def slug(series: SeriesRecord) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", f"{series.repo}-{series.branch}-{series.model}")
-
-
 def _pyplot():  # type: ignore[no-untyped-def]
     import matplotlib
 
@@ -168,27 +120,27 @@ def kpi_chart(
     report_url: Callable[[str], str],
 ) -> bytes:
     """One KPI over the page's runs, a panel per config, as SVG with linked points."""
-    plt = _pyplot()
-    figure, panels = plt.subplots(
-        len(configs), 1, figsize=(11, 2.3 * len(configs)), squeeze=False, sharex=True
+    return draw_chart(
+        site_view.chart(kpi, "", chronological, configs, resets, report_url=report_url)
     )
-    for axes, config in zip(panels[:, 0], configs, strict=True):
-        points = [
-            (i, run, r)
-            for i, run in enumerate(chronological)
-            for r in run.records
-            if r.config == config and r.kpis.value(kpi) is not None
-        ]
-        xs = [i for i, _, _ in points]
-        ys = [r.kpis.value(kpi) or 0.0 for _, _, r in points]  # each is measured
-        ranges = [(i, r.judged.get(kpi, {})) for i, _, r in points]
-        shaded = [(i, j["low"], j["high"]) for i, j in ranges if j.get("low") is not None]
+
+
+def draw_chart(chart: Chart) -> bytes:
+    """A chart as SVG: per panel the allowed ranges shaded, the values linked to their
+    runs' reports, regressions marked, the change point and resets as vertical lines."""
+    plt = _pyplot()
+    count = len(chart.panels)
+    figure, panels = plt.subplots(count, 1, figsize=(11, 2.3 * count), squeeze=False, sharex=True)
+    for axes, panel in zip(panels[:, 0], chart.panels, strict=True):
+        xs = [p.x for p in panel.points]
+        ys = [p.value for p in panel.points]
+        shaded = [p for p in panel.points if p.low is not None and p.high is not None]
         if shaded:  # a bar a run wide each: one run's range shows as well as many
             axes.bar(
-                [i for i, _, _ in shaded],
-                [float(hi) - float(lo) for _, lo, hi in shaded],
+                [p.x for p in shaded],
+                [(p.high or 0.0) - (p.low or 0.0) for p in shaded],
                 width=1.0,
-                bottom=[float(lo) for _, lo, _ in shaded],
+                bottom=[p.low for p in shaded],
                 color="tab:green",
                 alpha=0.12,
                 linewidth=0,
@@ -196,54 +148,44 @@ def kpi_chart(
             )
         axes.plot(xs, ys, "-", color="tab:blue", linewidth=0.8)
         dots = axes.scatter(xs, ys, s=14, color="tab:blue", zorder=3)
-        dots.set_urls([report_url(run.run_id) for _, run, _ in points])
-        bad = [
-            (i, y) for (i, j), y in zip(ranges, ys, strict=True) if j.get("verdict") == "regressed"
-        ]
+        dots.set_urls([p.report for p in panel.points])
+        bad = [p for p in panel.points if p.regressed]
         if bad:
             marks = axes.scatter(
-                [i for i, _ in bad],
-                [y for _, y in bad],
+                [p.x for p in bad],
+                [p.value for p in bad],
                 s=60,
                 marker="v",
                 color="tab:red",
                 zorder=4,
                 label="regressed",
             )
-            marks.set_urls([report_url(chronological[i].run_id) for i, _ in bad])
-        cut = last_change_point(ys) if len(ys) >= 8 else None
-        if cut is not None:
-            axes.axvline(xs[cut] - 0.5, color="tab:purple", linestyle="--", linewidth=1)
+            marks.set_urls([p.report for p in bad])
+        if panel.change_point is not None:
+            at = panel.change_point.x - 0.5
+            axes.axvline(at, color="tab:purple", linestyle="--", linewidth=1)
             axes.annotate(
-                "change point",
-                (xs[cut] - 0.5, 1.0),
+                panel.change_point.label,
+                (at, 1.0),
                 xycoords=("data", "axes fraction"),
                 fontsize=7,
                 color="tab:purple",
                 va="top",
             )
-        for reset in resets:
-            if reset.config not in (config, "*"):
-                continue
-            at = next(
-                (i for i, run in enumerate(chronological) if run.finished_at > reset.at), None
-            )
-            if at is None:
-                continue
-            axes.axvline(at - 0.5, color="tab:orange", linestyle=":", linewidth=1.2)
+        for reset in panel.resets:
+            axes.axvline(reset.x - 0.5, color="tab:orange", linestyle=":", linewidth=1.2)
             axes.annotate(
-                f"reset: {reset.reason} ({reset.who})",
-                (at - 0.5, 0.02),
+                reset.label,
+                (reset.x - 0.5, 0.02),
                 xycoords=("data", "axes fraction"),
                 fontsize=7,
                 color="tab:orange",
             )
-        axes.set_title(f"{config}: {LABELS[kpi]}", fontsize=9)
+        axes.set_title(panel.title, fontsize=9)
         axes.grid(alpha=0.3)
         if shaded or bad:
             axes.legend(fontsize=7, loc="best")
-    ticks = list(range(0, len(chronological), max(1, len(chronological) // 10)))
-    panels[-1, 0].set_xticks(ticks, [chronological[i].sha[:7] for i in ticks], fontsize=7)
+    panels[-1, 0].set_xticks([x for x, _ in chart.ticks], [s for _, s in chart.ticks], fontsize=7)
     panels[-1, 0].set_xlabel("commit (oldest to newest)")
     figure.tight_layout()
     buffer = io.BytesIO()
@@ -252,40 +194,19 @@ def kpi_chart(
     return buffer.getvalue()
 
 
-def _enforced(runs: Sequence[Run]) -> list[str]:
-    """The KPIs judged as enforced on this page (all measured ones where none was judged)."""
-    measured = [
-        k for k in ALL_KPIS if any(r.kpis.value(k) is not None for run in runs for r in run.records)
-    ]
-    judged = {
-        kpi
-        for run in runs
-        for r in run.records
-        for kpi, j in r.judged.items()
-        if j.get("verdict") != KpiVerdict.NOT_ENFORCED.value
-    }
-    has_judgements = any(r.judged for run in runs for r in run.records)
-    return [k for k in measured if k in judged] if has_judgements else measured
-
-
-def _runs_table(runs: Sequence[Run], report_url: Callable[[str], str]) -> str:
-    rows = []
-    for run in runs[:TABLE_RUNS]:
-        ok = sum(r.kpis.status.value == "ok" for r in run.records)
-        hardware = sorted({r.kpis.hardware for r in run.records if r.kpis.hardware})
-        hours = [r.kpis.gpu_hours for r in run.records if r.kpis.gpu_hours is not None]
-        judged = "regressed" if run.regressed else "ok"
-        rows.append(
-            f'<tr class="{judged}"><td>{escape(run.finished_at)}</td>'
-            f'<td><a href="{escape(report_url(run.run_id))}">{escape(run.run_id)}</a></td>'
-            f"<td>{escape(run.sha[:10])}</td><td>{ok}/{len(run.records)} ok</td>"
-            f"<td>{judged}</td><td>{escape(', '.join(hardware) or '-')}</td>"
-            f"<td>{f'{sum(hours):.3g}' if hours else '-'}</td></tr>"
+def _runs_table(rows: Sequence[TableRow]) -> str:
+    cells = []
+    for row in rows:
+        hours = f"{row.gpu_hours:.3g}" if row.gpu_hours is not None else "-"
+        cells.append(
+            f'<tr class="{row.judged}"><td>{escape(row.finished_at)}</td>'
+            f'<td><a href="{escape(row.report)}">{escape(row.run_id)}</a></td>'
+            f"<td>{escape(row.sha)}</td><td>{row.ok}/{row.configs} ok</td>"
+            f"<td>{row.judged}</td><td>{escape(', '.join(row.hardware) or '-')}</td>"
+            f"<td>{hours}</td></tr>"
         )
     head = _head("finished", "run", "commit", "configs", "judged", "hardware", "GPU-hours")
-    return (
-        f"<h2>The last {min(len(runs), TABLE_RUNS)} runs</h2><table>{head}{''.join(rows)}</table>"
-    )
+    return f"<h2>The last {len(rows)} runs</h2><table>{head}{''.join(cells)}</table>"
 
 
 def _head(*names: str) -> str:
@@ -299,79 +220,37 @@ def _page(title: str, body: str) -> bytes:
     ).encode()
 
 
-def build_series(
-    history: HistoryReader,
-    series: SeriesRecord,
-    writer: SiteWriter,
-    report_url: Callable[[str], str],
-    page_runs: int = DEFAULT_PAGE_RUNS,
-    *,
-    unreached: list[str] | None = None,
-) -> tuple[int, int]:
-    """The pages of one history: (runs, pages). A folder site's report links that find no
-    file are added to ``unreached``."""
-    name = slug(series)
-    resets = history.resets(series.repo, series.branch, series.model)
-    records = history.history(series.repo, series.branch, series.model)
-    runs = pages = 0
-    paged = with_next(pages_of(runs_of(records), page_runs))
-    for number, (newest_first, older) in enumerate(paged, start=1):
-        runs += len(newest_first)
-        if unreached is not None and isinstance(writer, FolderSite):
-            links = (report_url(run.run_id) for run in newest_first)
-            unreached += [link for link in links if not writer.reaches(link)]
-        pages = number
-        chronological = newest_first[::-1]
-        configs = sorted({r.config for run in newest_first for r in run.records})
-        charts = []
-        for kpi in _enforced(newest_first):
-            chart = f"{name}-{number}-{kpi}.svg"
-            writer.write(
-                chart, kpi_chart(kpi, chronological, configs, resets, report_url), "image/svg+xml"
-            )
-            charts.append(
-                f"<h3>{escape(LABELS[kpi])}</h3>"
-                f'<object data="{chart}" type="image/svg+xml"></object>'
-            )
-        nav = ['<a href="index.html">all histories</a>']
-        if number > 1:
-            nav.append(f'<a href="{_page_name(name, number - 1)}">newer runs</a>')
-        if older:
-            nav.append(f'<a href="{_page_name(name, number + 1)}">older runs</a>')
-        table = _runs_table(newest_first, report_url) if number == 1 else ""
-        span = f"{chronological[0].finished_at} to {chronological[-1].finished_at}"
-        body = (
-            f"<nav>{''.join(nav)}</nav><h1>{escape(series.model)} on {escape(series.repo)} "
-            f"{escape(series.branch)}</h1><p>{len(newest_first)} runs, {escape(span)}. Each point "
-            "links to its run's report; the shaded band is the range each run was allowed.</p>"
-            f"{''.join(charts)}{table}"
-        )
-        writer.write(
-            _page_name(name, number),
-            _page(f"distkpi {series.model}", body),
-            "text/html; charset=utf-8",
-        )
-    return runs, pages
+def render_page(page: Page) -> bytes:
+    """A history's page as HTML (its charts are files of their own, `draw_chart`)."""
+    charts = "".join(
+        f'<h3>{escape(c.label)}</h3><object data="{c.file}" type="image/svg+xml"></object>'
+        for c in page.charts
+    )
+    nav = "".join(f'<a href="{link}">{text}</a>' for link, text in page.nav)
+    table = _runs_table(page.table) if page.table is not None else ""
+    span = f"{page.first} to {page.last}"
+    body = (
+        f"<nav>{nav}</nav><h1>{escape(page.model)} on {escape(page.repo)} "
+        f"{escape(page.branch)}</h1><p>{page.runs} runs, {escape(span)}. Each point "
+        "links to its run's report; the shaded band is the range each run was allowed.</p>"
+        f"{charts}{table}"
+    )
+    return _page(f"distkpi {page.model}", body)
 
 
-def _page_name(name: str, number: int) -> str:
-    return f"{name}.html" if number == 1 else f"{name}-{number}.html"
-
-
-def write_index(
-    writer: SiteWriter, listed: Sequence[SeriesRecord], unreached: Sequence[str] = ()
-) -> None:
+def render_index(index: Index) -> bytes:
     """index.html: every history with its latest verdict, linking its first page, and a
     warning when report links find no file."""
     rows = [
-        f'<tr class="{escape(series.state)}"><td>{escape(series.repo)}</td>'
-        f"<td>{escape(series.branch)}</td>"
-        f'<td><a href="{slug(series)}.html">{escape(series.model)}</a></td>'
-        f"<td>{escape(series.state)}: {escape(series.description)}</td>"
-        f"<td>{escape(series.finished_at)}</td></tr>"
-        for series in listed
+        f'<tr class="{escape(row.state)}"><td>{escape(row.repo)}</td>'
+        f"<td>{escape(row.branch)}</td>"
+        f'<td><a href="{row.page}">{escape(row.model)}</a></td>'
+        f"<td>{escape(row.state)}: {escape(row.description)}</td>"
+        f"<td>{escape(row.finished_at)}</td></tr>"
+        for row in index.rows
     ]
     head = _head("repository", "branch", "model", "latest verdict", "finished")
+    unreached = index.unreached
     warning = (
         f'<p class="error">{len(unreached)} run report link(s) find no file from this folder, '
         f"e.g. {escape(unreached[0])}: the reports are not beside the site.</p>"
@@ -383,7 +262,44 @@ def write_index(
         + warning
         + (f"<table>{head}{''.join(rows)}</table>" if rows else "<p>No history yet.</p>")
     )
-    writer.write("index.html", _page("distkpi history", body), "text/html; charset=utf-8")
+    return _page("distkpi history", body)
+
+
+def build_series(
+    history: HistoryReader,
+    series: SeriesRecord,
+    writer: SiteWriter,
+    report_url: Callable[[str], str],
+    page_runs: int = DEFAULT_PAGE_RUNS,
+    *,
+    unreached: list[str] | None = None,
+) -> tuple[int, int]:
+    """The pages of one history: (runs, pages). A folder site's report links that find no
+    file are added to ``unreached``."""
+    resets = history.resets(series.repo, series.branch, series.model)
+    records = history.history(series.repo, series.branch, series.model)
+    runs = pages = 0
+    paged = with_next(pages_of(runs_of(records), page_runs))
+    for number, (newest_first, older) in enumerate(paged, start=1):
+        runs += len(newest_first)
+        if unreached is not None and isinstance(writer, FolderSite):
+            links = (report_url(run.run_id) for run in newest_first)
+            unreached += [link for link in links if not writer.reaches(link)]
+        pages = number
+        page = site_view.page(series, number, newest_first, older, resets, report_url=report_url)
+        for chart in page.charts:
+            writer.write(chart.file, draw_chart(chart), "image/svg+xml")
+        writer.write(page.file, render_page(page), "text/html; charset=utf-8")
+    return runs, pages
+
+
+def write_index(
+    writer: SiteWriter, listed: Sequence[SeriesRecord], unreached: Sequence[str] = ()
+) -> None:
+    """index.html: every history with its latest verdict, linking its first page, and a
+    warning when report links find no file."""
+    page = render_index(site_view.index(listed, unreached))
+    writer.write("index.html", page, "text/html; charset=utf-8")
 
 
 def build_site(

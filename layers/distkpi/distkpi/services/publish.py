@@ -119,14 +119,15 @@ class Publisher:
     @property
     def commit_steps(self) -> list[Step]:
         """A commit's result: its history, kpis.json, the report, the team's alert before
-        GitHub (which may be down), the bisection of a push's regression, the status."""
+        GitHub (which may be down), the bisection of a push's regression, the status (or
+        check run: the stack's reporter)."""
         return [
             Step("history", self._history, OnFailure.RAISE),
             Step("kpis", self._kpis, OnFailure.RAISE),
             Step("report", self._report, OnFailure.GO_ON),
             Step("alerts", self._alert, OnFailure.RETRY_LATER, retried=(StorageError,)),
             Step("bisection", self._bisect, OnFailure.GO_ON),
-            Step("status", self._status, OnFailure.RETRY_LATER, retried=()),
+            Step(self.statuses.reporter.step, self._status, OnFailure.RETRY_LATER, retried=()),
         ]
 
     @property

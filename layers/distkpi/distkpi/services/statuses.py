@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from aws_lambda_powertools import Logger
 
@@ -17,9 +17,10 @@ from distkpi.domain.github.checks import CheckRun, conclusion_of
 from distkpi.domain.github.commits import Comparison
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.planning.suites import BrokenSuite
+from distkpi.domain.purpose import policy_of_spec
 from distkpi.domain.untrusted import neutral
-from distkpi.exceptions import GitHubAuthError, GitHubError
-from distkpi.services.ports import Counter, GitHub, no_metrics
+from distkpi.exceptions import GitHubAuthError, GitHubError, StorageError
+from distkpi.services.ports import CheckRunIds, Counter, GitHub, no_metrics
 
 if TYPE_CHECKING:
     from distkpi.domain.bisect.plan import Bisection
@@ -30,11 +31,198 @@ logger = Logger(child=True)
 
 def status_context(run: RunSpec) -> str:
     """The suite's context (and check run's name), `distkpi/<model>`; an A/A calibration
-    run's is `distkpi/<model>/calibration`, which no branch protection requires, so that it
-    never blocks or passes a merge."""
-    if run.calibration:
-        return f"distkpi/{run.model}/calibration"
-    return f"distkpi/{run.model}"
+    run's is `distkpi/<model>/calibration` (its purpose's policy says)."""
+    return policy_of_spec(run).context.format(model=run.model)
+
+
+@dataclass
+class CommitStatuses:
+    """A token's reporter: one commit status per suite (`pending` while a run goes on)."""
+
+    github: GitHub
+    count: Counter = no_metrics
+    step: ClassVar[str] = "commit status"
+
+    def result(
+        self,
+        run: RunSpec,
+        state: State,
+        description: str,
+        *,
+        target: str | None,
+        evaluation: Evaluation | None,
+        appendix: str,
+    ) -> bool:
+        del evaluation, appendix  # a status has room for its description only
+        status = CommitStatus(
+            repo=run.repo,
+            sha=run.sha,
+            state=state.value,
+            context=status_context(run),
+            description=neutral(description),
+            target_url=target,
+        )
+        return self._send(status, {"run_id": run.run_id})
+
+    def in_progress(self, run: RunSpec, title: str, summary: str) -> bool:
+        """A commit status stays `pending`: nothing is posted."""
+        del run, title, summary
+        return True
+
+    def for_suite(
+        self, trigger: Trigger, suite: str, state: State, description: str, details: str | None
+    ) -> bool:
+        del details  # a status links no pull request
+        status = CommitStatus(
+            repo=trigger.repo,
+            sha=trigger.sha,
+            state=state.value,
+            context=f"distkpi/{suite}",
+            description=neutral(description),
+        )
+        return self._send(status, {"suite": suite})
+
+    def _send(self, status: CommitStatus, keys: dict[str, str]) -> bool:
+        extra = {"state": status.state, **keys}
+        try:
+            self.github.post(status)
+        except GitHubError as exc:
+            failed(self.count, exc, "status not posted", extra)
+            return False
+        self.count("StatusesPosted")
+        logger.info("status posted", extra=extra)
+        return True
+
+
+@dataclass
+class CheckRuns:
+    """An App's reporter: one check run per run (`distkpi/<model>`, carrying the KPI table),
+    its id kept on the run's item when created so that an update needs no lookup."""
+
+    github: GitHub
+    count: Counter = no_metrics
+    # None: every update finds its check run by name and external id first
+    ids: CheckRunIds | None = None
+    step: ClassVar[str] = "check run"
+
+    def result(
+        self,
+        run: RunSpec,
+        state: State,
+        description: str,
+        *,
+        target: str | None,
+        evaluation: Evaluation | None,
+        appendix: str,
+    ) -> bool:
+        conclusion, title = conclusion_of(state, description)
+        summary = neutral(title, markdown=True)
+        text = None
+        if evaluation is not None:
+            from distkpi.domain.github.check_summary import problems_text, summary_markdown
+
+            summary = summary_markdown(evaluation, target, run.target_accuracy) + appendix
+            text = problems_text(evaluation.kpis.configs)
+        check = CheckRun(
+            name=status_context(run),
+            head_sha=run.sha,
+            external_id=run.run_id,
+            status="queued" if conclusion is None else "completed",
+            title=title,
+            summary=summary,
+            conclusion=conclusion,
+            text=text,
+            details_url=target,
+        )
+        return self._of_run(run, check)
+
+    def in_progress(self, run: RunSpec, title: str, summary: str) -> bool:
+        check = CheckRun(
+            name=status_context(run),
+            head_sha=run.sha,
+            external_id=run.run_id,
+            status="in_progress",
+            title=title,
+            summary=neutral(summary, markdown=True),
+        )
+        return self._of_run(run, check)
+
+    def for_suite(
+        self, trigger: Trigger, suite: str, state: State, description: str, details: str | None
+    ) -> bool:
+        """A check run of a suite no run has (its external id: suite and commit)."""
+        conclusion, title = conclusion_of(state, description)
+        check = CheckRun(
+            name=f"distkpi/{suite}",
+            head_sha=trigger.sha,
+            external_id=f"{suite}@{trigger.sha}",
+            status="completed",
+            title=title,
+            summary=neutral(title, markdown=True),
+            conclusion="action_required" if details else conclusion or "failure",
+            details_url=details,
+        )
+        return self._post(trigger.repo, check, {"suite": suite}, None)
+
+    def _of_run(self, run: RunSpec, check: CheckRun) -> bool:
+        return self._post(run.repo, check, {"run_id": run.run_id}, run.run_id)
+
+    def _post(self, repo: str, check: CheckRun, keys: dict[str, str], run_id: str | None) -> bool:
+        """Update the check run (by its kept id, else found by name and external id), else
+        create it; a run's id is kept for its next update."""
+        extra = {"state": check.conclusion or check.status, **keys}
+        try:
+            kept = self._kept(run_id)
+            found = kept if kept is not None else self._find(repo, check)
+            if found is not None:
+                self.github.update_check_run(repo, found, check.body())
+            else:
+                found = self.github.create_check_run(repo, check.body())
+            if run_id is not None and found != kept:
+                self._keep(run_id, found)
+        except GitHubError as exc:
+            failed(self.count, exc, "check run not posted", extra)
+            return False
+        self.count("StatusesPosted")
+        logger.info("check run posted", extra=extra)
+        return True
+
+    def _kept(self, run_id: str | None) -> int | None:
+        if self.ids is None or run_id is None:
+            return None
+        try:
+            return self.ids.check_run(run_id)
+        except StorageError:
+            logger.exception("check run id not read", extra={"run_id": run_id})
+            return None
+
+    def _find(self, repo: str, check: CheckRun) -> int | None:
+        """The check run's id by its name and external id (a run's from before ids were
+        kept, or a suite's)."""
+        found = [
+            c.get("id")
+            for c in self.github.check_runs(repo, check.head_sha, check.name)
+            if c.get("external_id") == check.external_id
+        ]
+        return found[0] if found and isinstance(found[0], int) else None
+
+    def _keep(self, run_id: str, check_run: int) -> None:
+        """The check run is posted whatever happens here: a failure to keep its id is
+        logged and counted, and the next update looks it up again."""
+        if self.ids is None:
+            return
+        try:
+            self.ids.set_check_run(run_id, check_run)
+        except StorageError:
+            logger.exception("check run id not kept", extra={"run_id": run_id})
+            self.count("CheckRunIdsNotKept")
+
+
+def failed(count: Counter, exc: GitHubError, message: str, extra: Mapping[str, object]) -> None:
+    logger.error(message, extra={**extra, "error": str(exc)})
+    count("StatusPostFailures")
+    if isinstance(exc, GitHubAuthError):
+        count("GitHubAuthFailures")
 
 
 @dataclass
@@ -46,6 +234,15 @@ class StatusPublisher:
     checks: bool = False
     # where people read the repository (a pull request's page), for action_required
     web_url: str = "https://github.com"
+    # where a run's check run id is kept (the runs' table); None: looked up at each update
+    check_run_ids: CheckRunIds | None = None
+
+    def __post_init__(self) -> None:
+        self.reporter: CommitStatuses | CheckRuns = (
+            CheckRuns(self.github, self.count, self.check_run_ids)
+            if self.checks
+            else CommitStatuses(self.github, self.count)
+        )
 
     def post(
         self,
@@ -61,85 +258,19 @@ class StatusPublisher:
         check run's summary followed by ``appendix`` (markdown made of neutral text); False
         (logged and counted) when GitHub refused or was down."""
         target = self.report_url(run.run_id) if report else None
-        if self.checks:
-            conclusion, title = conclusion_of(state, description)
-            summary = neutral(title, markdown=True)
-            text = None
-            if evaluation is not None:
-                from distkpi.domain.github.check_summary import problems_text, summary_markdown
-
-                summary = summary_markdown(evaluation, target, run.target_accuracy) + appendix
-                text = problems_text(evaluation.kpis.configs)
-            check = CheckRun(
-                name=status_context(run),
-                head_sha=run.sha,
-                external_id=run.run_id,
-                status="queued" if conclusion is None else "completed",
-                title=title,
-                summary=summary,
-                conclusion=conclusion,
-                text=text,
-                details_url=target,
-            )
-            return self._check(run.repo, check, {"run_id": run.run_id})
-        status = CommitStatus(
-            repo=run.repo,
-            sha=run.sha,
-            state=state.value,
-            context=status_context(run),
-            description=neutral(description),
-            target_url=target,
+        return self.reporter.result(
+            run, state, description, target=target, evaluation=evaluation, appendix=appendix
         )
-        return self._send(status, {"run_id": run.run_id})
 
     def started(self, run: RunSpec, description: str) -> bool:
         """The run's first node reported: its check run is `in_progress` (a commit status
         stays `pending`, so nothing is posted)."""
-        return self._in_progress(run, description, description)
+        return self.reporter.in_progress(run, description, description)
 
     def still_going(self, run: RunSpec, message: str) -> bool:
         """Say in a running run's check why pressing "Re-run" started nothing."""
         summary = f"{message}: its result will conclude this check; re-run it after."
-        return self._in_progress(run, message, summary)
-
-    def _in_progress(self, run: RunSpec, title: str, summary: str) -> bool:
-        if not self.checks:
-            return True
-        check = CheckRun(
-            name=status_context(run),
-            head_sha=run.sha,
-            external_id=run.run_id,
-            status="in_progress",
-            title=title,
-            summary=neutral(summary, markdown=True),
-        )
-        return self._check(run.repo, check, {"run_id": run.run_id})
-
-    def _check(self, repo: str, check: CheckRun, keys: dict[str, str]) -> bool:
-        """Update the run's check run (found by name and external id), else create it."""
-        extra = {"state": check.conclusion or check.status, **keys}
-        try:
-            found = [
-                c.get("id")
-                for c in self.github.check_runs(repo, check.head_sha, check.name)
-                if c.get("external_id") == check.external_id
-            ]
-            if found and isinstance(found[0], int):
-                self.github.update_check_run(repo, found[0], check.body())
-            else:
-                self.github.create_check_run(repo, check.body())
-        except GitHubError as exc:
-            self._failed(exc, "check run not posted", extra)
-            return False
-        self.count("StatusesPosted")
-        logger.info("check run posted", extra=extra)
-        return True
-
-    def _failed(self, exc: GitHubError, message: str, extra: Mapping[str, object]) -> None:
-        logger.error(message, extra={**extra, "error": str(exc)})
-        self.count("StatusPostFailures")
-        if isinstance(exc, GitHubAuthError):
-            self.count("GitHubAuthFailures")
+        return self.reporter.in_progress(run, message, summary)
 
     def post_broken_suite(self, trigger: Trigger, suite: BrokenSuite) -> bool:
         """`error` under the suite's context, saying what is wrong with its file."""
@@ -156,31 +287,10 @@ class StatusPublisher:
     ) -> bool:
         """A status under a suite's context for a commit that has no run of it (a check
         run waiting for approval is `action_required`, linking the pull request)."""
-        if self.checks:
-            conclusion, title = conclusion_of(state, description)
-            details = None
-            if awaiting_approval:
-                conclusion = "action_required"
-                details = f"{self.web_url.rstrip('/')}/{trigger.repo}/pull/{trigger.pull_request}"
-            check = CheckRun(
-                name=f"distkpi/{suite}",
-                head_sha=trigger.sha,
-                external_id=f"{suite}@{trigger.sha}",
-                status="completed",
-                title=title,
-                summary=neutral(title, markdown=True),
-                conclusion=conclusion or "failure",
-                details_url=details,
-            )
-            return self._check(trigger.repo, check, {"suite": suite})
-        status = CommitStatus(
-            repo=trigger.repo,
-            sha=trigger.sha,
-            state=state.value,
-            context=f"distkpi/{suite}",
-            description=neutral(description),
-        )
-        return self._send(status, {"suite": suite})
+        details = None
+        if awaiting_approval:
+            details = f"{self.web_url.rstrip('/')}/{trigger.repo}/pull/{trigger.pull_request}"
+        return self.reporter.for_suite(trigger, suite, state, description, details)
 
     def compare(self, trigger: Trigger) -> Comparison | None:
         """GitHub's compare of the commit the trigger's change is counted from (a pull
@@ -237,15 +347,4 @@ class StatusPublisher:
             self.count("LabelRemovalFailures")
             return False
         logger.info("stale approval label removed", extra={"label": label})
-        return True
-
-    def _send(self, status: CommitStatus, keys: dict[str, str]) -> bool:
-        extra = {"state": status.state, **keys}
-        try:
-            self.github.post(status)
-        except GitHubError as exc:
-            self._failed(exc, "status not posted", extra)
-            return False
-        self.count("StatusesPosted")
-        logger.info("status posted", extra=extra)
         return True

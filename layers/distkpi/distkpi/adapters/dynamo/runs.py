@@ -286,6 +286,23 @@ class RunRepository:
         )
         return response is not None
 
+    def check_run(self, run_id: str) -> int | None:
+        """The run's check run id, kept when it was created; None before that (or for a run
+        item written before ids were kept)."""
+        item = self.table.get(keys.run(run_id), consistent=True)
+        found = item.get("check_run") if item is not None else None
+        return int(found) if found is not None else None
+
+    def set_check_run(self, run_id: str, check_run: int) -> bool:
+        """Keep the run's check run id on its item; False when there is no such run."""
+        response = self.table.conditional(
+            Key=keys.run(run_id),
+            UpdateExpression="SET check_run = :id",
+            ConditionExpression="attribute_exists(PK)",
+            ExpressionAttributeValues={":id": check_run},
+        )
+        return response is not None
+
     def claim_publication(self, run_id: str, now: int, lease_s: int = 300) -> bool:
         """One publisher of the final status at a time; a stale lease can be taken over."""
         response = self.table.conditional(

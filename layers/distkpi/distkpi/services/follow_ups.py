@@ -1,0 +1,88 @@
+"""The runs a finished run asks for: a confirmation of the configs its verdict left in doubt,
+and a bisection's steps (started and cancelled)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from aws_lambda_powertools import Logger
+
+from distkpi.domain.commit_status import confirming_description
+from distkpi.domain.planning.jobs import confirmation_run_id, confirmation_spec, run_spec_for
+from distkpi.domain.planning.suites import Suite
+from distkpi.domain.records import RunRecord
+from distkpi.services.ports import Counter, SuiteSource, no_metrics
+from distkpi.services.run_launcher import RunLauncher
+
+logger = Logger(child=True)
+
+
+@dataclass
+class FollowUps:
+    catalog: SuiteSource
+    launcher: RunLauncher
+    count: Counter = no_metrics
+
+    def confirm(self, run: RunRecord, configs: Sequence[str]) -> str | None:
+        """Run ``configs`` of ``run``'s commit once more, as the next run confirming the
+        first; its id, or None when the suite is gone (the verdict then stands as it is)."""
+        first = run.first_run_id
+        attempt = run.attempt + 1
+        suite = self._suite(run.model)
+        confirm = run.verdict_settings.confirm
+        if suite is None or confirm is None:
+            logger.warning("suite gone; not confirmed", run_id=run.run_id, model=run.model)
+            return None
+        run_id = confirmation_run_id(first, attempt)
+        spec = confirmation_spec(run.spec, run_id, configs)
+        record = RunRecord(
+            run_id=run_id,
+            trigger=run.trigger,
+            model=run.model,
+            spec=spec,
+            delivery=run.delivery,
+            verdict_settings=run.verdict_settings,
+            created_at=self.launcher.now(),
+            configs_total=len(spec.configs),
+            attempt=attempt,
+            confirms=first,
+        )
+        description = confirming_description(configs, attempt, confirm.max_runs)
+        if self.launcher.launch(record, suite, description):
+            self.count("ConfirmationRuns")
+        return run_id
+
+    def start_step(
+        self, bad: RunRecord, run_id: str, sha: str, configs: Sequence[str], good: str
+    ) -> bool:
+        """A bisection's step: ``configs`` of ``bad``'s run at commit ``sha`` (a paired suite's
+        as an A/B of the good commit against it), linked to ``bad``; no status is posted (the
+        commit was never asked about). Whether the step's run exists now (another finisher
+        may have started it); False when the suite is gone."""
+        suite = self._suite(bad.model)
+        if suite is None:
+            logger.warning("suite gone; no bisection step", run_id=bad.run_id, model=bad.model)
+            return False
+        trigger = replace(bad.trigger, sha=sha, before=None)
+        spec = confirmation_spec(
+            run_spec_for(run_id, trigger, suite, good if suite.verdict.paired else None),
+            run_id,
+            configs,
+        )
+        record = self.launcher.record(run_id, trigger, suite, spec, bad.delivery)
+        if self.launcher.launch(replace(record, bisection=bad.run_id), suite, None):
+            self.count("BisectionRuns")
+        return True
+
+    def cancel_step(self, run_id: str, reason: str) -> bool:
+        """Cancel a bisection's step run and stop its jobs (it posted no status)."""
+        if not self.launcher.mark_cancelled(run_id, reason):
+            return False
+        self.launcher.stop_pending(run_id, reason)
+        logger.info("bisection step cancelled", run_id=run_id, reason=reason)
+        return True
+
+    def _suite(self, name: str) -> Suite | None:
+        suites, _ = self.catalog.suites()
+        return next((s for s in suites if s.name == name), None)
