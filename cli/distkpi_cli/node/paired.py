@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.contracts import SHA, LookDecision
 from distkpi.domain.layout import WARMUP, arm_prefix, pair_prefix
+from distkpi.domain.planning import jobenv
 from distkpi.domain.signing import signed_by
 from distkpi.exceptions import NotFoundError, StorageError
 from distkpi_cli.node.polling import pauses
@@ -36,12 +37,12 @@ class PairedPlan:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> PairedPlan | None:
         """The launcher's plan, or None for an unpaired run; NodeProblem when it is garbled."""
-        text = env.get("DISTKPI_PAIRED")
+        text = env.get(jobenv.PAIRED)
         if not text:
             return None
         try:
             data = json.loads(text)
-            plan = cls(str(env["DISTKPI_BASE_SHA"]), int(data["max_pairs"]), bool(data["warmup"]))
+            plan = cls(str(env[jobenv.BASE_SHA]), int(data["max_pairs"]), bool(data["warmup"]))
         except (ValueError, KeyError, TypeError) as exc:
             raise NodeProblem(
                 "DISTKPI_PAIRED or DISTKPI_BASE_SHA is not what the launcher writes"

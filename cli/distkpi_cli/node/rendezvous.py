@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.kpis.runfolder import node_index
+from distkpi.domain.planning import jobenv
 from distkpi.domain.signing import sign, signed_by
 from distkpi.exceptions import NotFoundError
 from distkpi_cli.node.placement import Endpoint, Place
@@ -23,7 +24,7 @@ FOLDER = "rendezvous/"
 
 def own_address(env: Mapping[str, str]) -> str:
     """This node's address as the others reach it (DISTKPI_NODE_ADDRESS overrides)."""
-    return env.get("DISTKPI_NODE_ADDRESS") or socket.gethostbyname(socket.gethostname())
+    return env.get(jobenv.NODE_ADDRESS) or socket.gethostbyname(socket.gethostname())
 
 
 def free_ports(address: str, count: int) -> list[int]:

@@ -59,6 +59,7 @@ RUN_AS_GID = "DISTKPI_RUN_AS_GID"
 SECRETS_FD = "DISTKPI_SECRETS_FD"
 GIT_TOKEN = "DISTKPI_GIT_TOKEN"
 CACHE_DIR = "DISTKPI_CACHE_DIR"
+FAIL_AT_EPOCH = "DISTKPI_FAIL_AT_EPOCH"  # the local executor's fault, for the demo benchmark
 # what the node adds for the code (besides the launcher's above)
 ROLE_RANK = "DISTKPI_ROLE_RANK"
 NODE_INDEX = "DISTKPI_NODE_INDEX"
