@@ -22,7 +22,7 @@ from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.contracts import SHA, LookDecision
 from distkpi.domain.layout import WARMUP, arm_prefix, pair_prefix
 from distkpi.domain.planning import jobenv
-from distkpi.domain.signing import signed_by
+from distkpi.domain.signing import Unsealed, unseal
 from distkpi.exceptions import NotFoundError, StorageError
 from distkpi_cli.node.polling import pauses
 from distkpi_cli.node.source import NodeProblem
@@ -141,12 +141,9 @@ class DecisionWait:
             data = json.loads(self.store.read_bytes(key))
         except (NotFoundError, StorageError, ValueError):
             return None
-        if not isinstance(data, dict) or (self.key and not signed_by(self.key, data)):
-            return None
         try:
-            decision = LookDecision.model_validate(data)
-        except ValidationError:
-            return None
-        if (decision.run_id, decision.config, decision.pair) != (self.run_id, self.config, pair):
+            bound = unseal(self.key, data, run_id=self.run_id, config=self.config, pair=pair)
+            decision = LookDecision.model_validate(bound)
+        except (Unsealed, ValidationError):
             return None
         return decision

@@ -41,10 +41,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from pydantic import ValidationError
+
 from distkpi.adapters.s3_runs import S3RunStore
-from distkpi.domain.contracts import MAX_FILES_PER_MANIFEST, MAX_LOG_BYTES, FileKind
+from distkpi.domain.contracts import (
+    MAX_FILES_PER_MANIFEST,
+    MAX_LOG_BYTES,
+    FileKind,
+    NodeManifest,
+    describe_errors,
+)
 from distkpi.domain.logs.filesummary import ENGINE_VERSION, PARSED_KINDS
-from distkpi.domain.signing import HashingReader, sign
+from distkpi.domain.signing import HashingReader, seal
 from distkpi.exceptions import ContractError, StorageError
 from distkpi_cli.node.bounded import Ended, run_bounded
 from distkpi_cli.node.golden import NAME as GOLDEN_NAME
@@ -574,7 +582,7 @@ class NodeRunner:
         """pair-<p>/node-<i>.json: the pair's files (already sent) and how each arm ended,
         signed like the node's manifest; the collector judges the look when every node's is
         in."""
-        look = {
+        fields = {
             "schema": 1,
             "run_id": one.place.run_id,
             "config": one.place.config,
@@ -587,8 +595,7 @@ class NodeRunner:
             "files": entries,
             "engine_version": ENGINE_VERSION,
         }
-        if signing_key := one.settings.signing_key:
-            look = sign(signing_key, look)
+        look = seal(one.settings.signing_key, as_contract(fields))
         key = look_manifest_key(one.config_key, pair, one.place.index)
         one.store.put_bytes(key, json.dumps(look).encode())
 
@@ -635,10 +642,10 @@ class NodeRunner:
             said = [manifest.get("problem"), f"not uploaded: {'; '.join(self.unsent)}"]
             manifest["problem"] = _problem("; ".join(p for p in said if p))
             manifest["exit_code"] = manifest["exit_code"] or 1
-        if key:
-            manifest = sign(key, manifest)
-        key = f"{config_key}node-{place.index}.json"
-        store.put_bytes(key, json.dumps(manifest).encode())
+        record = as_contract(manifest)
+        manifest["exit_code"] = record["exit_code"]
+        record = seal(key, record)
+        store.put_bytes(f"{config_key}node-{place.index}.json", json.dumps(record).encode())
 
     def _send(
         self, store: S3RunStore, config_key: str, uploads: list[Upload]
@@ -740,6 +747,24 @@ class Stopped(NodeProblem):
     """The command was still running at its deadline."""
 
     exit_code = STOPPED
+
+
+def as_contract(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A node or look manifest as the collector's model reads it (domain/contracts.py,
+    `NodeManifest`): what the node writes is what the collector checks. One that breaks the
+    contract (a hardware probe's problem over its length, say) is written with the reason
+    as its problem, exit code 1 and no files, rather than refused whole by the collector."""
+    try:
+        return NodeManifest.model_validate(fields).to_json()
+    except ValidationError as exc:
+        said = f"the node's manifest breaks the contract: {describe_errors(exc)}"
+        kept = {k: fields[k] for k in _ALWAYS_VALID if k in fields}
+        failed = kept | {"exit_code": fields.get("exit_code") or 1, "problem": _problem(said)}
+        return NodeManifest.model_validate(failed | {"files": []}).to_json()
+
+
+# what a manifest holds that the node makes itself, always within the contract
+_ALWAYS_VALID = ("schema", "run_id", "config", "node", "pair", "started_at", "finished_at")
 
 
 def _keep_golden(env: Mapping[str, str], source: Path, files: NodeFiles) -> None:

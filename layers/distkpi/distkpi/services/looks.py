@@ -24,7 +24,7 @@ from distkpi.domain.kpis.runfolder import (
 from distkpi.domain.layout import decision_key, pair_prefix
 from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import RunRecord
-from distkpi.domain.signing import ManifestKeys, sign
+from distkpi.domain.signing import ManifestKeys, seal
 from distkpi.exceptions import NotFoundError, StorageError
 from distkpi.services.baseline import baseline_of
 from distkpi.services.ports import Counter, History, RunFolders, Runs, no_metrics
@@ -95,7 +95,7 @@ class PairedLooks:
             self.runs.record_look(spec.run_id, config, pair, decision.to_json())
         )
         key = self.keys.for_config(spec.run_id, config)
-        body = json.dumps(sign(key, stored.to_json())).encode()
+        body = json.dumps(seal(key, stored.to_json())).encode()
         self.store.put_bytes(decision_key(spec.run_id, config, pair), body)
         self.count("LooksDecided")
         logger.info(
