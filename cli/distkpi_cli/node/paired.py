@@ -24,7 +24,7 @@ from distkpi.domain.layout import WARMUP, arm_prefix, pair_prefix
 from distkpi.domain.planning import jobenv
 from distkpi.domain.signing import Unsealed, unseal
 from distkpi.exceptions import NotFoundError, StorageError
-from distkpi_cli.node.polling import pauses
+from distkpi_cli.node.polling import poll_until
 from distkpi_cli.node.source import NodeProblem
 
 
@@ -118,18 +118,21 @@ class DecisionWait:
         """The collector's decision on ``pair``; a stop when none comes by the deadline or a
         node of the job has ended (it would never join the next run). A record not signed
         with the config's key, or signed for another run, config or pair, is not one."""
-        until, pause = self.clock() + self.deadline_s, pauses(self.poll_s)
         key = f"{self.config_key}{pair_prefix(pair)}decision.json"
-        while True:
+
+        def decided() -> LookDecision | None:
             found = self._read(key, pair)
-            if found is not None:
-                return found
-            if gone := others():
+            if found is None and (gone := others()):
                 names = ", ".join(map(str, sorted(gone)))
                 return self._stop(pair, f"node(s) {names} ended before pair {pair} was decided")
-            if self.clock() >= until:
-                return self._stop(pair, f"no decision on pair {pair} in {self.deadline_s:g}s")
-            self.sleep(next(pause))
+            return found
+
+        found = poll_until(
+            decided, self.deadline_s, self.poll_s, clock=self.clock, sleep=self.sleep
+        )
+        if found is None:
+            return self._stop(pair, f"no decision on pair {pair} in {self.deadline_s:g}s")
+        return found
 
     def _stop(self, pair: int, why: str) -> LookDecision:
         return LookDecision(

@@ -16,7 +16,7 @@ from distkpi.domain.planning import jobenv
 from distkpi.domain.signing import BoundElsewhere, Unsealed, seal, unseal
 from distkpi.exceptions import NotFoundError
 from distkpi_cli.node.placement import Endpoint, Place
-from distkpi_cli.node.polling import pauses
+from distkpi_cli.node.polling import poll_until
 from distkpi_cli.node.source import NodeProblem
 
 FOLDER = "rendezvous/"
@@ -70,10 +70,11 @@ def rendezvous(
         "spare_port": own.spare_port,
     }
     store.put_bytes(f"{folder}node-{place.index}.json", json.dumps(seal(key, record)).encode())
-    until, pause = clock() + deadline_s, pauses(poll_s)
-    while True:
+    missing: list[int] = []
+
+    def everyone() -> dict[int, Endpoint] | None:
         present = {i for i in map(node_index, store.list_names(folder)) if i is not None}
-        missing = [n for n in range(place.num_nodes) if n not in present]
+        missing[:] = [n for n in range(place.num_nodes) if n not in present]
         if not missing:
             return {
                 n: _endpoint(store, folder, name, place, n, key=key) for n in range(place.num_nodes)
@@ -83,10 +84,13 @@ def rendezvous(
         if ended:
             names = ", ".join(map(str, ended))
             raise NodeProblem(f"rendezvous: node(s) {names} ended before {name}")
-        if clock() >= until:
-            names = ", ".join(map(str, missing))
-            raise NodeProblem(f"rendezvous: node(s) {names} never showed up in {deadline_s:g}s")
-        sleep(next(pause))
+        return None
+
+    endpoints = poll_until(everyone, deadline_s, poll_s, clock=clock, sleep=sleep)
+    if endpoints is None:
+        names = ", ".join(map(str, missing))
+        raise NodeProblem(f"rendezvous: node(s) {names} never showed up in {deadline_s:g}s")
+    return endpoints
 
 
 def _endpoint(

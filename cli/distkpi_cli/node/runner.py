@@ -88,7 +88,7 @@ from distkpi_cli.node.paired import (
     schedule,
 )
 from distkpi_cli.node.placement import Endpoint, Place, expand, framework_environment
-from distkpi_cli.node.polling import pauses
+from distkpi_cli.node.polling import poll_until
 from distkpi_cli.node.reach import out_of_reach
 from distkpi_cli.node.rendezvous import FOLDER, free_ports, own_address, rendezvous
 from distkpi_cli.node.secrets import store_maker, take_secrets, without_secrets
@@ -670,18 +670,19 @@ class NodeRunner:
     ) -> None:
         """Batch stops every other node of a multi-node job when the main node exits."""
         others = {f"node-{n}.json" for n in range(place.num_nodes) if n != place.index}
-        until = self.clock() + wait_s
-        pause = pauses(2.0)
-        while True:
+        missing = set(others)
+
+        def all_in() -> bool | None:
             try:
-                missing = others - set(store.list_names(config_key))
+                listed = set(store.list_names(config_key))
             except StorageError:
-                missing = others
-            if not missing or self.clock() >= until:
-                if missing:
-                    print(f"distkpi node: {sorted(missing)} did not report", file=sys.stderr)
-                return
-            self.sleep(next(pause))
+                listed = set()
+            missing.clear()
+            missing.update(others - listed)
+            return True if not missing else None
+
+        if poll_until(all_in, wait_s, 2.0, clock=self.clock, sleep=self.sleep) is None:
+            print(f"distkpi node: {sorted(missing)} did not report", file=sys.stderr)
 
 
 @dataclass(frozen=True)
