@@ -246,7 +246,7 @@ def test_each_look_manifest_is_read_once_per_look_not_once_per_arrival() -> None
         source.read_bytes = read_bytes  # type: ignore[method-assign]
         return source
 
-    pipeline.store.run = counting  # type: ignore[method-assign]
+    pipeline.store.run = counting  # type: ignore[method-assign,assignment]
     job = Job(pipeline, looks, run_id, "2x8-4ps")
     assert job.nodes > 1
     job.pair(1)
