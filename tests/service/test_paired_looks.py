@@ -226,3 +226,29 @@ def test_no_look_is_decided_after_the_last_pair_nor_for_a_pair_past_it() -> None
     job = Job(pipeline, looks, run_id, "1x1")
     assert job.pair(4) is None  # the last: the nodes go on to their final manifests
     assert looks.on_look_manifest(run_id, "1x1", 9) is None
+
+
+def test_each_look_manifest_is_read_once_per_look_not_once_per_arrival() -> None:
+    """Given a 2-node config's first pair arriving node by node, then the look manifests are
+    read when the last arrives, once each, not again at every arrival before it."""
+    pipeline, looks, run_id = paired_pipeline()
+    read: list[str] = []
+    source_of = pipeline.store.run
+
+    def counting(run: str) -> Any:
+        source = source_of(run)
+        real = source.read_bytes
+
+        def read_bytes(path: str) -> bytes:
+            read.append(path)
+            return real(path)
+
+        source.read_bytes = read_bytes  # type: ignore[method-assign]
+        return source
+
+    pipeline.store.run = counting  # type: ignore[method-assign,assignment]
+    job = Job(pipeline, looks, run_id, "2x8-4ps")
+    assert job.nodes > 1
+    job.pair(1)
+    looked = [p for p in read if p.startswith("2x8-4ps/pair-1/node-")]
+    assert sorted(looked) == [f"2x8-4ps/pair-1/node-{n}.json" for n in range(job.nodes)]

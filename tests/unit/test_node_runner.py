@@ -452,6 +452,23 @@ def test_the_manifest_holds_the_engines_summary_of_each_log_it_names(
     assert left["kind"] == "file" and "summary" not in left and len(left["sha256"]) == 64
 
 
+def test_an_empty_distkpi_paired_is_an_unpaired_run_whose_log_is_parsed(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    """Given DISTKPI_PAIRED set to the empty string (what a script that clears it leaves),
+    then the run is unpaired in every respect: its log goes up as a log, with the engine's
+    summary, not as a file nobody parses."""
+    path, _, tip = repo
+    env = node_env(path, tip, tmp_path / "work", 0, 1, 0, DISTKPI_PAIRED="")
+    assert NodeRunner(env, ["python3", "-c", TRAINS]).run() == 0
+    entries = {entry["path"]: entry for entry in manifest(s3, 0)["files"]}
+    log = entries["logs/trainer-0.log"]
+    assert log["kind"] == "log" and summary_from_json("log", log["summary"]).best_throughput() == (
+        115.0,
+        Level.PASS,
+    )
+
+
 def test_a_log_over_the_cap_is_cut_at_a_line_and_the_manifest_says_how_much(
     s3: Any, repo: tuple[Path, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

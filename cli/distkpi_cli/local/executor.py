@@ -22,6 +22,7 @@ from typing import Any
 from distkpi.adapters.batch import KEY_VARIABLE, WITHHELD_KEY
 from distkpi.domain.logs.logformats import parse_log
 from distkpi.domain.logs.readers.classic import MAX_CAUSE_CHARS
+from distkpi.domain.planning import jobenv
 from distkpi.domain.untrusted import neutral
 from distkpi_cli.local.codeenv import code_bin
 from distkpi_cli.node.hardware import LOCAL
@@ -76,7 +77,7 @@ class JobOutcome:
 
 
 def _run_of(job: LocalJob) -> str:
-    return job.node_env[0].get("DISTKPI_RUN_ID", "run") if job.node_env else "run"
+    return job.node_env[0].get(jobenv.RUN_ID, "run") if job.node_env else "run"
 
 
 def _env_list(items: list[dict[str, str]]) -> dict[str, str]:
@@ -162,21 +163,21 @@ class Executor:
                 "AWS_BATCH_JOB_NODE_INDEX": str(node),
                 "AWS_BATCH_JOB_NUM_NODES": str(job.nodes),
                 "AWS_BATCH_JOB_MAIN_NODE_INDEX": "0",
-                "DISTKPI_WORKDIR": str(self._node_dir(job, node)),
-                "DISTKPI_NODE_ADDRESS": "127.0.0.1",
-                "DISTKPI_INSTANCE_TYPE": LOCAL,  # this machine: no metadata service asked
+                jobenv.WORKDIR: str(self._node_dir(job, node)),
+                jobenv.NODE_ADDRESS: "127.0.0.1",
+                jobenv.INSTANCE_TYPE: LOCAL,  # this machine: no metadata service asked
                 "PATH": os.pathsep.join([code_bin(), env.get("PATH", "")]),
                 "PYTHONUNBUFFERED": "1",
             }
         )
         if env.get(KEY_VARIABLE) == WITHHELD_KEY and self.keys is not None:
-            env[KEY_VARIABLE] = self.keys(env.get("DISTKPI_RUN_ID", ""), job.config)
-        if self.source is not None and env.get("DISTKPI_SOURCE_URL") != "none":
-            env["DISTKPI_SOURCE_URL"] = str(self.source)
+            env[KEY_VARIABLE] = self.keys(env.get(jobenv.RUN_ID, ""), job.config)
+        if self.source is not None and env.get(jobenv.SOURCE_URL) != "none":
+            env[jobenv.SOURCE_URL] = str(self.source)
         if node:
             env["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"] = "127.0.0.1"
         if (job.config, node) in self.faults:
-            env["DISTKPI_FAIL_AT_EPOCH"] = str(self.faults[(job.config, node)])
+            env[jobenv.FAIL_AT_EPOCH] = str(self.faults[(job.config, node)])
         return env
 
     def run(self, job: LocalJob, tick: Callable[[], object]) -> JobOutcome:

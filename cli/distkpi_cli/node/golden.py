@@ -14,7 +14,9 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-VARIABLE = "DISTKPI_GOLDEN"
+from distkpi.domain.planning import jobenv
+
+VARIABLE = jobenv.GOLDEN
 NAME = "golden.json"  # where it lands in the config folder (runfolder.GOLDEN_FILE)
 MAX_BYTES = 4 << 20  # a golden curve holds at most 10,000 steps (domain/kpis/golden.py)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from distkpi.domain.planning import jobenv
 from distkpi_cli.node.secrets import without_secrets
 
 UNKNOWN = "unknown"
@@ -80,9 +81,7 @@ def _firmware_instance_type(dmi: Path) -> str | None:
 
 
 def instance_type(env: Mapping[str, str], dmi: Path = DMI) -> str | None:
-    return (
-        env.get("DISTKPI_INSTANCE_TYPE") or _imds_instance_type(env) or _firmware_instance_type(dmi)
-    )
+    return env.get(jobenv.INSTANCE_TYPE) or _imds_instance_type(env) or _firmware_instance_type(dmi)
 
 
 def gpu_names() -> list[str] | None:

@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from distkpi.domain.planning import jobenv
 from distkpi_cli.node.source import TOKEN_VARIABLE
 
-KEY_VARIABLE = "DISTKPI_MANIFEST_KEY"  # this config's signing key (domain/signing.py)
+KEY_VARIABLE = jobenv.MANIFEST_KEY  # this config's signing key (domain/signing.py)
 # what only the runner holds: the clone token, the signing key, the job's AWS credentials
 SECRET_VARIABLES = frozenset(
     {
@@ -53,7 +54,7 @@ SECRET_VARIABLES = frozenset(
 )
 # the runner's own settings, of no use to the code
 RUNNER_VARIABLES = frozenset(
-    {"DISTKPI_RUN_AS_UID", "DISTKPI_RUN_AS_GID", "DISTKPI_WORKDIR", "DISTKPI_SECRETS_FD"}
+    {jobenv.RUN_AS_UID, jobenv.RUN_AS_GID, jobenv.WORKDIR, jobenv.SECRETS_FD}
 )
 # what the code gets of the node's own environment, besides the launcher's DISTKPI_* and the
 # frameworks' variables (domain/nodeplace.py): the system's, the GPU stack's, Python's
@@ -62,7 +63,7 @@ PASSED_VARIABLES = frozenset(
     | {"PYTHONPATH", "PYTHONHASHSEED", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"}
 )
 PASSED_PREFIXES = ("DISTKPI_", "LC_", "CUDA_", "NVIDIA_", "NCCL_", "FI_", "OMP_", "MKL_")
-SECRETS_FD = "DISTKPI_SECRETS_FD"
+SECRETS_FD = jobenv.SECRETS_FD
 LEASED_UIDS = range(60000, 61000)  # used by no account on Debian/Ubuntu: 60000-64999 is unused
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
@@ -133,10 +134,10 @@ def code_user(env: Mapping[str, str]) -> CodeUser:
     process runs as. Root is refused as the code's user."""
     if os.geteuid() != 0:
         return CodeUser(os.getuid(), os.getgid(), separate=False)
-    given = env.get("DISTKPI_RUN_AS_UID")
+    given = env.get(jobenv.RUN_AS_UID)
     if given:
-        uid = _number("DISTKPI_RUN_AS_UID", given)
-        gid = _number("DISTKPI_RUN_AS_GID", env.get("DISTKPI_RUN_AS_GID") or given)
+        uid = _number(jobenv.RUN_AS_UID, given)
+        gid = _number(jobenv.RUN_AS_GID, env.get(jobenv.RUN_AS_GID) or given)
         if uid == 0 or gid == 0:
             raise IsolationError("DISTKPI_RUN_AS_UID/GID must not be root's (0)")
         return CodeUser(uid, gid, separate=True)

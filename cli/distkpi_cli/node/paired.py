@@ -21,9 +21,10 @@ from pydantic import ValidationError
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.contracts import SHA, LookDecision
 from distkpi.domain.layout import WARMUP, arm_prefix, pair_prefix
-from distkpi.domain.signing import signed_by
+from distkpi.domain.planning import jobenv
+from distkpi.domain.signing import Unsealed, unseal
 from distkpi.exceptions import NotFoundError, StorageError
-from distkpi_cli.node.polling import pauses
+from distkpi_cli.node.polling import poll_until
 from distkpi_cli.node.source import NodeProblem
 
 
@@ -36,12 +37,12 @@ class PairedPlan:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> PairedPlan | None:
         """The launcher's plan, or None for an unpaired run; NodeProblem when it is garbled."""
-        text = env.get("DISTKPI_PAIRED")
+        text = env.get(jobenv.PAIRED)
         if not text:
             return None
         try:
             data = json.loads(text)
-            plan = cls(str(env["DISTKPI_BASE_SHA"]), int(data["max_pairs"]), bool(data["warmup"]))
+            plan = cls(str(env[jobenv.BASE_SHA]), int(data["max_pairs"]), bool(data["warmup"]))
         except (ValueError, KeyError, TypeError) as exc:
             raise NodeProblem(
                 "DISTKPI_PAIRED or DISTKPI_BASE_SHA is not what the launcher writes"
@@ -117,18 +118,21 @@ class DecisionWait:
         """The collector's decision on ``pair``; a stop when none comes by the deadline or a
         node of the job has ended (it would never join the next run). A record not signed
         with the config's key, or signed for another run, config or pair, is not one."""
-        until, pause = self.clock() + self.deadline_s, pauses(self.poll_s)
         key = f"{self.config_key}{pair_prefix(pair)}decision.json"
-        while True:
+
+        def decided() -> LookDecision | None:
             found = self._read(key, pair)
-            if found is not None:
-                return found
-            if gone := others():
+            if found is None and (gone := others()):
                 names = ", ".join(map(str, sorted(gone)))
                 return self._stop(pair, f"node(s) {names} ended before pair {pair} was decided")
-            if self.clock() >= until:
-                return self._stop(pair, f"no decision on pair {pair} in {self.deadline_s:g}s")
-            self.sleep(next(pause))
+            return found
+
+        found = poll_until(
+            decided, self.deadline_s, self.poll_s, clock=self.clock, sleep=self.sleep
+        )
+        if found is None:
+            return self._stop(pair, f"no decision on pair {pair} in {self.deadline_s:g}s")
+        return found
 
     def _stop(self, pair: int, why: str) -> LookDecision:
         return LookDecision(
@@ -140,12 +144,9 @@ class DecisionWait:
             data = json.loads(self.store.read_bytes(key))
         except (NotFoundError, StorageError, ValueError):
             return None
-        if not isinstance(data, dict) or (self.key and not signed_by(self.key, data)):
-            return None
         try:
-            decision = LookDecision.model_validate(data)
-        except ValidationError:
-            return None
-        if (decision.run_id, decision.config, decision.pair) != (self.run_id, self.config, pair):
+            bound = unseal(self.key, data, run_id=self.run_id, config=self.config, pair=pair)
+            decision = LookDecision.model_validate(bound)
+        except (Unsealed, ValidationError):
             return None
         return decision

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from distkpi.domain.planning import jobenv
 from distkpi.exceptions import ContractError
 
 _NAME = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -80,15 +81,15 @@ class Place:
             num_nodes=number("AWS_BATCH_JOB_NUM_NODES", "1"),
             main_index=number("AWS_BATCH_JOB_MAIN_NODE_INDEX", "0"),
             main_address=env.get("AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS") or None,
-            run_id=need("DISTKPI_RUN_ID"),
-            config=need("DISTKPI_CONFIG"),
-            s3_prefix=need("DISTKPI_S3_PREFIX"),
-            repo=need("DISTKPI_REPO"),
-            sha=need("DISTKPI_SHA"),
-            trainers=number("DISTKPI_TRAINERS"),
-            gpus_per_trainer=number("DISTKPI_GPUS_PER_TRAINER"),
-            pservers=number("DISTKPI_PSERVERS", "0"),
-            batch_size=number("DISTKPI_BATCH_SIZE"),
+            run_id=need(jobenv.RUN_ID),
+            config=need(jobenv.CONFIG),
+            s3_prefix=need(jobenv.S3_PREFIX),
+            repo=need(jobenv.REPO),
+            sha=need(jobenv.SHA),
+            trainers=number(jobenv.TRAINERS),
+            gpus_per_trainer=number(jobenv.GPUS_PER_TRAINER),
+            pservers=number(jobenv.PSERVERS, "0"),
+            batch_size=number(jobenv.BATCH_SIZE),
         )
         if place.trainers + place.pservers != place.num_nodes:
             raise ContractError(
@@ -106,16 +107,16 @@ def framework_environment(
     trainers = [str(endpoints[i]) for i in range(place.trainers)]
     pservers = [str(endpoints[i]) for i in range(place.trainers, place.num_nodes)]
     env = {
-        "DISTKPI_ROLE": place.role,
-        "DISTKPI_ROLE_RANK": str(place.role_rank),
-        "DISTKPI_NODE_INDEX": str(place.index),
-        "DISTKPI_NUM_NODES": str(place.num_nodes),
-        "DISTKPI_TRAINERS": str(place.trainers),
-        "DISTKPI_PSERVERS": str(place.pservers),
-        "DISTKPI_GPUS_PER_TRAINER": str(place.gpus_per_trainer),
-        "DISTKPI_BATCH_SIZE": str(place.batch_size),
-        "DISTKPI_SOURCE_DIR": source_dir,
-        "DISTKPI_LOG_DIR": log_dir,
+        jobenv.ROLE: place.role,
+        jobenv.ROLE_RANK: str(place.role_rank),
+        jobenv.NODE_INDEX: str(place.index),
+        jobenv.NUM_NODES: str(place.num_nodes),
+        jobenv.TRAINERS: str(place.trainers),
+        jobenv.PSERVERS: str(place.pservers),
+        jobenv.GPUS_PER_TRAINER: str(place.gpus_per_trainer),
+        jobenv.BATCH_SIZE: str(place.batch_size),
+        jobenv.SOURCE_DIR: source_dir,
+        jobenv.LOG_DIR: log_dir,
         "MASTER_ADDR": main.address,
         "MASTER_PORT": str(main.port),
         "TRAINING_ROLE": place.role.upper(),

@@ -17,9 +17,10 @@ import stat
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from distkpi.domain.planning import jobenv
 from distkpi_cli.node.isolation import CodeUser
 
-FOLDER_VARIABLES = ("DISTKPI_CACHE_DIR",)
+FOLDER_VARIABLES = (jobenv.CACHE_DIR,)
 PATH_LIST_VARIABLES = ("PYTHONPATH",)
 
 

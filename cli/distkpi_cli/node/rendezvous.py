@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping
 
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.domain.kpis.runfolder import node_index
-from distkpi.domain.signing import sign, signed_by
+from distkpi.domain.planning import jobenv
+from distkpi.domain.signing import BoundElsewhere, Unsealed, seal, unseal
 from distkpi.exceptions import NotFoundError
 from distkpi_cli.node.placement import Endpoint, Place
-from distkpi_cli.node.polling import pauses
+from distkpi_cli.node.polling import poll_until
 from distkpi_cli.node.source import NodeProblem
 
 FOLDER = "rendezvous/"
@@ -23,7 +24,7 @@ FOLDER = "rendezvous/"
 
 def own_address(env: Mapping[str, str]) -> str:
     """This node's address as the others reach it (DISTKPI_NODE_ADDRESS overrides)."""
-    return env.get("DISTKPI_NODE_ADDRESS") or socket.gethostbyname(socket.gethostname())
+    return env.get(jobenv.NODE_ADDRESS) or socket.gethostbyname(socket.gethostname())
 
 
 def free_ports(address: str, count: int) -> list[int]:
@@ -68,12 +69,12 @@ def rendezvous(
         "port": own.port,
         "spare_port": own.spare_port,
     }
-    signed = sign(key, record) if key else record
-    store.put_bytes(f"{folder}node-{place.index}.json", json.dumps(signed).encode())
-    until, pause = clock() + deadline_s, pauses(poll_s)
-    while True:
+    store.put_bytes(f"{folder}node-{place.index}.json", json.dumps(seal(key, record)).encode())
+    missing: list[int] = []
+
+    def everyone() -> dict[int, Endpoint] | None:
         present = {i for i in map(node_index, store.list_names(folder)) if i is not None}
-        missing = [n for n in range(place.num_nodes) if n not in present]
+        missing[:] = [n for n in range(place.num_nodes) if n not in present]
         if not missing:
             return {
                 n: _endpoint(store, folder, name, place, n, key=key) for n in range(place.num_nodes)
@@ -83,10 +84,13 @@ def rendezvous(
         if ended:
             names = ", ".join(map(str, ended))
             raise NodeProblem(f"rendezvous: node(s) {names} ended before {name}")
-        if clock() >= until:
-            names = ", ".join(map(str, missing))
-            raise NodeProblem(f"rendezvous: node(s) {names} never showed up in {deadline_s:g}s")
-        sleep(next(pause))
+        return None
+
+    endpoints = poll_until(everyone, deadline_s, poll_s, clock=clock, sleep=sleep)
+    if endpoints is None:
+        names = ", ".join(map(str, missing))
+        raise NodeProblem(f"rendezvous: node(s) {names} never showed up in {deadline_s:g}s")
+    return endpoints
 
 
 def _endpoint(
@@ -94,19 +98,22 @@ def _endpoint(
 ) -> Endpoint:
     name = f"{where}node-{node}.json"
     try:
-        record = json.loads(store.read_bytes(f"{folder}node-{node}.json"))
-        if not isinstance(record, dict):
-            raise TypeError("not a JSON object")
-        if key and not signed_by(key, record):
+        data = json.loads(store.read_bytes(f"{folder}node-{node}.json"))
+        try:
+            record = unseal(key, data, run_id=place.run_id, config=place.config, node=node)
+        except BoundElsewhere as copied:
+            found = copied.found
+            raise NodeProblem(
+                f"rendezvous: {name} is signed for node {found['node']} of config "
+                f"{found['config']} of run {found['run_id']}, not node {node} of "
+                f"{place.config} of {place.run_id}: copied"
+            ) from copied
+        except Unsealed as unsealed:
+            if not isinstance(data, dict):
+                raise TypeError("not a JSON object") from unsealed
             raise NodeProblem(
                 f"rendezvous: node {node}'s record is not signed with this config's key"
-            )
-        found = (record.get("run_id"), record.get("config"), record.get("node"))
-        if key and found != (place.run_id, place.config, node):
-            raise NodeProblem(
-                f"rendezvous: {name} is signed for node {found[2]} of config {found[1]} of "
-                f"run {found[0]}, not node {node} of {place.config} of {place.run_id}: copied"
-            )
+            ) from unsealed
         spare = record.get("spare_port")
         return Endpoint(
             node, str(record["address"]), int(record["port"]), int(spare) if spare else None

@@ -30,8 +30,6 @@ import io
 import json
 import os
 import resource
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,18 +41,26 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from pydantic import ValidationError
+
 from distkpi.adapters.s3_runs import S3RunStore
-from distkpi.domain.contracts import MAX_FILES_PER_MANIFEST, MAX_LOG_BYTES, FileKind
+from distkpi.domain.contracts import (
+    MAX_FILES_PER_MANIFEST,
+    MAX_LOG_BYTES,
+    FileKind,
+    NodeManifest,
+    describe_errors,
+)
 from distkpi.domain.logs.filesummary import ENGINE_VERSION, PARSED_KINDS
-from distkpi.domain.signing import HashingReader, sign
+from distkpi.domain.signing import HashingReader, seal
 from distkpi.exceptions import ContractError, StorageError
 from distkpi_cli.node.bounded import Ended, run_bounded
 from distkpi_cli.node.golden import NAME as GOLDEN_NAME
 from distkpi_cli.node.golden import copy_golden, golden_copy
-from distkpi_cli.node.hardening import MAX_CODE_TASKS, code_spawn, own_pid_namespace
+from distkpi_cli.node.gpusampler import gpu_sampled
+from distkpi_cli.node.hardening import code_spawn, own_pid_namespace
 from distkpi_cli.node.hardware import Hardware, read_hardware
 from distkpi_cli.node.isolation import (
-    KEY_VARIABLE,
     CodeUser,
     IsolationError,
     Sandbox,
@@ -82,10 +88,11 @@ from distkpi_cli.node.paired import (
     schedule,
 )
 from distkpi_cli.node.placement import Endpoint, Place, expand, framework_environment
-from distkpi_cli.node.polling import pauses
+from distkpi_cli.node.polling import poll_until
 from distkpi_cli.node.reach import out_of_reach
 from distkpi_cli.node.rendezvous import FOLDER, free_ports, own_address, rendezvous
 from distkpi_cli.node.secrets import store_maker, take_secrets, without_secrets
+from distkpi_cli.node.settings import NodeSettings
 from distkpi_cli.node.source import NO_SOURCE, TOKEN_VARIABLE, NodeProblem, get_source, run_setup
 from distkpi_cli.node.summaries import describe
 from distkpi_cli.node.walk import (
@@ -95,7 +102,6 @@ from distkpi_cli.node.walk import (
     remove_tree,
 )
 
-GPU_QUERY = ["--query-gpu=timestamp,index,memory.used", "--format=csv", "-lms", "500"]
 # Paddle's launcher writes the whole environment into its --log_dir: envlog.<rank>,
 # backup_env.<rank>.json, and an environ({...}) line at the top of its own log
 MAX_PROBLEM_CHARS = 1000  # a manifest's problem (domain/contracts.py)
@@ -241,33 +247,20 @@ def run_command(
     environment). ``spawn``: how it starts (as the code's user, in a session of its own);
     ``stop_the_rest``: called once it has ended, to stop whatever it left running (which
     may hold its output open) before the rest of its output is read."""
-    sampler = None
-    if shutil.which("nvidia-smi"):
-        gpu = files.gpu_csv.open("wb")
-        sampler = subprocess.Popen(
-            ["nvidia-smi", *GPU_QUERY],
-            stdout=gpu,
-            stdin=subprocess.DEVNULL,
-            env=without_secrets(os.environ),
-        )
-    try:
-        return run_bounded(
-            args,
-            cwd,
-            env,
-            files.log,
-            timeout_s,
-            spawn=spawn,
-            stop_the_rest=stop_the_rest,
-            prefix=prefix,
-        )
-    except OSError as exc:
-        raise NodeProblem(f"command cannot start: {args[0]}: {exc.strerror}") from exc
-    finally:
-        if sampler is not None:
-            sampler.terminate()
-            sampler.wait(timeout=10)
-            gpu.close()
+    with gpu_sampled(files.gpu_csv):
+        try:
+            return run_bounded(
+                args,
+                cwd,
+                env,
+                files.log,
+                timeout_s,
+                spawn=spawn,
+                stop_the_rest=stop_the_rest,
+                prefix=prefix,
+            )
+        except OSError as exc:
+            raise NodeProblem(f"command cannot start: {args[0]}: {exc.strerror}") from exc
 
 
 @dataclass
@@ -288,7 +281,16 @@ class NodeRunner:
         place = Place.from_env(self.env)
         bucket, config_key = _bucket_and_key(place.s3_prefix)
         store = self.store_for(bucket)
-        work = Path(self.env.get("DISTKPI_WORKDIR") or tempfile.mkdtemp(prefix="distkpi-node-"))
+        # the job environment, read once: one that is not what the launcher writes fails
+        # the node in _run, said in its manifest
+        settings: NodeSettings | NodeProblem
+        try:
+            settings = NodeSettings.from_env(self.env)
+        except NodeProblem as garbled:
+            settings = garbled
+        read = settings if isinstance(settings, NodeSettings) else None
+        workdir = read.workdir if read else None
+        work = Path(workdir or tempfile.mkdtemp(prefix="distkpi-node-"))
         started = self.clock()
         report = NodeReport()
         hardware = self.hardware_of(self.env, place.role)
@@ -309,13 +311,13 @@ class NodeRunner:
             sandbox.log_dir if sandbox else work / "no-sandbox",
             user.uid if user.separate else None,
             # a paired run's measured logs are its pairs'; this one holds the setups
-            parsed="DISTKPI_PAIRED" not in self.env,
+            parsed=read is None or read.paired is None,
             access=LogDir(sandbox.log_dir, sandbox_fd, Path("logs")) if sandbox else None,
         )
         files.make()
         if sandbox is not None:
             self._run_to_its_end(
-                place, store, config_key, files=files, sandbox=sandbox, report=report
+                place, store, config_key, settings, files=files, sandbox=sandbox, report=report
             )
         golden = _golden_upload(files)
         uploads, left = files.collect(MAX_FILES_PER_MANIFEST - len(report.sent) - len(golden))
@@ -324,7 +326,8 @@ class NodeRunner:
         if notes and report.problem is None:
             report.problem = "; ".join(notes)
         manifest = self._manifest(place, report, self.clock() - started, hardware)
-        self._upload(store, config_key, place, uploads, manifest, sent=report.sent)
+        key = read.signing_key if read else None
+        self._upload(store, config_key, place, uploads, manifest, key=key, sent=report.sent)
         report.exit_code = manifest["exit_code"]
         if sandbox is not None and sandbox_fd is not None:
             self.base_arm.append((sandbox, sandbox_fd))
@@ -337,7 +340,8 @@ class NodeRunner:
         user.release()
         # a failed main node fails the job when it exits: nothing to wait for
         if place.is_main and place.num_nodes > 1 and report.exit_code == 0:
-            self._wait_for_others(store, config_key, place)
+            wait_s = read.node_wait_s if read else NodeSettings.DEFAULT_NODE_WAIT_S
+            self._wait_for_others(store, config_key, place, wait_s)
         return report.exit_code
 
     def _run_to_its_end(
@@ -345,6 +349,7 @@ class NodeRunner:
         place: Place,
         store: S3RunStore,
         config_key: str,
+        settings: NodeSettings | NodeProblem,
         *,
         files: NodeFiles,
         sandbox: Sandbox,
@@ -353,7 +358,11 @@ class NodeRunner:
         """``_run``, whatever it raises said in the report and the log; then nothing of the
         code left running, before its files are read."""
         try:
-            self._run(place, store, config_key, files=files, sandbox=sandbox, report=report)
+            if isinstance(settings, NodeProblem):
+                raise settings
+            self._run(
+                place, store, config_key, settings, files=files, sandbox=sandbox, report=report
+            )
         except NodeProblem as problem:
             code = STOPPED if isinstance(problem, Stopped) else report.exit_code or 1
             report.exit_code, report.problem = code, problem.problem
@@ -380,14 +389,15 @@ class NodeRunner:
         place: Place,
         store: S3RunStore,
         config_key: str,
+        settings: NodeSettings,
         *,
         files: NodeFiles,
         sandbox: Sandbox,
         report: NodeReport,
     ) -> None:
         setup_started = self.clock()
-        plan = PairedPlan.from_env(self.env)
-        url = self.env.get("DISTKPI_SOURCE_URL") or f"https://github.com/{place.repo}.git"
+        plan = settings.paired
+        url = settings.source_url or f"https://github.com/{place.repo}.git"
         if plan is not None and url == NO_SOURCE:
             raise NodeProblem("a paired run needs a source to check out both commits from")
         git_env = without_secrets(self.env, keep={TOKEN_VARIABLE})
@@ -407,9 +417,8 @@ class NodeRunner:
         prefix, refused = own_pid_namespace(sandbox.user)
         if refused is not None:
             note_in_log(files.log, f"the code shares the runner's pid namespace: {refused}")
-        setup_s = float(self.env.get("DISTKPI_SETUP_TIMEOUT_S", "3600"))
-        setup = _json_list(self.env, "DISTKPI_SETUP")
-        command = self._reachable_command(setup, bases["b"], sandbox.user)
+        setup = settings.setup
+        command = self._reachable_command(setup, settings.suite_command, bases["b"], sandbox.user)
         for arm in sorted(sources):
             user = boxes[arm].user
             run_setup(
@@ -417,27 +426,36 @@ class NodeRunner:
                 sources[arm],
                 bases[arm],
                 files.log,
-                code_spawn(user, _max_tasks(self.env)),
-                timeout_s=setup_s,
+                code_spawn(user, settings.max_tasks),
+                timeout_s=settings.setup_timeout_s,
                 stop_the_rest=functools.partial(stop_code, user),
                 prefix=prefix,
             )
         report.setup_s = self.clock() - setup_started
         ones = {
-            arm: _OneRun(self, place, store, config_key, box, bases[arm], command, prefix)
+            arm: _OneRun(self, settings, place, store, config_key, box, bases[arm], command, prefix)
             for arm, box in boxes.items()
         }
         if plan is None:
             report.exit_code = ones["b"].run(source, files, FOLDER)
             return
-        self._run_pairs(plan, ones, sources, files, report)
+        self._run_pairs(plan, ones, sources, files, report, settings=settings)
 
     def _reachable_command(
-        self, setup: Sequence[Any], base: Mapping[str, str], user: CodeUser
+        self,
+        setup: Sequence[Any],
+        suite_command: list[Any] | NodeProblem,
+        base: Mapping[str, str],
+        user: CodeUser,
     ) -> list[Any]:
         """The command to run, once the code's user is known to reach every program the
         setup and the command start (node/reach.py); NodeProblem naming what it cannot."""
-        command = list(self.command) or _json_list(self.env, "DISTKPI_COMMAND")
+        if self.command:
+            command = list(self.command)
+        elif isinstance(suite_command, NodeProblem):
+            raise suite_command
+        else:
+            command = suite_command
         if not command:
             raise NodeProblem("no command: the suite names none and none was given after --")
         if unreachable := out_of_reach(base, [*setup, command], user):
@@ -465,6 +483,8 @@ class NodeRunner:
         sources: Mapping[str, Path],
         files: NodeFiles,
         report: NodeReport,
+        *,
+        settings: NodeSettings,
     ) -> None:
         """The plan's runs in order, each pair's files and look manifest sent once the pair
         is done, then the collector's decision awaited: a stop ends the sequence. A run that
@@ -476,9 +496,9 @@ class NodeRunner:
             config_key,
             place.run_id,
             place.config,
-            self.env.get(KEY_VARIABLE),
-            float(self.env.get("DISTKPI_DECISION_WAIT_S", "900")),
-            float(self.env.get("DISTKPI_DECISION_POLL_S", "2")),
+            settings.signing_key,
+            settings.decision_wait_s,
+            settings.decision_poll_s,
             self.clock,
             self.sleep,
         )
@@ -562,7 +582,7 @@ class NodeRunner:
         """pair-<p>/node-<i>.json: the pair's files (already sent) and how each arm ended,
         signed like the node's manifest; the collector judges the look when every node's is
         in."""
-        look = {
+        fields = {
             "schema": 1,
             "run_id": one.place.run_id,
             "config": one.place.config,
@@ -575,8 +595,7 @@ class NodeRunner:
             "files": entries,
             "engine_version": ENGINE_VERSION,
         }
-        if signing_key := self.env.get(KEY_VARIABLE):
-            look = sign(signing_key, look)
+        look = seal(one.settings.signing_key, as_contract(fields))
         key = look_manifest_key(one.config_key, pair, one.place.index)
         one.store.put_bytes(key, json.dumps(look).encode())
 
@@ -612,6 +631,7 @@ class NodeRunner:
         uploads: list[Upload],
         manifest: dict[str, Any],
         *,
+        key: str | None,
         sent: Sequence[dict[str, Any]] = (),
     ) -> None:
         """The files first, the manifest last, naming each file's sha256 (and those ``sent``
@@ -622,10 +642,10 @@ class NodeRunner:
             said = [manifest.get("problem"), f"not uploaded: {'; '.join(self.unsent)}"]
             manifest["problem"] = _problem("; ".join(p for p in said if p))
             manifest["exit_code"] = manifest["exit_code"] or 1
-        if signing_key := self.env.get(KEY_VARIABLE):
-            manifest = sign(signing_key, manifest)
-        key = f"{config_key}node-{place.index}.json"
-        store.put_bytes(key, json.dumps(manifest).encode())
+        record = as_contract(manifest)
+        manifest["exit_code"] = record["exit_code"]
+        record = seal(key, record)
+        store.put_bytes(f"{config_key}node-{place.index}.json", json.dumps(record).encode())
 
     def _send(
         self, store: S3RunStore, config_key: str, uploads: list[Upload]
@@ -645,21 +665,24 @@ class NodeRunner:
             entries.append(entry | ({"truncated_bytes": cut} if cut else {}))
         return entries
 
-    def _wait_for_others(self, store: S3RunStore, config_key: str, place: Place) -> None:
+    def _wait_for_others(
+        self, store: S3RunStore, config_key: str, place: Place, wait_s: float
+    ) -> None:
         """Batch stops every other node of a multi-node job when the main node exits."""
         others = {f"node-{n}.json" for n in range(place.num_nodes) if n != place.index}
-        until = self.clock() + float(self.env.get("DISTKPI_NODE_WAIT_S", "900"))
-        pause = pauses(2.0)
-        while True:
+        missing = set(others)
+
+        def all_in() -> bool | None:
             try:
-                missing = others - set(store.list_names(config_key))
+                listed = set(store.list_names(config_key))
             except StorageError:
-                missing = others
-            if not missing or self.clock() >= until:
-                if missing:
-                    print(f"distkpi node: {sorted(missing)} did not report", file=sys.stderr)
-                return
-            self.sleep(next(pause))
+                listed = set()
+            missing.clear()
+            missing.update(others - listed)
+            return True if not missing else None
+
+        if poll_until(all_in, wait_s, 2.0, clock=self.clock, sleep=self.sleep) is None:
+            print(f"distkpi node: {sorted(missing)} did not report", file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -669,6 +692,7 @@ class _OneRun:
     as the code's user, until it exits or its deadline."""
 
     runner: NodeRunner
+    settings: NodeSettings
     place: Place
     store: S3RunStore
     config_key: str
@@ -687,8 +711,8 @@ class _OneRun:
             self.config_key,
             self.place,
             own,
-            float(env.get("DISTKPI_RENDEZVOUS_S", "600")),
-            key=env.get(KEY_VARIABLE),
+            self.settings.rendezvous_s,
+            key=self.settings.signing_key,
             clock=runner.clock,
             sleep=runner.sleep,
             folder=folder,
@@ -700,14 +724,14 @@ class _OneRun:
             args = expand(self.command, code_env)
         except ContractError as exc:
             raise NodeProblem(str(exc)) from exc
-        timeout_s = float(env.get("DISTKPI_COMMAND_TIMEOUT_S", "7200"))
+        timeout_s = self.settings.command_timeout_s
         ended = run_command(
             args,
             source,
             code_env,
             files,
             timeout_s,
-            spawn=code_spawn(self.sandbox.user, _max_tasks(env)),
+            spawn=code_spawn(self.sandbox.user, self.settings.max_tasks),
             stop_the_rest=lambda: stop_code(self.sandbox.user),
             prefix=self.prefix,
         )
@@ -724,6 +748,24 @@ class Stopped(NodeProblem):
     """The command was still running at its deadline."""
 
     exit_code = STOPPED
+
+
+def as_contract(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A node or look manifest as the collector's model reads it (domain/contracts.py,
+    `NodeManifest`): what the node writes is what the collector checks. One that breaks the
+    contract (a hardware probe's problem over its length, say) is written with the reason
+    as its problem, exit code 1 and no files, rather than refused whole by the collector."""
+    try:
+        return NodeManifest.model_validate(fields).to_json()
+    except ValidationError as exc:
+        said = f"the node's manifest breaks the contract: {describe_errors(exc)}"
+        kept = {k: fields[k] for k in _ALWAYS_VALID if k in fields}
+        failed = kept | {"exit_code": fields.get("exit_code") or 1, "problem": _problem(said)}
+        return NodeManifest.model_validate(failed | {"files": []}).to_json()
+
+
+# what a manifest holds that the node makes itself, always within the contract
+_ALWAYS_VALID = ("schema", "run_id", "config", "node", "pair", "started_at", "finished_at")
 
 
 def _keep_golden(env: Mapping[str, str], source: Path, files: NodeFiles) -> None:
@@ -752,14 +794,6 @@ def _left_notes(prefix: str, left: LeftFiles) -> list[str]:
     return [f"{run}DISTKPI_LOG_DIR not read: {left.unreadable}"] if left.unreadable else []
 
 
-def _max_tasks(env: Mapping[str, str]) -> int:
-    """The code's processes and threads at most, when it has a uid of its own."""
-    try:
-        return int(env.get("DISTKPI_CODE_MAX_TASKS") or MAX_CODE_TASKS)
-    except ValueError as exc:
-        raise NodeProblem("DISTKPI_CODE_MAX_TASKS is not a number") from exc
-
-
 def _problem(text: str) -> str:
     """A manifest's problem, within what the contract takes."""
     return text if len(text) <= MAX_PROBLEM_CHARS else f"{text[: MAX_PROBLEM_CHARS - 3]}..."
@@ -768,17 +802,6 @@ def _problem(text: str) -> str:
 def _bucket_and_key(prefix: str) -> tuple[str, str]:
     url = urlparse(prefix)
     return url.netloc, url.path.lstrip("/")
-
-
-def _json_list(env: Mapping[str, str], name: str) -> list[Any]:
-    """A JSON list the launcher put in ``name`` (the suite's command or setup)."""
-    try:
-        value = json.loads(env.get(name) or "[]")
-    except ValueError as exc:
-        raise NodeProblem(f"{name} is not a JSON list") from exc
-    if not isinstance(value, list):
-        raise NodeProblem(f"{name} is not a JSON list")
-    return value
 
 
 def main(command: Sequence[str]) -> int:

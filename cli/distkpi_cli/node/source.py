@@ -12,11 +12,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from distkpi.domain.planning import jobenv
 from distkpi_cli.node.bounded import run_bounded
 
 NO_SOURCE = "none"
 OUTPUT_TAIL_LINES = 20
-TOKEN_VARIABLE = "DISTKPI_GIT_TOKEN"
+TOKEN_VARIABLE = jobenv.GIT_TOKEN
 
 
 class NodeProblem(Exception):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 from botocore.exceptions import ClientError
 
 from distkpi.adapters.aws import client
+from distkpi.domain.planning import jobenv
 from distkpi.domain.planning.jobs import JobPlan, NodeGroup
 from distkpi.exceptions import LaunchError
 
@@ -20,7 +21,7 @@ def _env(values: dict[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} for k, v in sorted(values.items())]
 
 
-KEY_VARIABLE = "DISTKPI_MANIFEST_KEY"
+KEY_VARIABLE = jobenv.MANIFEST_KEY
 # what a stored request holds in its place: the job's key is derived again where needed
 WITHHELD_KEY = "(withheld: derived from the stack's manifest secret)"
 
@@ -45,9 +46,7 @@ MAX_REQUEST_BYTES = 30 * 1024
 
 def _container(plan: JobPlan, group: NodeGroup) -> dict[str, Any]:
     """One node group's container overrides: its role, command and resources."""
-    container: dict[str, Any] = {
-        "environment": _env({**plan.environment, "DISTKPI_ROLE": group.role})
-    }
+    container: dict[str, Any] = {"environment": _env({**plan.environment, jobenv.ROLE: group.role})}
     if plan.command:
         container["command"] = list(plan.command)
     if group.request is not None:

@@ -54,6 +54,41 @@ def signed_by(key: str, record: Mapping[str, Any]) -> bool:
     return hmac.compare_digest(given.encode(), expected.encode())
 
 
+class Unsealed(ValueError):
+    """A record that is no JSON object, not signed with the config's key, or signed for
+    another run, config, node or pair than the one it was read for."""
+
+
+class BoundElsewhere(Unsealed):
+    """A signed record copied from another place: ``found`` is what it says it is for."""
+
+    def __init__(self, found: Mapping[str, object]) -> None:
+        super().__init__(f"signed for {dict(found)}")
+        self.found = dict(found)
+
+
+def seal(key: str | None, record: Mapping[str, Any]) -> dict[str, Any]:
+    """A record bound to where it belongs (its run, config and node or pair, inside it),
+    signed with the config's key; as it is with no key (a local stack that signs nothing)."""
+    return sign(key, record) if key else dict(record)
+
+
+def unseal(key: str | None, data: object, **bound: object) -> dict[str, Any]:
+    """``data`` as a record, once it is a JSON object, signed with ``key`` (when there is
+    one) and bound to ``bound`` (run_id=, config=, node= or pair=): Unsealed (BoundElsewhere
+    for a record copied from another place) when it is not. The one check
+    of every signed, bound record: rendezvous records, the collector's decisions, node and
+    look manifests."""
+    if not isinstance(data, dict):
+        raise Unsealed("not a JSON object")
+    if key and not signed_by(key, data):
+        raise Unsealed("not signed with this config's key")
+    found = {name: data.get(name) for name in bound}
+    if found != bound:
+        raise BoundElsewhere(found)
+    return data
+
+
 class _Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 

@@ -19,12 +19,13 @@ from distkpi.domain.kpis.runfolder import (
     RunSource,
     config_kpis_of,
     gather_looks,
+    node_index,
     parse_settings,
 )
 from distkpi.domain.layout import decision_key, pair_prefix
 from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import RunRecord
-from distkpi.domain.signing import ManifestKeys, sign
+from distkpi.domain.signing import ManifestKeys, seal
 from distkpi.exceptions import NotFoundError, StorageError
 from distkpi.services.baseline import baseline_of
 from distkpi.services.ports import Counter, History, RunFolders, Runs, no_metrics
@@ -53,6 +54,15 @@ class PairedLooks:
         if spec.paired is None or config not in {c.name for c in spec.configs}:
             raise NotFoundError(f"{config} of run {run_id} is no paired config")
         if not 1 <= pair < spec.paired.max_pairs:
+            return None
+        # every node's look manifest listed before any is read: N arrivals cost N lists
+        # and one reading of the look's manifests, not N readings of them all
+        nodes = spec.config(config).nodes
+        if missing := sorted(set(range(nodes)) - self._reported(spec.run_id, config, pair)):
+            waiting = {n: f"node {n} has not reported pair {pair}" for n in missing}
+            logger.info(
+                "look not complete", run_id=run_id, config=config, pair=pair, waiting=waiting
+            )
             return None
         evidence = self._looks(spec, spec.config(config), pair)
         if evidence.invalid_nodes:
@@ -95,7 +105,7 @@ class PairedLooks:
             self.runs.record_look(spec.run_id, config, pair, decision.to_json())
         )
         key = self.keys.for_config(spec.run_id, config)
-        body = json.dumps(sign(key, stored.to_json())).encode()
+        body = json.dumps(seal(key, stored.to_json())).encode()
         self.store.put_bytes(decision_key(spec.run_id, config, pair), body)
         self.count("LooksDecided")
         logger.info(
@@ -111,18 +121,21 @@ class PairedLooks:
 
     def _complete_pairs(self, spec: RunSpec, config: ConfigSpec) -> int:
         """How many pairs every node of another config has sent its look manifest of."""
-        source = self._source(spec.run_id)
         pairs = 0
         assert spec.paired is not None
         for pair in range(1, spec.paired.max_pairs + 1):
-            try:
-                names = set(source.list_names(f"{config.name}/{pair_prefix(pair)}".rstrip("/")))
-            except StorageError:
-                break
-            if not all(f"node-{n}.json" in names for n in range(config.nodes)):
+            if not set(range(config.nodes)) <= self._reported(spec.run_id, config.name, pair):
                 break
             pairs = pair
         return pairs
+
+    def _reported(self, run_id: str, config: str, pair: int) -> set[int]:
+        """The nodes whose look manifest of ``pair`` is listed (none when listing fails)."""
+        try:
+            names = self._source(run_id).list_names(f"{config}/{pair_prefix(pair)}".rstrip("/"))
+        except StorageError:
+            return set()
+        return {n for n in map(node_index, names) if n is not None}
 
     def _source(self, run_id: str) -> RunSource:
         return self.store.run(run_id)

@@ -49,7 +49,7 @@ from distkpi.domain.logs.filesummary import (
 )
 from distkpi.domain.logs.logformats import DEFAULT_SETTINGS, ParseSettings
 from distkpi.domain.logs.logsummary import LogSummary
-from distkpi.domain.signing import HashingReader, signed_by
+from distkpi.domain.signing import HashingReader, Unsealed, unseal
 from distkpi.exceptions import ContractError, NotFoundError, RunFolderError, StorageError
 
 # Only node-<i>.json with i written as Python writes it counts: node-01.json beside
@@ -131,8 +131,11 @@ def read_manifest(
         raise
     except (ValueError, RecursionError) as exc:
         raise ContractError(f"{where} is not JSON: {exc}") from exc
-    if key is not None and not (isinstance(data, dict) and signed_by(key, data)):
-        raise ContractError(f"{where} is not signed with this config's key (forged?)")
+    if key is not None:
+        try:
+            unseal(key, data)
+        except Unsealed as exc:
+            raise ContractError(f"{where} is not signed with this config's key (forged?)") from exc
     manifest = parse_node_manifest(data, where)
     if manifest.node != node:
         raise ContractError(f"{where} says it is node {manifest.node}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ from distkpi.domain.contracts import TRAINING_FIELDS, ConfigSpec, PairedRun, Run
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.judging.settings import PairedSettings
 from distkpi.domain.layout import config_prefix
+from distkpi.domain.planning.jobenv import JobEnvironment, PairedVariables
 from distkpi.domain.planning.sizing import Fleet, NodeRequest, Refusal, place
 from distkpi.domain.planning.suites import Suite
 
@@ -204,38 +204,31 @@ def plan_jobs(
                 refusal = f"{placed.reason} (suite {suite.where or suite.name})"
             else:
                 groups = node_groups(spec, placed.trainer, placed.pserver)
-        environment = {
-            "DISTKPI_RUN_ID": run.run_id,
-            "DISTKPI_CONFIG": spec.name,
-            "DISTKPI_S3_PREFIX": f"s3://{bucket}/{config_prefix(run.run_id, spec.name)}",
-            "DISTKPI_REPO": run.repo,
-            "DISTKPI_SHA": run.sha,
-            "DISTKPI_MODEL": run.model,
-            "DISTKPI_TRAINERS": str(spec.trainers),
-            "DISTKPI_GPUS_PER_TRAINER": str(spec.gpus_per_trainer),
-            "DISTKPI_PSERVERS": str(spec.pservers),
-            "DISTKPI_BATCH_SIZE": str(spec.batch_size),
-            "DISTKPI_TARGET_ACCURACY": target_text(run.target_accuracy),
-            "DISTKPI_SOURCE_URL": suite.source_url(run.repo),
-            "DISTKPI_SETUP": json.dumps(
-                [list(c) if isinstance(c, tuple) else c for c in suite.setup]
-            ),
-            "DISTKPI_COMMAND": json.dumps(list(suite.command)),
-            "DISTKPI_COMMAND_TIMEOUT_S": str(suite.command_timeout_s),
-        }
-        # its parallel layout, where the suite states it: DISTKPI_TP, DISTKPI_PP, ...
-        environment |= {f"DISTKPI_{k.upper()}": str(v) for k, v in spec.layout.items()}
-        if suite.golden is not None:  # the main node uploads it from the checkout
-            environment["DISTKPI_GOLDEN"] = suite.golden
-        if run.accuracy_pass is not None:  # else the job runs its own number of passes
-            environment["DISTKPI_EPOCHS"] = str(run.accuracy_pass + 1)
-        if run.paired is not None:
-            environment["DISTKPI_BASE_SHA"] = run.paired.base_sha
-            environment["DISTKPI_PAIRED"] = json.dumps(
-                {"max_pairs": run.paired.max_pairs, "warmup": run.paired.warmup}
-            )
-        if manifest_keys and spec.name in manifest_keys:
-            environment["DISTKPI_MANIFEST_KEY"] = manifest_keys[spec.name]
+        environment = JobEnvironment(
+            run_id=run.run_id,
+            config=spec.name,
+            s3_prefix=f"s3://{bucket}/{config_prefix(run.run_id, spec.name)}",
+            repo=run.repo,
+            sha=run.sha,
+            model=run.model,
+            trainers=spec.trainers,
+            gpus_per_trainer=spec.gpus_per_trainer,
+            pservers=spec.pservers,
+            batch_size=spec.batch_size,
+            target_accuracy=target_text(run.target_accuracy),
+            source_url=suite.source_url(run.repo),
+            setup=suite.setup,
+            command=suite.command,
+            command_timeout_s=suite.command_timeout_s,
+            layout=spec.layout,  # its parallel layout, where the suite states it: DISTKPI_TP
+            golden=suite.golden,  # the main node uploads it from the checkout
+            # else the job runs its own number of passes
+            epochs=None if run.accuracy_pass is None else run.accuracy_pass + 1,
+            paired=None
+            if run.paired is None
+            else PairedVariables(run.paired.base_sha, run.paired.max_pairs, run.paired.warmup),
+            manifest_key=(manifest_keys or {}).get(spec.name),
+        ).variables()
         plans.append(
             JobPlan(
                 name=job_name(run.run_id, spec.name),
