@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 CHECKOV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV)/.installed
 
-.PHONY: demo test lint typecheck unit integration e2e bench clean lock package
+.PHONY: demo test lint typecheck unit integration e2e slow bench clean lock package
 
 # the layer's lock is the tests' constraints: they run the versions that are deployed
 $(STAMP): pyproject.toml layers/distkpi/requirements.txt
@@ -45,7 +45,12 @@ integration: $(STAMP)
 	$(PYTEST) tests/integration
 
 e2e: $(STAMP)
-	$(PYTEST) tests/e2e
+	$(PYTEST) tests/e2e -m "not slow"
+
+# the e2e tests of minutes, kept out of make test (which stays under 5 minutes on 2 cores):
+# every bench script's smoke run, the diagnosis on profiled training, the LLM suite. CI runs it
+slow: $(STAMP)
+	$(PYTEST) tests/e2e -m slow
 
 # lint and types side by side (one core each), then the tiers in turn (each on every core)
 test: $(STAMP) $(CHECKOV_STAMP)

@@ -122,7 +122,14 @@ def main() -> int:
         metavar="STATE",
         help="only the slowed commit, against a copy of this state folder's history",
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="one unchanged run, no load and no slowed commit: that the check still runs",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.load = 1, "none"
     sha = git("rev-parse", "--verify", f"{args.sha}^{{commit}}")
     if args.slowed_from:
         return slowed_only(sha, Path(args.slowed_from), args.load)
@@ -130,7 +137,8 @@ def main() -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     state, out = work / "state", work / "out"
-    print(f"$ python bench/demo_wolf.py --runs {args.runs} --load {args.load} --sha {sha[:10]}")
+    flags = "--smoke" if args.smoke else f"--runs {args.runs} --load {args.load}"
+    print(f"$ python bench/demo_wolf.py {flags} --sha {sha[:10]}")
     print(f"cores {os.cpu_count()}, load beside the runs: {args.load}")
     load = start_load(args.load)
     verdicts: list[str] = []
@@ -144,6 +152,8 @@ def main() -> int:
                 f"({seconds:.0f} s, load {load_1m:.1f})",
                 flush=True,
             )
+        if args.smoke:
+            return 0 if verdicts == ["success"] else 1
         slow_sha = slowed_copy(sha, work / "slowed")
         verdict, description, seconds = local_run(work / "slowed", slow_sha, state, out)
         print(

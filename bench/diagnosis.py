@@ -99,9 +99,14 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--skip-job", action="store_true")
+    p.add_argument("--smoke", action="store_true", help="one reduction, no job: that it runs")
     args = p.parse_args()
-    print(f"command: python bench/diagnosis.py --repeat {args.repeat}"
-          + (" --skip-job" if args.skip_job else ""))  # fmt: skip
+    if args.smoke:
+        args.repeat, args.skip_job = 1, True
+        print("command: python bench/diagnosis.py --smoke")
+    else:
+        print(f"command: python bench/diagnosis.py --repeat {args.repeat}"
+              + (" --skip-job" if args.skip_job else ""))  # fmt: skip
     reduction(args.repeat)
     if not args.skip_job:
         job()

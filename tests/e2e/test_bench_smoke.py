@@ -14,7 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p.name for p in (ROOT / "bench").glob("*.py"))
 
-pytestmark = pytest.mark.e2e
+# minutes of real training or benchmarks: `make slow`, which CI runs beside `make test`
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

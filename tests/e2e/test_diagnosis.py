@@ -17,7 +17,8 @@ from distkpi_cli.diagnosis.folder import diagnose_folder
 from distkpi_cli.diagnosis.trace import read_trace
 from distkpi_cli.main import main
 
-pytestmark = pytest.mark.e2e
+# minutes of real training or benchmarks: `make slow`, which CI runs beside `make test`
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAINING = Path(__file__).with_name("profiled_training.py")

@@ -19,7 +19,8 @@ from tests.conftest import git
 from tests.e2e.test_local import ROOT, commit_all
 from tests.unit.test_cli_kpis import schema
 
-pytestmark = pytest.mark.e2e
+# minutes of real training or benchmarks: `make slow`, which CI runs beside `make test`
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SUITE = ROOT / "infra" / "suites" / "local-llm.yaml"
 LLM_KPIS = ("tokens_per_s", "step_time_s", "tflops_per_gpu", "loss", "steps_to_accuracy")
