@@ -39,7 +39,7 @@ WORKERS ?= auto
 PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist worksteal
 
 unit: $(STAMP)
-	$(PYTEST) tests/unit tests/service
+	$(PYTEST) tests/unit tests/service -m "not slow"
 
 integration: $(STAMP)
 	$(PYTEST) tests/integration
@@ -47,10 +47,11 @@ integration: $(STAMP)
 e2e: $(STAMP)
 	$(PYTEST) tests/e2e -m "not slow"
 
-# the e2e tests of minutes, kept out of make test (which stays under 5 minutes on 2 cores):
-# every bench script's smoke run, the diagnosis on profiled training, the LLM suite. CI runs it
+# the tests of minutes, kept out of make test: every attack on the real node, every bench
+# script's smoke run, the diagnosis on profiled training, the LLM suite, calibration and
+# bisection end to end. CI runs it after make test
 slow: $(STAMP)
-	$(PYTEST) tests/e2e -m slow
+	$(PYTEST) tests -m slow
 
 # lint and types side by side (one core each), then the tiers in turn (each on every core)
 test: $(STAMP) $(CHECKOV_STAMP)

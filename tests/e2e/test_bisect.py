@@ -18,7 +18,8 @@ from distkpi_cli.local.state import StateFolder
 from tests.conftest import git
 from tests.e2e.test_local import BENCH, SPEED, commit_all
 
-pytestmark = pytest.mark.e2e
+# a minute or more of real training: `make slow`, which CI runs beside `make test`
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SUITE = SPEED + "verdict: {enforced: [throughput], default_tolerance: 0.15}\n"
 

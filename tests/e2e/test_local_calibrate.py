@@ -17,7 +17,8 @@ from distkpi_cli.local.state import StateFolder
 from distkpi_cli.main import main
 from tests.e2e.test_local import CONFIGS, TINY, repository
 
-pytestmark = pytest.mark.e2e
+# a minute or more of real training: `make slow`, which CI runs beside `make test`
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 # one pair, no warm-up: each A/A job is two runs of seconds
 PAIRED = "  default_tolerance: 0.9\n  paired: {max_pairs: 1, warmup: false}\n"

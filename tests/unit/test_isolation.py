@@ -243,6 +243,7 @@ def test_as_an_ordinary_user_the_runner_hides_its_secrets_and_the_code_finds_non
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.slow  # links a whole environment: `make slow`
 def test_the_codes_user_runs_this_environments_readable_twin_and_its_console_scripts() -> None:
     """What `distkpi local` gives the code's user when this environment is where it cannot
     enter (a clone under root's home): made here whatever the clone's folder, and reused."""

@@ -34,7 +34,11 @@ from tests.unit.test_isolation import (
 __all__ = ["moto"]  # the module's fixture: moto's server and a client of it
 ATTACKER_UID = 61997  # the developer running `distkpi node` without root (outside the leases)
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="changing users needs root")
+# every attack runs the real node (seconds each): `make slow`, which CI runs beside `make test`
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="changing users needs root"),
+    pytest.mark.slow,
+]
 
 
 def attacking_repo(path: Path, files: dict[str, str]) -> str:
