@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -26,11 +27,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DISTKPI = ROOT / ".venv" / "bin" / "distkpi"
 TRAIN = Path("infra/job/distkpi_job/train.py")
-STEP = "            step(train_x[idx].to(device), train_y[idx].to(device))\n"
+STEP = re.compile(
+    r"^( *)(step\(train_x\[idx\]\.to\(device\), train_y\[idx\]\.to\(device\)\))$", re.M
+)
+# the step, then a sleep as long as it took, at the step's own indentation
 SLOW_STEP = (
-    "            began = time.perf_counter()\n"
-    + STEP
-    + "            time.sleep(time.perf_counter() - began)  # twice as slow\n"
+    r"\1began = time.perf_counter()\n\1\2\n\1time.sleep(time.perf_counter() - began)"
+    "  # twice as slow"
 )
 
 
@@ -65,9 +68,10 @@ def slowed_copy(sha: str, where: Path) -> str:
     git("checkout", "-q", "-b", "slowed", sha, cwd=where)
     train = where / TRAIN
     text = train.read_text()
-    if text.count(STEP) != 1:
+    slowed, found = STEP.subn(SLOW_STEP, text)
+    if found != 1:
         raise SystemExit(f"{TRAIN} has no single training step line to slow down")
-    train.write_text(text.replace(STEP, SLOW_STEP))
+    train.write_text(slowed)
     identity = ["-c", "user.email=bench@example.com", "-c", "user.name=bench"]
     git(*identity, "commit", "-qam", "reference job: every step twice as slow", cwd=where)
     os.chmod(where, 0o755)
