@@ -70,6 +70,8 @@ def worker(rank: int, variant: str, port: int) -> None:
     if prof:  # after the loop
         prof.stop()
     del ddp
+    # without it one rank may tear gloo down while the other still sends: SIGABRT
+    dist.barrier()
     dist.destroy_process_group()
 
 
