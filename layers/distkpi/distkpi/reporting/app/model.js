@@ -216,12 +216,14 @@ regressed and improved points marked, and the series' marks drawn as vertical li
   }
 
   function listen(u) {
+    // a click is a press and release in one place (uPlot swallows a click it takes for a drag)
     let down = null;
-    u.over.addEventListener("mousedown", (e) => { down = e.clientX; });
-    u.over.addEventListener("click", (e) => {
-      const dragged = down !== null && Math.abs(e.clientX - down) > 3;
+    u.over.addEventListener("mousedown", (e) => { down = e.button === 0 ? [e.clientX, e.clientY] : null; });
+    u.over.addEventListener("mouseup", (e) => {
+      const still = down !== null && Math.abs(e.clientX - down[0]) <= 3 && Math.abs(e.clientY - down[1]) <= 3;
       const run = view.runs[u.cursor.idx];
-      if (dragged || !run) return;
+      down = null;
+      if (!still || !run) return;
       if ($("pick").checked) pick(run);
       else location.href = report(run.run_id);
     });
@@ -304,6 +306,7 @@ regressed and improved points marked, and the series' marks drawn as vertical li
     $("picks").replaceChildren(
       "Compare A: ", label(a), " with B: ", label(b), " ",
       a && b ? el("a", { id: "compare-link", href: `compare.html?${new URLSearchParams({ a: a.run_id, b: b.run_id })}` }, "compare A and B") : "");
+    for (const chart of view.charts) chart.syncRect(true); // the charts may have moved down
   }
 
   function showFocus() {
