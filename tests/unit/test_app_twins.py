@@ -20,9 +20,11 @@ RUN = {
 def test_a_twin_hands_the_same_document_to_the_page_under_its_path() -> None:
     data = json.dumps(RUN, indent=2).encode()
     found = twin("runs/local-cccccccccc-5b6c8e21.json", data).decode()
-    call = re.fullmatch(r'distkpiLoaded\("runs/local-cccccccccc-5b6c8e21\.json",(.*)\);\n', found)
+    call = re.fullmatch(
+        r'distkpiLoaded\("runs/local-cccccccccc-5b6c8e21\.json",JSON\.parse\((".*")\)\);\n', found
+    )
     assert call is not None, found[:80]
-    assert json.loads(call.group(1)) == RUN
+    assert json.loads(json.loads(call.group(1))) == RUN
 
 
 def test_a_twin_is_written_beside_its_json_file() -> None:

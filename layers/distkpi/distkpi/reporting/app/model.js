@@ -333,7 +333,7 @@ regressed and improved points marked, and the series' marks drawn as vertical li
     const holder = $("charts");
     holder.replaceChildren();
     const n = view.runs.length;
-    view.extent = n ? [xOf(0) - (view.mode === "time" ? 60 : 0.5), xOf(n - 1) + (view.mode === "time" ? 60 : 0.5)] : [0, 1];
+    view.extent = n > 1 ? [xOf(0), xOf(n - 1)] : n ? [xOf(0) - 1, xOf(0) + 1] : [0, 1];
     const width = Math.max(400, holder.clientWidth || document.body.clientWidth);
     for (const kpi of view.head.kpis) {
       const better = kpi.direction === "lower" ? "lower is better" : "higher is better";
@@ -345,7 +345,7 @@ regressed and improved points marked, and the series' marks drawn as vertical li
       chart.kpi = kpi.name;
       view.charts.push(chart);
     }
-    zoomTo(...view.extent);
+    if (n === 1) zoomTo(...view.extent); // uPlot draws the whole data first: no second pass
     showRange(...view.extent);
     if (view.focus) showFocus();
   }
@@ -450,8 +450,11 @@ regressed and improved points marked, and the series' marks drawn as vertical li
     controls(query);
     markRows();
     await readMonths();
+    performance.mark("distkpi:read");
     gatherRuns();
+    performance.mark("distkpi:gathered");
     draw();
+    performance.mark("distkpi:drawn");
     remember();
     ready();
   }
