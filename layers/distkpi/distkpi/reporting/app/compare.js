@@ -32,14 +32,16 @@ by side, B − A, and the noise it is judged against. */
 
   function deltaRow(config, name, a, b, kpiLabel) {
     const va = a ? a.value : null, vb = b ? b.value : null;
-    const delta = va !== null && vb !== null ? vb - va : null;
+    let delta = va !== null && vb !== null ? vb - va : null;
+    // a difference in the last bits of two doubles is no difference
+    if (delta !== null && Math.abs(delta) <= 1e-12 * Math.max(Math.abs(va), Math.abs(vb))) delta = 0;
     const relative = delta !== null && va !== 0 ? delta / Math.abs(va) : null;
     const noise = b && b.noise !== null && b.noise !== undefined ? b.noise : a ? a.noise : null;
     const beyond = relative !== null && noise !== null && noise !== undefined && Math.abs(relative) > noise;
     return el("tr", { class: "delta", "data-config": config, "data-kpi": name },
       el("td", {}, config), el("td", {}, kpiLabel),
       el("td", { class: "num" }, number(va)), el("td", { class: "num" }, number(vb)),
-      el("td", { class: `num${beyond ? " beyond" : ""}` }, delta === null ? "-" : `${delta >= 0 ? "+" : ""}${number(delta)}`),
+      el("td", { class: `num${beyond ? " beyond" : ""}` }, delta === null ? "-" : `${delta > 0 ? "+" : ""}${number(delta)}`),
       el("td", { class: `num${beyond ? " beyond" : ""}` }, percent(relative)),
       el("td", { class: "num" }, noise === null || noise === undefined ? "-" : `±${(noise * 100).toFixed(1)}%`),
       el("td", { class: a && a.verdict || "" }, a && a.verdict || "-"),
