@@ -19,11 +19,12 @@ regressed and improved points marked, and the series' marks drawn as vertical li
   const DEFAULT_MONTHS = 3;
   const PER_CONFIG = 5; // its value, lower and upper bounds, regressed and improved points
   const HEIGHT = 220;
+  const NEAR = 400; // px: a chart is drawn once it comes this close to the screen
 
   const view = {
     head: null, chunks: [], first: 0, last: 0, points: [], runs: [], index: new Map(),
     mode: "commits", hardware: "", hidden: new Set(), charts: [], focus: null, hover: null,
-    picks: [], extent: [0, 1],
+    picks: [], extent: [0, 1], range: [0, 1],
   };
   window.distkpiView = view; // what the browser tests read beside the page
 
@@ -197,6 +198,7 @@ regressed and improved points marked, and the series' marks drawn as vertical li
     if (syncing) return;
     syncing = true;
     const { min, max } = u.scales.x;
+    view.range = [min, max];
     for (const other of view.charts) if (other !== u) other.setScale("x", { min, max });
     syncing = false;
     showRange(min, max);
@@ -327,23 +329,50 @@ regressed and improved points marked, and the series' marks drawn as vertical li
     zoomTo(xOf(i) - half, xOf(i) + half);
   }
 
+  /** A KPI's chart, drawn in its box over the range shown. */
+  function chartIn(box, kpi) {
+    const width = Math.max(400, $("charts").clientWidth || document.body.clientWidth);
+    const chart = new uPlot(options(kpi, width), data(kpi), box);
+    chart.kpi = kpi;
+    view.charts.push(chart);
+    const [min, max] = view.range;
+    if (min !== view.extent[0] || max !== view.extent[1]) {
+      syncing = true; // it joins the others' range; they need not follow it
+      chart.setScale("x", { min, max });
+      syncing = false;
+    }
+  }
+
+  let drawing = null;
+  /** The charts: those on the screen (or nearly) at once, each other as it scrolls near. */
   function draw() {
     for (const chart of view.charts) chart.destroy();
+    if (drawing) drawing.disconnect();
     view.charts = [];
     const holder = $("charts");
     holder.replaceChildren();
     const n = view.runs.length;
     view.extent = n > 1 ? [xOf(0), xOf(n - 1)] : n ? [xOf(0) - 1, xOf(0) + 1] : [0, 1];
-    const width = Math.max(400, holder.clientWidth || document.body.clientWidth);
-    for (const kpi of view.head.kpis) {
+    view.range = [...view.extent];
+    const boxes = view.head.kpis.map((kpi) => {
       const better = kpi.direction === "lower" ? "lower is better" : "higher is better";
-      const box = el("div", { class: "chart", "data-kpi": kpi.name },
+      const box = el("div", { class: "chart", "data-kpi": kpi.name, style: `min-height:${HEIGHT + 70}px` },
         el("h2", {}, kpi.label || kpi.name, kpi.unit ? ` (${kpi.unit})` : "", el("span", { class: "hint" }, ` · ${better}`)),
         el("div", { class: "tip", hidden: true }));
       holder.append(box);
-      const chart = new uPlot(options(kpi.name, width), data(kpi.name), box);
-      chart.kpi = kpi.name;
-      view.charts.push(chart);
+      return box;
+    });
+    const near = innerHeight + NEAR;
+    drawing = new IntersectionObserver((seen) => {
+      for (const entry of seen) {
+        if (!entry.isIntersecting) continue;
+        drawing.unobserve(entry.target);
+        chartIn(entry.target, entry.target.dataset.kpi);
+      }
+    }, { rootMargin: `${NEAR}px 0px` });
+    for (const box of boxes) {
+      if (box.getBoundingClientRect().top < near) chartIn(box, box.dataset.kpi);
+      else drawing.observe(box);
     }
     if (n === 1) zoomTo(...view.extent); // uPlot draws the whole data first: no second pass
     showRange(...view.extent);
