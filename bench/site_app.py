@@ -5,11 +5,14 @@ site's page of the same history (`distkpi site`).
     python bench/site_app.py [--runs 10000] [--repeat 5] [--keep DIR] [--smoke]
 
 The application's site is written by tests/browser/site_fixture.py (the files of the API
-and their .js twins, one chunk per calendar month; a run every hour, so 10,000 runs are 14
-months), and opened three ways: its default view (the last three months), all months (every
-run: `from` the first month `to` the last), both from the file system (the twins), and all
-months over http from 127.0.0.1 (the JSON files). Its time to interactive is the time from
-the navigation's start to the page's `ready()`: every chart drawn and answering the mouse.
+and their .js twins, the seed's seven KPIs, one chunk per calendar month; a run every hour,
+so 10,000 runs are 14 months), and opened three ways: as it opens (the newest months up to
+8,000 points, model.js's FIRST_POINTS), all months (every run: `from` the first month `to`
+the last), both from the file system (the twins), and all months over http from 127.0.0.1
+(the JSON files, served by Python's http.server). Its time to interactive is the time from
+the navigation's start to the page's `ready()`: the series file and the months shown read,
+the charts on the screen drawn and answering the mouse (those below it are drawn as they
+come near).
 
 The static site's page is its first page (the newest 500 runs, the 7 SVG charts of
 `distkpi site --page-runs 500`, drawn by bench/site_build.py's generator); its time is the
@@ -21,6 +24,7 @@ Each figure is the median of ``--repeat`` loads after one load to warm the cache
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import sys
@@ -116,15 +120,17 @@ def browser() -> Any:
 
 
 READY = "return document.documentElement.dataset.ready === 'true' ? window.distkpiReadyAt : null"
+SHOWN = "const r = document.getElementById('range'); return r ? r.dataset.runs : ''"
+FIRST_POINTS = 8000  # model.js
 LOADED = (
     "const t = performance.getEntriesByType('navigation')[0];"
     "return t && t.loadEventEnd > 0 ? t.loadEventEnd : null"
 )
 
 
-def timed(driver: Any, url: str, script: str, repeat: int) -> float:
+def timed(driver: Any, url: str, script: str, repeat: int) -> tuple[float, str]:
     """The median over ``repeat`` loads (after one to warm up) of what ``script`` returns
-    (ms from the navigation's start) once it returns a number."""
+    (ms from the navigation's start) once it returns a number, and the runs the page shows."""
     from selenium.webdriver.support.ui import WebDriverWait
 
     found = []
@@ -139,7 +145,19 @@ def timed(driver: Any, url: str, script: str, repeat: int) -> float:
     errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
     if errors:  # a page that failed has no time to report
         raise SystemExit(f"{url}: {errors[0]['message']}")
-    return float(statistics.median(found[1:]))
+    return float(statistics.median(found[1:])), str(driver.execute_script(SHOWN) or "-")
+
+
+def opening(months: list[Path]) -> list[Path]:
+    """The chunk files the model page reads as it opens: the newest months up to
+    FIRST_POINTS points, at least one."""
+    points = [len(json.loads(m.read_bytes())["points"]) for m in months]
+    first = len(months) - 1
+    total = points[first]
+    while first > 0 and total + points[first - 1] <= FIRST_POINTS:
+        first -= 1
+        total += points[first]
+    return months[first:]
 
 
 def megabytes(files: list[Path]) -> str:
@@ -154,6 +172,7 @@ def measure(runs: int, repeat: int, keep: Path | None) -> None:
     site = write_site(folder / "app", (history,), run_files=False)
     static = static_page(folder / "static", runs)
     months = sorted((site / "api" / "series").rglob("20*.json"))
+    first = opening(months)
     model = (site / "model.html").as_uri()
     every = {"series": history.series, "from": months[0].stem, "to": months[-1].stem}
     handler = partial(Quiet, directory=str(site))
@@ -164,10 +183,10 @@ def measure(runs: int, repeat: int, keep: Path | None) -> None:
     try:
         shown = [
             (
-                "application, last 3 months, file://",
+                f"application as it opens (newest {len(first)} of {len(months)} months), file://",
                 f"{model}?{urlencode({'series': history.series})}",
                 READY,
-                megabytes([m.with_suffix(".js") for m in months[-3:]]),
+                megabytes([m.with_suffix(".js") for m in first]),
             ),
             (
                 "application, all months, file://",
@@ -189,8 +208,8 @@ def measure(runs: int, repeat: int, keep: Path | None) -> None:
             ),
         ]
         for name, url, script, size in shown:
-            ms = timed(driver, url, script, repeat)
-            print(f"| {runs} | {name} | {size} | {ms:.0f} |", flush=True)
+            ms, runs_shown = timed(driver, url, script, repeat)
+            print(f"| {runs} | {name} | {runs_shown} | {size} | {ms:.0f} |", flush=True)
     finally:
         driver.quit()
         server.shutdown()
@@ -211,8 +230,8 @@ def main() -> int:
         f"$ python bench/site_app.py --runs {args.runs} --repeat {args.repeat}"
         f"{' --smoke' if args.smoke else ''}"
     )
-    print("| runs | page | data read (MiB) | time to interactive (ms, median) |")
-    print("| ---: | --- | ---: | ---: |")
+    print("| runs | page | runs shown | data read (MiB) | time to interactive (ms, median) |")
+    print("| ---: | --- | ---: | ---: | ---: |")
     measure(args.runs, args.repeat, args.keep)
     return 0
 

@@ -16,7 +16,9 @@ regressed and improved points marked, and the series' marks drawn as vertical li
     culprit: ["#c62828", []],
   };
   const BETWEEN_RUNS = new Set(["change_point", "reset"]); // drawn before their run
-  const DEFAULT_MONTHS = 3;
+  // the page opens on the newest months holding at most this many points (config-runs),
+  // and at least one month: what it reads, and so how soon it answers, grows with them
+  const FIRST_POINTS = 8000;
   const PER_CONFIG = 5; // its value, lower and upper bounds, regressed and improved points
   const HEIGHT = 220;
   const NEAR = 400; // px: a chart is drawn once it comes this close to the screen
@@ -45,11 +47,15 @@ regressed and improved points marked, and the series' marks drawn as vertical li
     return found.series;
   }
 
-  /** The months to read first: those asked for, the focus run's, else the last few. */
+  /** The months to read first: those asked for, the focus run's, else the newest. */
   async function chooseMonths(query) {
     const months = view.chunks.map(month);
     const last = view.chunks.length - 1;
-    view.first = Math.max(0, last - DEFAULT_MONTHS + 1);
+    let points = view.chunks[last].points;
+    view.first = last;
+    while (view.first > 0 && points + view.chunks[view.first - 1].points <= FIRST_POINTS) {
+      points += view.chunks[--view.first].points;
+    }
     view.last = last;
     if (query.get("from") && months.includes(query.get("from"))) view.first = months.indexOf(query.get("from"));
     if (query.get("to") && months.includes(query.get("to"))) view.last = months.indexOf(query.get("to"));
