@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -250,3 +251,44 @@ def test_over_http_the_pages_read_the_json_files_themselves(browser: Any, site: 
         assert not any("/api/" in name and name.endswith(".js") for name in requested)
     finally:
         server.shutdown()
+
+
+def test_choosing_a_hardware_keeps_only_its_runs_and_time_puts_them_on_a_time_axis(
+    browser: Any, site: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    opened(browser, page(site, "model.html", series=RESNET.series))
+    Select(browser.find_element(By.ID, "hardware")).select_by_value("g5.48xlarge")
+    assert shown_range(browser)["runs"] == "18"  # every 13th run: 12, 25, ..., 233
+    assert shown_range(browser)["first"] == RESNET.run_id(12)
+    Select(browser.find_element(By.ID, "mode")).select_by_value("time")
+    assert "mode=time" in browser.current_url and "hardware=g5.48xlarge" in browser.current_url
+    axis = browser.execute_script("return window.distkpiView.charts[0].scales.x.time")
+    assert axis is True and shown_range(browser)["runs"] == "18"
+
+
+def test_the_marks_are_listed_with_their_text(browser: Any, site: Path) -> None:
+    from selenium.webdriver.common.by import By
+
+    opened(browser, page(site, "model.html", series=RESNET.series))
+    rows = browser.find_elements(By.CSS_SELECTOR, "#marks tbody tr")
+    assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows] == [
+        "accepted",
+        "reset",
+        "change point",
+        "culprit",
+    ]
+    assert "throughput fell 10 % here" in rows[2].text
+
+
+def test_a_site_without_regressions_says_so(browser: Any, tmp_path: Path, site: Path) -> None:
+    bare = tmp_path / "site"
+    shutil.copytree(site, bare)
+    (bare / "api" / "regressions.json").unlink()
+    (bare / "api" / "regressions.js").unlink()
+    opened(browser, page(bare, "regressions.html"))
+    assert text(browser, "#status") == (
+        "No regressions are stored on this site (api/regressions.json is not there)."
+    )
