@@ -17,6 +17,9 @@ by side, B − A, and the noise it is judged against. */
     return names;
   }
 
+  // a report link is relative to the site's root; anything with a scheme (javascript:) is not
+  const relative = (href) => typeof href === "string" && href !== "" && !/^[a-z][a-z0-9+.-]*:/i.test(href);
+
   const label = (run, name) => {
     const about = (run.kpis || {})[name];
     return about && typeof about === "object" && about.label ? about.label : name;
@@ -24,7 +27,7 @@ by side, B − A, and the noise it is judged against. */
 
   function runRow(which, run) {
     return el("tr", { class: "run" }, el("th", {}, which),
-      el("td", {}, run.report ? el("a", { href: run.report }, run.run_id) : run.run_id),
+      el("td", {}, relative(run.report) ? el("a", { href: run.report }, run.run_id) : run.run_id),
       el("td", {}, el("code", { title: run.sha }, short(run.sha))),
       el("td", {}, `${run.repo} ${run.branch}`), el("td", {}, day(run.finished_at)),
       el("td", { class: run.verdict }, run.verdict));

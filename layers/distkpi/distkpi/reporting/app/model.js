@@ -362,7 +362,7 @@ regressed and improved points marked, and the series' marks drawn as vertical li
     view.range = [...view.extent];
     const boxes = view.head.kpis.map((kpi) => {
       const better = kpi.direction === "lower" ? "lower is better" : "higher is better";
-      const box = el("div", { class: "chart", "data-kpi": kpi.name, style: `min-height:${HEIGHT + 70}px` },
+      const box = el("div", { class: "chart", "data-kpi": kpi.name, style: `min-height:${HEIGHT + 36}px` },
         el("h2", {}, kpi.label || kpi.name, kpi.unit ? ` (${kpi.unit})` : "", el("span", { class: "hint" }, ` · ${better}`)),
         el("div", { class: "tip", hidden: true }));
       holder.append(box);
