@@ -51,7 +51,7 @@ def main() -> int:
                     900,
                     None,
                 ),
-                ("app-regressions.png", page(site, "regressions.html"), 1240, 420, None),
+                ("app-regressions.png", page(site, "regressions.html"), 1240, 640, None),
             ]
             for name, url, width, height, hovered in shots:
                 driver.set_window_size(width, height)
