@@ -292,3 +292,13 @@ def test_a_site_without_regressions_says_so(browser: Any, tmp_path: Path, site: 
     assert text(browser, "#status") == (
         "No regressions are stored on this site (api/regressions.json is not there)."
     )
+
+
+def test_a_run_the_site_does_not_hold_is_said_and_the_newest_runs_shown(
+    browser: Any, site: Path
+) -> None:
+    opened(browser, page(site, "model.html", series=RESNET.series, run="no-such-run"))
+    assert text(browser, "#status") == (
+        "Run no-such-run: api/runs/no-such-run.json is not there; showing the newest months."
+    )
+    assert shown_range(browser)["runs"] == "240"

@@ -66,7 +66,7 @@ regressed and improved points marked, and the series' marks drawn as vertical li
     try {
       run = await load(`runs/${runId}.json`);
     } catch (error) {
-      say(`Run ${runId}: ${error.message}; showing the last months.`);
+      say(`Run ${runId}: ${error.message}; showing the newest months.`);
       return;
     }
     view.focus = runId;
@@ -81,10 +81,12 @@ regressed and improved points marked, and the series' marks drawn as vertical li
 
   async function readMonths() {
     const chunks = view.chunks.slice(view.first, view.last + 1);
-    say(`Reading ${chunks.length} month(s) of runs…`, "info");
+    const status = $("status");
+    const quiet = status.className !== "error"; // a problem said before stays said
+    if (quiet) say(`Reading ${chunks.length} month(s) of runs…`, "info");
     const documents = await Promise.all(chunks.map((c) => load(c.path)));
     view.points = documents.flatMap((d) => d.points || []);
-    say("");
+    if (quiet) say("", "info");
   }
 
   /** The runs shown, oldest first: the points of the months read, on the hardware chosen. */
