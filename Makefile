@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 CHECKOV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV)/.installed
 
-.PHONY: demo test lint typecheck unit integration e2e slow bench clean lock package
+.PHONY: demo test lint typecheck unit integration e2e slow browser bench clean lock package
 
 # the layer's lock is the tests' constraints: they run the versions that are deployed
 $(STAMP): pyproject.toml layers/distkpi/requirements.txt
@@ -49,9 +49,15 @@ e2e: $(STAMP)
 
 # the tests of minutes, kept out of make test: every attack on the real node, every bench
 # script's smoke run, the diagnosis on profiled training, the LLM suite, calibration and
-# bisection end to end. CI runs it after make test
+# bisection end to end, the history application in headless chromium (tests/browser).
+# CI runs it after make test
 slow: $(STAMP)
-	$(PYTEST) tests -m slow
+	$(PYTEST) tests -m "slow or browser"
+
+# the history application's pages in Debian's headless chromium; their screenshots are
+# saved in out/browser-screenshots/
+browser: $(STAMP)
+	$(PYTEST) tests/browser
 
 # lint and types side by side (one core each), then the three tiers in one pytest run on
 # every core: the minutes-long end-to-end tests are handed out first, the seconds-long ones
