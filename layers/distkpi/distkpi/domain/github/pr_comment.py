@@ -10,6 +10,7 @@ a little with every run."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -34,6 +35,8 @@ _FIRST = (
     KpiVerdict.NO_BASELINE,
     KpiVerdict.NOT_ENFORCED,
 )
+# shown in the open; the rest is folded
+_MOVED = frozenset(_FIRST[:4])
 _PLAIN = {
     KpiVerdict.PASS: "within range",
     KpiVerdict.NO_BASELINE: "no baseline yet",
@@ -134,16 +137,28 @@ def pull_request_comment(
 
 
 def kpi_rows(evaluation: Evaluation) -> str:
-    """One row per config and judged KPI, regressions first."""
+    """One row per config and judged KPI, regressions first: what moved beyond its range in
+    the open, the rest folded under a summary line."""
+    ordered = _ordered(evaluation)
+    if not ordered:
+        return "No KPI was judged."
+    moved = [j for j in ordered if j.verdict in _MOVED]
+    rest = [j for j in ordered if j.verdict not in _MOVED]
+    parts = [_table(moved) if moved else "No KPI moved beyond its range."]
+    if rest:
+        folded = f"{len(rest)} KPI value(s) within range or without a baseline"
+        parts.append(f"<details><summary>{folded}</summary>\n\n{_table(rest)}\n\n</details>")
+    return "\n\n".join(parts)
+
+
+def _table(judgements: Sequence[Judgement]) -> str:
     lines = [
         "| config | KPI | value | baseline | allowed | Δ | |",
         "|---|---|---:|---:|---:|---:|---|",
     ]
-    for j in _ordered(evaluation):
+    for j in judgements:
         allowed = (
-            f"{_number(j.low)}–{_number(j.high)}"
-            if j.low is not None and j.high is not None
-            else "–"
+            f"{_number(j.low)}–{_number(j.high)}" if j.low is not None and j.high is not None else "–"
         )
         delta = f"{j.delta:+.1%}" if j.delta is not None else "–"
         mark = MARKS.get(j.verdict) or _PLAIN.get(j.verdict, j.verdict.value)
@@ -151,8 +166,6 @@ def kpi_rows(evaluation: Evaluation) -> str:
             f"| {_escape(j.config)} | {_label(j.kpi)} | {_maybe(j.value)} | {_maybe(j.baseline)} "
             f"| {allowed} | {delta} | {mark} |"
         )
-    if len(lines) == 2:
-        lines.append("| – | no KPI judged | – | – | – | – | |")
     return "\n".join(lines)
 
 
