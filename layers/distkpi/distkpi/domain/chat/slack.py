@@ -53,7 +53,7 @@ def slack_message(notice: Notice, *, held_back: int = 0) -> dict[str, Any]:
     if notice.culprit:
         blocks.append(_section(f"*Culprit:* {escape(notice.culprit)}"))
     if notice.mentions:
-        blocks.append(_section(f"*Owners:* {escape(' '.join(notice.mentions))}"))
+        blocks.append(_section(f"*For:* {escape(' '.join(notice.mentions))}"))
     if notice.rows:
         blocks.append(_section(table(notice.headings, notice.rows)))
     if notice.links:
