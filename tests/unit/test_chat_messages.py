@@ -187,7 +187,10 @@ def test_a_chat_that_does_not_answer_in_time_is_an_error() -> None:
         with pytest.raises(ChatError) as raised:
             SlackWebhook(lambda: url, retries=0, timeout_s=(1.0, 0.2)).post({"text": "x"})
         # requests reports a read timeout its retry gave up on as a ConnectionError
-        assert str(raised.value) in ("Slack unreachable: ReadTimeout", "Slack unreachable: ConnectionError")
+        assert str(raised.value) in (
+            "Slack unreachable: ReadTimeout",
+            "Slack unreachable: ConnectionError",
+        )
         assert "secret-token" not in str(raised.value)
     finally:
         answered.set()
@@ -203,7 +206,9 @@ def test_a_chat_that_does_not_answer_in_time_is_an_error() -> None:
         ("{not json", "the chat webhook's secret is not JSON nor a URL"),
     ],
 )
-def test_a_secret_without_an_https_url_is_refused_naming_no_secret(secret: str, problem: str) -> None:
+def test_a_secret_without_an_https_url_is_refused_naming_no_secret(
+    secret: str, problem: str
+) -> None:
     with pytest.raises(ChatError) as raised:
         webhook_url(secret)
     assert str(raised.value) == problem

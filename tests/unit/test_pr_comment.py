@@ -58,10 +58,16 @@ def test_the_first_comment_on_a_regression_is_the_golden_markdown() -> None:
     assert lines[0] == "<!-- distkpi:suite=resnet50 -->" == marker("resnet50")
     # regressions first: the three regressed KPIs are the open table, the rest folded
     rows = [line for line in lines if line.startswith(("| 1x", "| 2x", "| 4x"))]
-    assert [r.split(" | ")[1] for r in rows[:3]] == ["throughput (samples/s)", "speedup", "efficiency"]
+    assert [r.split(" | ")[1] for r in rows[:3]] == [
+        "throughput (samples/s)",
+        "speedup",
+        "efficiency",
+    ]
     assert all(r.startswith("| 4x8-8ps") and "regressed" in r for r in rows[:3])
     assert not any("regressed" in row for row in rows[3:])
-    assert lines.index("<details><summary>25 KPI value(s) within range or without a baseline</summary>") > lines.index(rows[2])
+    assert lines.index(
+        "<details><summary>25 KPI value(s) within range or without a baseline</summary>"
+    ) > lines.index(rows[2])
     assert f"Intended? {ACCEPT_HINT}." in lines
     assert ACCEPT_HINT == "comment `/distkpi accept <reason>` to accept (writers only)"
 
@@ -93,7 +99,9 @@ def test_the_comment_of_a_hostile_run_is_neutral(run_builder: RunBuilder) -> Non
         (CommentMode.NEVER, None, False),
     ],
 )
-def test_when_a_suites_comment_is_written(mode: CommentMode, shown: str | None, writes: bool) -> None:
+def test_when_a_suites_comment_is_written(
+    mode: CommentMode, shown: str | None, writes: bool
+) -> None:
     assert should_write(mode, shown, "same") is writes
 
 

@@ -158,7 +158,9 @@ def _table(judgements: Sequence[Judgement]) -> str:
     ]
     for j in judgements:
         allowed = (
-            f"{_number(j.low)}–{_number(j.high)}" if j.low is not None and j.high is not None else "–"
+            f"{_number(j.low)}–{_number(j.high)}"
+            if j.low is not None and j.high is not None
+            else "–"
         )
         delta = f"{j.delta:+.1%}" if j.delta is not None else "–"
         mark = MARKS.get(j.verdict) or _PLAIN.get(j.verdict, j.verdict.value)
