@@ -1,10 +1,10 @@
 """A GitHub stand-in on 127.0.0.1: accepts and records commit statuses, check runs, label
 removals from pull requests and their comments (created, listed, edited), answers a file's
 contents at a commit from the repository it serves, and compare requests (the merge base,
-and the files from the git repository it serves or as it is given them) and Git commit requests (their
-parents, from that repository), like the REST API. A repository dispatch it answers 204,
-then delivers the signed repository_dispatch webhook, as GitHub does, to its ``webhook``;
-any other event it delivers signed when asked (``deliver``).
+and the files from the git repository it serves or as it is given them) and Git commit
+requests (their parents, from that repository), like the REST API. A repository dispatch
+it answers 204, then delivers the signed repository_dispatch webhook, as GitHub does, to
+its ``webhook``; any other event it delivers signed when asked (``deliver``).
 As a GitHub App's host it generates the App's key pair, checks each JWT's RS256 signature,
 issues installation tokens that expire, and takes only those."""
 
