@@ -677,6 +677,10 @@ class RemoteStandIn:
     def deliveries(self) -> list[dict[str, Any]]:
         return self._get("/_standin/deliveries")
 
+    @property
+    def comments(self) -> list[dict[str, Any]]:
+        return self._get("/_standin/comments")
+
 
 def _comment_body(raw: bytes) -> str | tuple[int, Any]:
     """An issue comment's `body`, or GitHub's refusal."""
