@@ -185,6 +185,8 @@ class GitHubStandIn:
         self.removed_labels: list[dict[str, Any]] = []
         # each pull request's comments as they stand now (id, repo, number, body, edits)
         self.comments: list[dict[str, Any]] = []
+        # files served at every commit before the repository's own: {path: text}
+        self.files: dict[str, str] = {}
         # what GET /repos/{o}/{r}/compare/{base}...{head} lists (every range alike); None:
         # the repository's own changes, or 404 without one
         self.changed_files: list[str] | None = None
@@ -435,8 +437,8 @@ class GitHubStandIn:
         import base64
 
         ref = request.query.get("ref", ["HEAD"])[0]
-        text = None
-        if self.repository is not None:
+        text = self.files.get(unquote(request.match["path"]))
+        if text is None and self.repository is not None:
             text = GitRepository(self.repository).file_at(ref, unquote(request.match["path"]))
         if text is None:
             return 404, {"message": "Not Found"}
