@@ -212,3 +212,26 @@ def test_a_secret_without_an_https_url_is_refused_naming_no_secret(
     with pytest.raises(ChatError) as raised:
         webhook_url(secret)
     assert str(raised.value) == problem
+
+
+def test_the_topic_sends_text_and_amazon_q_its_custom_notification() -> None:
+    from distkpi.adapters.sns import AlertTopic
+
+    class Sns:
+        def __init__(self) -> None:
+            self.published: list[dict[str, Any]] = []
+
+        def publish(self, **request: Any) -> None:
+            self.published.append(request)
+
+    sns = Sns()
+    AlertTopic("arn:aws:sns:us-east-1:123456789012:regressions", sns).publish("subject", "body\n")
+    ((request),) = sns.published
+    assert request["MessageStructure"] == "json" and request["Subject"] == "subject"
+    message = json.loads(request["Message"])
+    assert message["default"] == "body\n"  # e-mail, queues: the text
+    assert json.loads(message["https"]) == {  # Amazon Q Developer subscribes over HTTPS
+        "version": "1.0",
+        "source": "custom",
+        "content": {"textType": "client-markdown", "title": "subject", "description": "body\n"},
+    }

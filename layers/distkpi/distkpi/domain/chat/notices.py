@@ -110,3 +110,21 @@ def culprit_notice(
         links=tuple(links),
         culprit=text,
     )
+
+
+# what Amazon Q Developer in chat applications (formerly AWS Chatbot) shows of a topic's
+# message: only its "custom notification" JSON; it subscribes to a topic over HTTPS
+CHATBOT_DESCRIPTION_LIMIT = 8000
+
+
+def chatbot_notification(subject: str, body: str) -> dict[str, object]:
+    """An alert as an Amazon Q Developer custom notification (the message's text as is: it
+    was neutralised when it was written)."""
+    description = body
+    if len(description) > CHATBOT_DESCRIPTION_LIMIT:
+        description = description[: CHATBOT_DESCRIPTION_LIMIT - 1] + "…"
+    return {
+        "version": "1.0",
+        "source": "custom",
+        "content": {"textType": "client-markdown", "title": subject, "description": description},
+    }
