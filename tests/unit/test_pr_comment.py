@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from distkpi.domain.commit_status import State
+from distkpi.domain.github.comment_mode import CommentMode
 from distkpi.domain.github.pr_comment import (
     ACCEPT_HINT,
     CommentFacts,
-    CommentMode,
     marker,
     outcome_of,
     pull_request_comment,

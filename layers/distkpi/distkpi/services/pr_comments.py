@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
 
+from distkpi.domain.github.comment_mode import CommentMode
 from distkpi.domain.github.pr_comment import (
     CommentFacts,
-    CommentMode,
     KeptComment,
     pull_request_comment,
     should_write,

@@ -5,7 +5,7 @@ A merge is one step on that line: the commits it brought in are not searched one
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from distkpi.domain.github.webhook import SHA
@@ -18,7 +18,9 @@ class Commit:
     sha: str
     author: str
     title: str
-    login: str = ""  # the author's GitHub account, when GitHub knows it (alerts mention it)
+    # the author's GitHub account, when GitHub knows it (alerts mention it); not what makes
+    # two commits the same
+    login: str = field(default="", compare=False)
 
     def to_json(self) -> dict[str, str]:
         kept = {"sha": self.sha, "author": self.author, "title": self.title}

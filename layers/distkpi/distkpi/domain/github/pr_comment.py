@@ -12,10 +12,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 from distkpi.domain.commit_status import State
 from distkpi.domain.github.check_summary import MARKS, MAX_OUTPUT, TRUNCATED
+from distkpi.domain.github.comment_mode import CommentMode
 from distkpi.domain.judging.evaluation import Evaluation
 from distkpi.domain.judging.statistics import Judgement, KpiVerdict
 from distkpi.domain.kpis.catalogue import CATALOGUE
@@ -42,14 +42,6 @@ _PLAIN = {
     KpiVerdict.NO_BASELINE: "no baseline yet",
     KpiVerdict.NOT_ENFORCED: "not enforced",
 }
-
-
-class CommentMode(StrEnum):
-    """A suite's `comment:`: when its pull-request comment is written."""
-
-    ALWAYS = "always"  # after every finished run of the pull request
-    ON_CHANGE = "on_change"  # when the verdict or a row's judgement differs from the shown
-    NEVER = "never"
 
 
 def marker(suite: str) -> str:

@@ -37,7 +37,7 @@ from distkpi.domain.contracts import (
     require_unique_names,
 )
 from distkpi.domain.github.codeowners import OWNER_PATTERN
-from distkpi.domain.github.pr_comment import CommentMode
+from distkpi.domain.github.comment_mode import CommentMode
 from distkpi.domain.judging.settings import VerdictSettings
 from distkpi.domain.patterns import DeclaredMetrics
 from distkpi.domain.planning.sizing import PserverResources, TrainerResources
