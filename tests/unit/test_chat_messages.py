@@ -1,22 +1,18 @@
 """Slack messages of alerts, pinned by golden files (the seed run's regression on develop, a
-bisection's culprit, a hostile run), the rate limit, and the webhook adapter against the
-chat stand-in: posted as Slack takes it, the webhook's URL (the secret) in no message and
-no error, a chat that is down or slow a ChatError."""
+bisection's culprit, a hostile run), the rate limit, the webhook secret's reading and the
+topic's message per protocol (tests/integration/test_chat_webhook.py posts them)."""
 
 from __future__ import annotations
 
 import json
 import os
-import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from distkpi.adapters.slack import SlackWebhook, webhook_url
+from distkpi.adapters.slack import webhook_url
 from distkpi.domain.bisect.deciding import Ends
 from distkpi.domain.bisect.line import Commit
 from distkpi.domain.bisect.plan import Bisection, BisectState
@@ -25,7 +21,6 @@ from distkpi.domain.chat.notices import culprit_notice, regression_notice
 from distkpi.domain.chat.slack import limit_message, slack_message
 from distkpi.domain.github.alerts import Alerted
 from distkpi.exceptions import ChatError
-from distkpi_cli.local.chat_standin import ChatStandIn
 from tests.conftest import RunBuilder
 from tests.unit.test_check_summary import REPORT, regressed_evaluation
 from tests.unit.test_hostile_text import hostile_evaluation
@@ -131,71 +126,6 @@ def test_hours_are_utc_and_the_held_back_are_those_over_the_limit() -> None:
     assert (hour_of(at), hour_before(at)) == ("2026-12-01T00", "2026-11-30T23")
     assert (held_back(2, 3), held_back(5, 3)) == (0, 2)
     assert "3 alerts this hour" in limit_message("PaddlePaddle/Paddle/resnet50", 3)["text"]
-
-
-@pytest.fixture
-def chat() -> Iterator[ChatStandIn]:
-    standin = ChatStandIn()
-    standin.start()
-    yield standin
-    standin.stop()
-
-
-def test_the_webhook_posts_the_message_as_slack_takes_it(chat: ChatStandIn) -> None:
-    message = slack_message(
-        regression_notice(
-            regressed_evaluation(), ALERTED, (), web_url="https://github.com", report_url=REPORT
-        )
-    )
-    SlackWebhook(lambda: json.dumps({"url": chat.url})).post(message)
-    assert chat.messages == [message]
-    assert chat.path not in json.dumps(chat.messages)
-
-
-def test_a_chat_that_refuses_is_an_error_that_never_names_the_url(chat: ChatStandIn) -> None:
-    chat.fail_next(503, 503, 503)
-    with pytest.raises(ChatError) as raised:
-        SlackWebhook(lambda: chat.url, backoff_s=0).post({"text": "x"})
-    assert str(raised.value) == "Slack answered 503"
-    assert chat.messages == [] and chat.refused == 3  # the first try and two retries
-
-
-def test_a_chat_that_cannot_be_reached_is_an_error_that_never_names_the_url() -> None:
-    standin = ChatStandIn()
-    url = standin.start()
-    standin.stop()  # nothing listens there now
-    with pytest.raises(ChatError) as raised:
-        SlackWebhook(lambda: url, retries=0).post({"text": "x"})
-    assert str(raised.value) == "Slack unreachable: ConnectionError"
-    assert raised.value.__cause__ is None and raised.value.__suppress_context__
-
-
-def test_a_chat_that_does_not_answer_in_time_is_an_error() -> None:
-    answered = threading.Event()
-
-    class Silent(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            answered.wait(5)  # answers only once the test is done
-
-        def log_message(self, format: str, *args: Any) -> None:
-            del format, args
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Silent)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/services/T0/B0/secret-token"
-        with pytest.raises(ChatError) as raised:
-            SlackWebhook(lambda: url, retries=0, timeout_s=(1.0, 0.2)).post({"text": "x"})
-        # requests reports a read timeout its retry gave up on as a ConnectionError
-        assert str(raised.value) in (
-            "Slack unreachable: ReadTimeout",
-            "Slack unreachable: ConnectionError",
-        )
-        assert "secret-token" not in str(raised.value)
-    finally:
-        answered.set()
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.mark.parametrize(
