@@ -158,3 +158,31 @@ def test_a_pull_requests_failure_alerts_only_when_its_suite_asks() -> None:
     assert asking.chat is not None
     (message,) = asking.chat.messages
     assert " on PaddlePaddle/Paddle pull request #" in message["text"]
+
+
+def test_the_chat_takes_at_most_its_limit_per_suite_and_hour_then_counts_the_rest() -> None:
+    from distkpi.domain.chat.notices import Notice
+    from distkpi.services.chat import ChatAlerts
+    from tests.fakes import Clock, Counts, FakeChatQuota
+
+    chat, clock, counts = FakeChat(), Clock(), Counts()
+    alerts = ChatAlerts(chat, FakeChatQuota(), per_hour=2, count=counts, clock=clock)
+    notice = Notice("PaddlePaddle/Paddle/resnet50", "distkpi/resnet50 failure", "tput -23%")
+    other = Notice("PaddlePaddle/Paddle/bert", "distkpi/bert failure", "tput -9%")
+    sent = [alerts.send(notice) for _ in range(5)]
+    assert sent == [True, True, True, False, False]
+    assert [m["text"] for m in chat.messages[:2]] == ["distkpi/resnet50 failure"] * 2
+    assert chat.messages[2]["text"] == (
+        "distkpi: PaddlePaddle/Paddle/resnet50 sent 2 alerts this hour; its further alerts this "
+        "hour go to the SNS topic only, and the next message here counts them."
+    )
+    assert alerts.send(other)  # another suite has its own limit
+    assert counts.totals["ChatMessagesHeldBack"] == 2
+    # the next hour's first message says how many the chat did not show
+    clock.advance(3600)
+    assert alerts.send(notice)
+    (note,) = chat.messages[-1]["blocks"][-1]["elements"]
+    assert note["text"] == (
+        "3 more alert(s) of PaddlePaddle/Paddle/resnet50 in the hour before were not posted "
+        "here (rate limit); the SNS topic has every one."
+    )
