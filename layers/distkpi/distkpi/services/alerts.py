@@ -23,6 +23,7 @@ from distkpi.domain.github.alerts import (
     next_state,
     with_mentions,
 )
+from distkpi.domain.github.codeowners import mentions as as_mentions
 from distkpi.domain.records import RunRecord
 from distkpi.exceptions import StorageError
 from distkpi.services.chat import ChatAlerts
@@ -106,7 +107,7 @@ class RegressionAlerts:
         b = bisection
         mentions = self.owners.of(b.repo, b.bad, b.model) if self.owners else ()
         culprit = b.commit(b.culprit) if b.culprit else None
-        author = (f"@{culprit.login}",) if culprit is not None and culprit.login else ()
+        author = as_mentions([culprit.login]) if culprit is not None and culprit.login else ()
         report = self.report_url(b.bad_run_id)
         message = bisection_alert(
             b, web_url=self.web_url, report_url=self.report_url, run_report=report

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from distkpi.domain.bisect.plan import Bisection, BisectState
 from distkpi.domain.github.alerts import Alerted
+from distkpi.domain.github.codeowners import mentions as as_mentions
 from distkpi.domain.judging.evaluation import Evaluation
 from distkpi.domain.judging.statistics import KpiVerdict
 from distkpi.domain.untrusted import neutral
@@ -91,11 +92,11 @@ def culprit_notice(
     text = None
     if b.state is BisectState.FOUND and culprit is not None:
         title = f"distkpi/{b.model} on {b.repo} {b.branch}: {culprit.sha[:10]} did it"
-        by = f" (@{culprit.login})" if culprit.login else ""
+        login = as_mentions([culprit.login] if culprit.login else [])
+        by = f" ({login[0]})" if login else ""
         text = f"{culprit.sha[:10]} by {neutral(culprit.author)}{by}: {neutral(culprit.title)}"
         links.append(Link("Culprit", f"{web}/{b.repo}/commit/{culprit.sha}"))
-        if culprit.login:
-            mentions = (*mentions, f"@{culprit.login}")
+        mentions = (*mentions, *as_mentions([culprit.login] if culprit.login else []))
     else:
         title = f"distkpi/{b.model} on {b.repo} {b.branch}: bisection {b.state.value}"
         links.append(Link("Commits", f"{web}/{b.repo}/compare/{b.good}...{b.bad}"))

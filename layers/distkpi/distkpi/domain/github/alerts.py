@@ -109,8 +109,8 @@ def alert_message(
 
 
 def with_mentions(message: AlertMessage, mentions: Iterable[str]) -> AlertMessage:
-    """The message with a last line naming who it is for (owners, a culprit's author:
-    distkpi's own validated names, never a log's)."""
+    """The message with a last line naming who it is for (owners, a culprit's author: names
+    checked as GitHub logins or teams, codeowners.mentions, never a log's text)."""
     named = " ".join(mentions)
     if not named:
         return message
