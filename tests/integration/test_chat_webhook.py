@@ -84,3 +84,13 @@ def test_a_chat_that_does_not_answer_in_time_is_an_error() -> None:
         answered.set()
         server.shutdown()
         server.server_close()
+
+
+def test_what_was_posted_is_read_back_over_http_and_only_there(chat: ChatStandIn) -> None:
+    from distkpi_cli.local.chat_standin import RemoteChat
+
+    SlackWebhook(lambda: chat.url).post({"text": "first"})
+    assert RemoteChat(chat.base_url).messages == [{"text": "first"}]
+    # the read-back is no webhook: a post there is refused
+    with pytest.raises(ChatError, match="Slack answered 404"):
+        SlackWebhook(lambda: f"{chat.base_url}/_standin/messages", retries=0).post({"text": "x"})

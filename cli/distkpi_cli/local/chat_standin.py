@@ -33,6 +33,14 @@ class ChatStandIn:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}{self.path}"
 
+    @property
+    def base_url(self) -> str:
+        """Where `/_standin/messages` answers what was posted (for `distkpi local` attached
+        to `distkpi local up`)."""
+        assert self._server is not None, "not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
     def fail_next(self, *codes: int) -> None:
         with self._lock:
             self._scripted.extend(codes)
@@ -43,6 +51,16 @@ class ChatStandIn:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, format: str, *args: Any) -> None:
                 del format, args
+
+            def do_GET(self) -> None:
+                found = self.path == "/_standin/messages"
+                with standin._lock:
+                    data = json.dumps(standin.messages if found else {"error": "no_service"})
+                self.send_response(200 if found else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data.encode())))
+                self.end_headers()
+                self.wfile.write(data.encode())
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -83,3 +101,19 @@ class ChatStandIn:
                 return 400, "invalid_payload"
             self.messages.append(message)
             return 200, "ok"
+
+
+class RemoteChat:
+    """The chat stand-in of a running `distkpi local up`, read over HTTP."""
+
+    def __init__(self, url: str) -> None:
+        self.base_url = url
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        import requests
+
+        answer = requests.get(f"{self.base_url}/_standin/messages", timeout=10)
+        answer.raise_for_status()
+        found: list[dict[str, Any]] = answer.json()
+        return found

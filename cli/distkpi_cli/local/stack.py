@@ -34,7 +34,7 @@ from distkpi_cli.local.aws_stack import (
     create_local_aws,
     function_environment,
 )
-from distkpi_cli.local.chat_standin import ChatStandIn
+from distkpi_cli.local.chat_standin import ChatStandIn, RemoteChat
 from distkpi_cli.local.github_standin import GitHubApp, GitHubStandIn, RemoteStandIn
 from distkpi_cli.local.handlers import (
     LambdaContext,
@@ -60,8 +60,9 @@ class LocalStack:
     github: GitHubStandIn | RemoteStandIn
     handlers: dict[str, ModuleType]
     progress: TextIO
-    # the chat webhook's stand-in, recording what alerts posted (None: attached to `local up`)
-    chat: ChatStandIn | None = None
+    # the chat webhook's stand-in, recording what alerts posted (read over HTTP when attached
+    # to `distkpi local up`; None: an up from before it had one)
+    chat: ChatStandIn | RemoteChat | None = None
     events_delivered: int = 0
     started: float = field(default_factory=time.monotonic)
 
@@ -198,11 +199,12 @@ def _attached(up: RunningStack, suite: Path, progress: TextIO) -> Iterator[Local
         aws.client("s3").put_object(
             Bucket=BUCKET, Key=f"{SUITES}{suite.name}", Body=suite.read_bytes()
         )
-        os.environ.update(function_environment(aws, up.github))
+        os.environ.update(function_environment(aws, up.github, chat=bool(up.chat)))
         from distkpi.entry import wiring
 
         wiring.reset()
-        yield LocalStack(root, aws, RemoteStandIn(up.github), load_handlers(root), progress)
+        chat = RemoteChat(up.chat) if up.chat else None
+        yield LocalStack(root, aws, RemoteStandIn(up.github), load_handlers(root), progress, chat)
         wiring.reset()
 
 
