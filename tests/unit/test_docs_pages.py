@@ -4,9 +4,11 @@ holds to what it promises."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from tests.docs_pages import KINDS, PAGES, blocks, mismatch
+from tests.docs_pages import KINDS, PAGES, ROOT, blocks, mismatch
 
 
 def test_every_console_block_of_the_guides_is_marked() -> None:
@@ -69,3 +71,12 @@ def test_a_quick_blocks_output_is_compared_exactly() -> None:
     shown = ["...", "run local-309d50bad0-936fceb2 model local base 1x1 0.0164 GPU-hours", "..."]
     assert mismatch(shown, PRINTED, exact=True) is not None
     assert mismatch(shown, PRINTED) is None
+
+
+def test_the_readme_is_a_short_front_door_whose_links_all_lead_somewhere() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 150
+    assert "make test" in readme and "make demo" in readme and "make docs" in readme
+    targets = re.findall(r"\]\(([^)#]+)\)", readme)
+    assert len(targets) >= 15
+    assert [t for t in targets if not (ROOT / t).exists()] == []
