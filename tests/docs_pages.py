@@ -9,7 +9,8 @@ of a tutorial or how-to guide carries a marker comment on the line before it,
 
 A page's blocks run in order, in one folder, each command in the folder the one before it
 left. In a console block `$ ` starts a command; the lines up to the next are what it prints.
-Output is compared line by line, runs of blanks made one, `...` standing for any lines; a
+Output is compared line by line, runs of blanks made one, a line `...` standing for any
+lines and `...` within a line for any text; a
 slow block's with every number (and hex digest) masked too, since its timings and ids
 differ between runs."""
 
@@ -92,6 +93,14 @@ def mask(line: str, exact: bool = False) -> str:
     return " ".join(text.split())
 
 
+def _same(wanted: list[str], lines: list[str]) -> bool:
+    """Whether ``lines`` are ``wanted``, `...` within a wanted line standing for any text."""
+    return len(wanted) == len(lines) and all(
+        re.fullmatch(".*".join(map(re.escape, w.split("..."))), line) is not None
+        for w, line in zip(wanted, lines, strict=True)
+    )
+
+
 def mismatch(shown: list[str], printed: str, exact: bool = False) -> str | None:
     """Why ``printed`` is not what the page shows (None when it is): the shown lines in
     order and adjacent, `...` standing for any lines, masked as `mask` says."""
@@ -112,7 +121,7 @@ def mismatch(shown: list[str], printed: str, exact: bool = False) -> str | None:
         starts = [at] if first else range(at, len(got) - len(segment) + 1)
         if last and not first:
             starts = [len(got) - len(segment)] if len(got) >= len(segment) + at else []
-        place = next((s for s in starts if got[s : s + len(segment)] == segment), None)
+        place = next((s for s in starts if _same(segment, got[s : s + len(segment)])), None)
         if place is None:
             return f"no lines {segment!r} where the page shows them"
         at = place + len(segment)
