@@ -71,7 +71,7 @@ def section(parser: argparse.ArgumentParser) -> str:
     title = parser.prog
     out = [f"## `{title}`", ""]
     if parser.description:
-        out += [" ".join(parser.description.split()), ""]
+        out += [cell(parser.description), ""]
     previous = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = USAGE_WIDTH
     try:

@@ -155,8 +155,12 @@ def _sizes(node: Schema, low: str, high: str, unit: str) -> str:
 
 
 def cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """Text safe inside a Markdown table cell: one line, pipes escaped, and outside code
+    spans `<` and `>` as entities (`<config>` would otherwise be an HTML tag)."""
+    parts = " ".join(text.split()).replace("|", "\\|").split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = parts[i].replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
 
 
 def markdown_table(table: list[Row], with_default: bool = True) -> str:
