@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+from pydantic import BaseModel
 
 from distkpi_cli.reference.schema_tables import markdown_table, properties, rows
 from distkpi_cli.reference.suite_fields import MEANINGS
@@ -20,6 +23,7 @@ def suite_schema() -> dict[str, Any]:
     from distkpi.domain.planning.suites import Suite
 
     schema = Suite.model_json_schema(mode="validation")
+    made = _made_defaults(Suite)
     for name in _INTERNAL:
         schema["properties"].pop(name, None)
         if name in schema.get("required", ()):
@@ -35,6 +39,8 @@ def suite_schema() -> dict[str, Any]:
         if node.get("description", meaning) != meaning:
             raise MissingMeaning(f"suite field {path}: two meanings for one definition")
         node["description"] = meaning
+        if path in made and "default" not in node:
+            node["default"] = made[path]
     unknown = sorted(set(MEANINGS) - paths)
     if unknown:
         raise MissingMeaning(f"suite_fields.py names fields the suite has not: {unknown}")
@@ -43,6 +49,26 @@ def suite_schema() -> dict[str, Any]:
         **{k: v for k, v in schema.items() if k != "title"},
         "title": "A benchmark suite (infra/suites/<model>.yaml), generated from the suite model",
     }
+
+
+def _made_defaults(model: type[BaseModel], prefix: str = "") -> dict[str, Any]:
+    """The defaults pydantic makes when a field is left out (a `default_factory`, which its
+    JSON Schema does not state), by path, where they are plain JSON; a nested model's own
+    fields are looked at instead of the model made whole (each has its row)."""
+    out: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        if field.default_factory is None:
+            continue
+        made = field.get_default(call_default_factory=True)
+        if isinstance(made, BaseModel):
+            out.update(_made_defaults(type(made), f"{prefix}{name}."))
+            continue
+        try:
+            json.dumps(made)
+        except TypeError:
+            continue
+        out[f"{prefix}{name}"] = made
+    return out
 
 
 PAGE_HEAD = """\
