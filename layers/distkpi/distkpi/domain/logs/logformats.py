@@ -1,6 +1,6 @@
 """Reading one training log: its lines found by the scanner (linescan.py), each read by a
 suite's declared patterns (declared.py) and by the first built-in reader that claims it
-(registry.py; docs/reference/log-formats.md: what each family reports)."""
+(registry.py; README: what each family reports)."""
 
 from __future__ import annotations
 
