@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 CHECKOV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV)/.installed
 
-.PHONY: demo test lint typecheck unit integration e2e slow browser bench clean lock package
+.PHONY: demo test lint typecheck unit integration e2e slow browser bench clean lock package docs
 
 # the layer's lock is the tests' constraints: they run the versions that are deployed
 $(STAMP): pyproject.toml layers/distkpi/requirements.txt
@@ -19,6 +19,17 @@ $(CHECKOV_STAMP):
 	$(PYTHON) -m venv $(CHECKOV)
 	$(CHECKOV)/bin/pip install --quiet checkov==3.3.30
 	touch $(CHECKOV_STAMP)
+
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[docs]' -c layers/distkpi/requirements.txt
+	touch $(DOCS_STAMP)
+
+# the documentation site in out/site-docs: the reference pages written from the code first,
+# then MkDocs with warnings as errors (a broken link or anchor, a page left out of the nav)
+docs: $(DOCS_STAMP)
+	$(BIN)/python -m distkpi_cli.reference
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 demo: $(STAMP)
 	$(BIN)/distkpi local
