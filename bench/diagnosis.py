@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LARGEST = ROOT / "tests" / "data" / "traces" / "trace_diff" / "control.json.gz"
 REDUCE = (
     "import gzip, json, resource, sys, time\n"
-    "from distkpi_cli.diagnosis.trace import read_trace\n"
-    "from distkpi_cli.diagnosis.breakdown import reduce_trace\n"
+    "from distkpi.domain.diagnosis.trace import read_trace\n"
+    "from distkpi.domain.diagnosis.breakdown import reduce_trace\n"
     "data = open(sys.argv[1], 'rb').read()\n"
     "t, c = time.perf_counter(), time.process_time()\n"
     "trace = read_trace(data)\n"

@@ -47,12 +47,13 @@ SHARED = {
 DOMAIN_BELOW = {
     **{name: SHARED for name in SHARED},
     "logs": SHARED,
+    "diagnosis": SHARED,
     "kpis": SHARED | {"logs"},
     "judging": SHARED | {"kpis", "logs"},
-    "github": SHARED | {"judging", "kpis"},
+    "github": SHARED | {"judging", "kpis", "diagnosis"},
     "records": SHARED | {"github", "judging", "kpis"},
     "history_rows": SHARED | {"records", "judging", "kpis"},
-    "planning": SHARED | {"github", "judging", "kpis", "records"},
+    "planning": SHARED | {"github", "judging", "kpis", "records", "diagnosis"},
     "bisect": SHARED | {"github", "judging", "kpis", "records", "planning"},
     "purpose": SHARED | {"records"},
 }

@@ -138,6 +138,7 @@ class Services:
 
     @cached_property
     def publisher(self) -> Publisher:
+        from distkpi.services.diagnosis import Diagnoser
         from distkpi.services.publish import Publisher
 
         publisher = Publisher(
@@ -149,6 +150,9 @@ class Services:
             self.stack.clock,
             self.alerts,
             bisector=self.bisector,
+            # where jobs can be submitted, a regression's diagnosis job is started
+            diagnose=self.starter.diagnose if self.stack.launcher is not None else None,
+            diagnoser=Diagnoser(self.stack.store, self.stack.manifest_keys, self.stack.count),
         )
         if self.stack.draw is not None:
             publisher.draw = self.stack.draw

@@ -75,3 +75,23 @@ class RegressionAlerts:
             return
         self.count("AlertsPublished")
         logger.info("bisection alert published", run_id=bisection.bad_run_id)
+
+    def diagnosed(self, run: RunRecord, lines: list[str]) -> None:
+        """A push's regression's alert again, with its diagnosis; a topic that refuses is
+        logged and counted (the diagnosis stays stored with the run)."""
+        if run.trigger.event != "push" or not lines:
+            return
+        from distkpi.domain.github.diagnosis_texts import diagnosis_alert
+
+        t = run.trigger
+        subject, body = diagnosis_alert(
+            run.model, (t.repo, t.branch, t.sha), lines, self.report_url(run.run_id)
+        )
+        try:
+            self.topic.publish(subject, body)
+        except StorageError:
+            logger.exception("diagnosis alert not published", run_id=run.run_id)
+            self.count("AlertFailures")
+            return
+        self.count("AlertsPublished")
+        logger.info("diagnosis alert published", run_id=run.run_id)

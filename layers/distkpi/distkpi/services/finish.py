@@ -46,7 +46,7 @@ class RunFinisher:
         run = self._run(run_id)
         baseline = None
         if run.evaluation is None:
-            baseline = baseline_of(self.history, run)
+            baseline = baseline_of(self.history, run) if policy_of(run).judged else Baseline([], {})
             evaluation = self._evaluate(run, baseline)
             if evaluation.in_doubt and self.confirm is not None and policy_of(run).confirms:
                 self._hand_over(run, evaluation)

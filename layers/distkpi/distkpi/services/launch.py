@@ -94,4 +94,5 @@ class RunStarter:
         self.confirm = self.follow_ups.confirm
         self.start_step = self.follow_ups.start_step
         self.cancel_step = self.follow_ups.cancel_step
+        self.diagnose = self.follow_ups.diagnose
         self.supersede = self.superseder.supersede
