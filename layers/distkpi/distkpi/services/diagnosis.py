@@ -12,6 +12,7 @@ from aws_lambda_powertools import Logger
 
 from distkpi.domain.contracts import FileEntry
 from distkpi.domain.diagnosis.collect import reduce_traces, trace_files
+from distkpi.domain.diagnosis.compare import Diagnosis
 from distkpi.domain.diagnosis.texts import diagnosis_line
 from distkpi.domain.kpis.runfolder import node_indices, read_manifest
 from distkpi.domain.layout import diagnosis_key, kpis_key
@@ -105,7 +106,7 @@ class Diagnoser:
         self.store.put_json(kpis_key(of_run), kpis)
 
 
-def _stored(run: RunRecord, diagnosis: Any, problems: list[str]) -> dict[str, Any]:
+def _stored(run: RunRecord, diagnosis: Diagnosis | None, problems: list[str]) -> dict[str, Any]:
     """A config's diagnosis as stored and shown: the contract's fields, the job's run, its
     one-line summary and what kept it from being whole."""
     assert run.spec.diagnosis is not None and run.spec.paired is not None
@@ -125,6 +126,6 @@ def _stored(run: RunRecord, diagnosis: Any, problems: list[str]) -> dict[str, An
     return {
         **body,
         "run_id": run.run_id,
-        "line": diagnosis_line(diagnosis) if diagnosis is not None else None,
+        "line": diagnosis_line(body) if diagnosis is not None else None,
         "problems": problems,
     }

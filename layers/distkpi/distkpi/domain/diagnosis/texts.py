@@ -37,7 +37,7 @@ def diagnosis_line(diagnosis: Mapping[str, Any]) -> str:
     part = diagnosis.get("largest_change")
     if part not in TOLD_BY:
         return (
-            f"{who}step time {_pct(_relative(sides[role]))} per step: no part explains it "
+            f"{who}step time {_pct(_relative(sides[role]))}: no part explains it "
             "(noise, or outside the profiled steps)"
         )
     field = TOLD_BY[part]
@@ -61,7 +61,7 @@ def _relative(sides: Mapping[str, Mapping[str, Any]]) -> float:
 
 def _detail(part: str, base: Mapping[str, Any], head: Mapping[str, Any]) -> str:
     if part != "communication":
-        return ""
+        return f" ({_ms(base[TOLD_BY[part]])} -> {_ms(head[TOLD_BY[part]])} ms)"
     b, h = base.get("collectives") or {}, head.get("collectives") or {}
     zero = {"time_s": 0.0}
     kinds = sorted(set(b) | set(h))
