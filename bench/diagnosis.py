@@ -133,7 +133,8 @@ def main() -> None:
         print("command: python bench/diagnosis.py --smoke")
     else:
         print(f"command: python bench/diagnosis.py --repeat {args.repeat}"
-              + (" --skip-job" if args.skip_job else ""))  # fmt: skip
+              + (" --skip-job" if args.skip_job else "")
+              + (f" --cost {args.cost}" if args.cost else ""))  # fmt: skip
     reduction(args.repeat)
     if not args.skip_job:
         job()
