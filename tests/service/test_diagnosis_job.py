@@ -16,7 +16,8 @@ from distkpi.domain.signing import sign
 from tests.conftest import assert_golden
 from tests.fakes import ROOT, plain_report
 from tests.service.pipeline import Pipeline, report_all, start
-from tests.service.test_bisection import REPO
+from tests.service.test_bisection import GOOD, LINE, REPO, listed, run_steps
+from tests.service.test_bisection import SLOW as BISECTED
 from tests.service.test_paired_looks import files_of, manifest
 
 TRACES = ROOT / "tests" / "data" / "traces" / "trace_diff"
@@ -137,3 +138,28 @@ def test_the_traces_are_reduced_into_the_diagnosed_run_and_told() -> None:
     assert subject == "distkpi: why resnet50 regressed on PaddlePaddle/Paddle develop"
     assert_golden("diagnosis_alert.txt", body)
     assert REPO in body
+
+
+def test_a_bisection_s_culprit_is_diagnosed_against_its_parent_and_stands() -> None:
+    pipeline = cloned(Pipeline(draw=plain_report))
+    with_history(pipeline)
+    pipeline.github.commits[(GOOD, LINE[-1])] = listed(LINE)
+    bad_run = start(pipeline, "d-bad", LINE[-1])
+    report_all(pipeline, bad_run, **{BISECTED: 0.7})
+    ended = run_steps(pipeline, bad_run, culprit=5)
+    assert ended.culprit == LINE[5]
+
+    job = pipeline.runs.get(f"{bad_run}-dc")
+    assert job is not None and job.spec.diagnosis is not None and job.spec.paired is not None
+    assert (job.spec.sha, job.spec.paired.base_sha) == (LINE[5], LINE[4])
+    assert job.spec.diagnosis.culprit and job.spec.diagnosis.of_run == bad_run
+    assert [c.name for c in job.spec.configs] == [BISECTED]
+    run_diagnosis_job(pipeline, job.run_id, BISECTED)
+    stored = json.loads(pipeline.store.objects[diagnosis_key(bad_run, BISECTED)])
+    assert stored["culprit"] and stored["head_sha"] == LINE[5] and stored["base_sha"] == LINE[4]
+    # the push's own diagnosis job, ending later, leaves the culprit's standing
+    run_diagnosis_job(pipeline, f"{bad_run}-d", BISECTED)
+    assert json.loads(pipeline.store.objects[diagnosis_key(bad_run, BISECTED)]) == stored
+    subject, body = pipeline.topic.messages[-1]
+    assert subject.startswith("distkpi: why resnet50 regressed")
+    assert f"- {BISECTED} throughput -30%: culprit {LINE[5][:10]}: compute +83%" in body

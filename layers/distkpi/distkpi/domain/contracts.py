@@ -205,6 +205,8 @@ class DiagnosisRun(_Frozen):
 
     of_run: Annotated[str, Field(min_length=1)]
     steps: Annotated[int, Field(ge=1, le=50)]
+    # a bisection's culprit against its parent (else the run's head against its base)
+    culprit: bool = False
 
 
 Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]

@@ -179,6 +179,7 @@ class Services:
             alerts,
             count=self.stack.count,
             clock=self.stack.clock,
+            diagnose_culprit=self.starter.diagnose_culprit,
         )
 
     @cached_property

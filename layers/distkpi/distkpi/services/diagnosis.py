@@ -14,7 +14,7 @@ from distkpi.domain.contracts import FileEntry
 from distkpi.domain.diagnosis.collect import reduce_traces, trace_files
 from distkpi.domain.diagnosis.compare import Diagnosis
 from distkpi.domain.diagnosis.texts import diagnosis_line
-from distkpi.domain.kpis.runfolder import node_indices, read_manifest
+from distkpi.domain.kpis.runfolder import node_indices, read_manifest, stored_diagnoses
 from distkpi.domain.layout import diagnosis_key, kpis_key
 from distkpi.domain.records import RunRecord
 from distkpi.domain.signing import ManifestKeys
@@ -42,6 +42,8 @@ class Diagnoser:
             gpu_hours = {c.name: c.gpu_hours for c in run.evaluation.kpis.configs}
         stored = {}
         for config in spec.configs:
+            if not spec.diagnosis.culprit and self._culprit_s(of_run, config.name):
+                continue  # the culprit's own diagnosis says more than the push's
             found = self._reduce(run, config.name)
             found["gpu_hours"] = gpu_hours.get(config.name)
             self.store.put_json(diagnosis_key(of_run, config.name), found)
@@ -57,6 +59,11 @@ class Diagnoser:
             )
         self._into_kpis(of_run, stored)
         return stored
+
+    def _culprit_s(self, of_run: str, config: str) -> bool:
+        """Whether the config's diagnosis stored is a bisection culprit's."""
+        found = stored_diagnoses(self.store.run(of_run), [config]).get(config, {})
+        return bool(found.get("culprit"))
 
     def _reduce(self, run: RunRecord, config: str) -> dict[str, Any]:
         spec = run.spec
@@ -126,6 +133,7 @@ def _stored(run: RunRecord, diagnosis: Diagnosis | None, problems: list[str]) ->
     return {
         **body,
         "run_id": run.run_id,
+        "culprit": run.spec.diagnosis.culprit,
         "line": diagnosis_line(body) if diagnosis is not None else None,
         "problems": problems,
     }

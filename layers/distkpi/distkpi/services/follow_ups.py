@@ -18,7 +18,7 @@ from distkpi.domain.planning.jobs import (
     diagnosis_spec,
     run_spec_for,
 )
-from distkpi.domain.planning.suites import Suite
+from distkpi.domain.planning.suites import DiagnoseWhen, Suite
 from distkpi.domain.records import RunRecord
 from distkpi.services.ports import Counter, SuiteSource, no_metrics
 from distkpi.services.run_launcher import RunLauncher
@@ -108,6 +108,29 @@ class FollowUps:
         if self.launcher.launch(record, suite, None):
             self.count("DiagnosisRuns")
             logger.info("diagnosis started", run_id=run_id, of_run=run.run_id, configs=configs)
+        return run_id
+
+    def diagnose_culprit(
+        self, bad: RunRecord, culprit: str, parent: str, configs: Sequence[str]
+    ) -> str | None:
+        """The diagnosis job of a bisection's culprit: ``configs`` of the bad run at the
+        culprit against its parent, stored with the bad run (where it stands over the
+        push's own diagnosis). Its run id, or None when the suite never diagnoses, cannot
+        check out two commits, or is gone."""
+        suite = self._suite(bad.model)
+        if suite is None or suite.diagnose.on is DiagnoseWhen.NEVER or not configs:
+            return None
+        if suite.why_not_paired() is not None or culprit == parent:
+            return None
+        run_id = diagnosis_run_id(bad.run_id, culprit=True)
+        spec = diagnosis_spec(
+            bad.spec, run_id, configs, parent, suite.diagnose.steps, culprit=culprit
+        )
+        trigger = replace(bad.trigger, sha=culprit, before=parent)
+        record = self.launcher.record(run_id, trigger, suite, spec, bad.delivery)
+        if self.launcher.launch(record, suite, None):
+            self.count("DiagnosisRuns")
+            logger.info("culprit diagnosis started", run_id=run_id, culprit=culprit)
         return run_id
 
     def cancel_step(self, run_id: str, reason: str) -> bool:

@@ -29,6 +29,8 @@ def diagnosis_lines(
         if stored is None:
             continue
         said = diagnosis_line(stored) if stored.get("roles") else _why_none(stored)
+        if stored.get("culprit"):
+            said = f"culprit {str(stored.get('head_sha'))[:10]}: {said}"
         regressed = [
             j
             for j in evaluation.judgements

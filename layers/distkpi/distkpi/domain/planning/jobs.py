@@ -110,22 +110,31 @@ def run_spec_for(
     )
 
 
-def diagnosis_run_id(run_id: str) -> str:
-    """The diagnosis job's run of ``run_id``: one name, whoever starts it."""
-    return f"{run_id}-d"
+def diagnosis_run_id(run_id: str, *, culprit: bool = False) -> str:
+    """The diagnosis job's run of ``run_id`` (of its bisection's culprit): one name,
+    whoever starts it."""
+    return f"{run_id}-dc" if culprit else f"{run_id}-d"
 
 
 def diagnosis_spec(
-    run: RunSpec, run_id: str, configs: Iterable[str], base_sha: str, steps: int
+    run: RunSpec,
+    run_id: str,
+    configs: Iterable[str],
+    base_sha: str,
+    steps: int,
+    *,
+    culprit: str | None = None,
 ) -> RunSpec:
     """``run``'s configs as a diagnosis job runs them: one pair, the base then the head (the
     run's commit), no warm-up run (the profiler's schedule has its own warm-up steps), each
-    profiled for ``steps`` steps."""
+    profiled for ``steps`` steps. With ``culprit``, that commit is the head (a bisection's
+    culprit, against its parent as ``base_sha``)."""
     spec = confirmation_spec(run, run_id, configs)
     return spec.model_copy(
         update={
+            "sha": culprit or run.sha,
             "paired": PairedRun(base_sha=base_sha, max_pairs=1, warmup=False),
-            "diagnosis": DiagnosisRun(of_run=run.run_id, steps=steps),
+            "diagnosis": DiagnosisRun(of_run=run.run_id, steps=steps, culprit=culprit is not None),
         }
     )
 
