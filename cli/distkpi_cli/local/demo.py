@@ -179,6 +179,7 @@ def run_local(
         # a bisection any push started runs to its end here, so none is left running in the
         # state folder with no one to run its steps
         bisections = _bisect(stack, dispatch, repo, runs, jobs)
+        _diagnose(stack, dispatch, runs, jobs, culprit=True)  # a culprit's, against its parent
         results = [_result(dispatch, run) for run in runs]
         stack.say(f"done: {len(jobs)} job(s), {stack.events_delivered} S3 event(s) delivered")
         return LocalResult(
@@ -193,15 +194,18 @@ def run_local(
 
 
 def _diagnose(
-    stack: LocalStack, dispatch: Dispatcher, runs: list[RunRecord], jobs: list[JobOutcome]
+    stack: LocalStack,
+    dispatch: Dispatcher,
+    runs: list[RunRecord],
+    jobs: list[JobOutcome],
+    *,
+    culprit: bool = False,
 ) -> list[str]:
     """Run the diagnosis job each run's publication started (`<run>-d`: base then head,
-    profiled), until each is settled and its diagnosis stored with its run; their ids."""
-    started = [
-        diagnosis_run_id(r.run_id)
-        for r in runs
-        if stack.runs.get(diagnosis_run_id(r.run_id)) is not None
-    ]
+    profiled; with ``culprit``, its bisection's culprit's, `<run>-dc`), until each is
+    settled and its diagnosis stored with its run; their ids."""
+    ids = [diagnosis_run_id(r.run_id, culprit=culprit) for r in runs]
+    started = [run_id for run_id in ids if stack.runs.get(run_id) is not None]
     for run_id in started:
         stack.say(f"diagnosis: {run_id} profiles the base and the head")
     if started:
