@@ -65,3 +65,13 @@ def test_traces_past_the_config_s_bound_are_not_read(monkeypatch: pytest.MonkeyP
     assert reduced.problems[0] == (
         "pair-1/b/files/trainer-0/profile/rank-0.json.gz: not read, past 1 bytes of traces"
     )
+
+
+def test_events_past_the_config_s_bound_are_not_reduced(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(collect, "MAX_CONFIG_EVENTS", 100_000)  # one trace's 74,937 fit
+    reduced = reduce_traces(trace_files(entries(FILES)), FILES.__getitem__, base_sha="b",
+                            head_sha="h")  # fmt: skip
+    assert reduced.events == 74_937 and reduced.diagnosis is None
+    assert reduced.problems[0] == (
+        "pair-1/b/files/trainer-0/profile/rank-0.json.gz: not reduced, past 100000 events of traces"
+    )

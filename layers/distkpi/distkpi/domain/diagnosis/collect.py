@@ -2,9 +2,11 @@
 run's are the base's, arm B's the head's (`pair-1/a/`, `pair-1/b/`), each under
 `files/<role>-<rank>/profile/` (DISTKPI_PROFILE_DIR in the run's DISTKPI_LOG_DIR).
 
-What is read is bounded: a trace over MAX_TRACE_BYTES (of JSON, once inflated) is not
-reduced, nor traces past MAX_CONFIG_TRACE_BYTES (as uploaded) in a config; each is a
-problem of the diagnosis, which then compares the ranks it has."""
+What is read is bounded, so that a config's reduction fits the collector's invocation: a
+trace over MAX_TRACE_BYTES (of JSON, once inflated) is not reduced, nor traces past
+MAX_CONFIG_TRACE_BYTES (as uploaded) or MAX_CONFIG_EVENTS (about a minute of CPU: the
+largest real trace's 74,937 events take 2 s) in a config; each is a problem of the
+diagnosis, which then compares the ranks it has."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from distkpi.domain.diagnosis.compare import Diagnosis, diagnose
 from distkpi.domain.diagnosis.trace import TraceError, read_trace
 
 MAX_CONFIG_TRACE_BYTES = 512 * 2**20
+MAX_CONFIG_EVENTS = 2_000_000
 ARMS = {"a": "base", "b": "head"}
 TRACE_PATH = re.compile(
     r"^pair-1/(?P<arm>[ab])/files/(?P<stem>[a-z]+-\d+)/profile/(?P<name>[^/]+\.json(\.gz)?)$"
@@ -50,6 +53,7 @@ class Reduced:
     diagnosis: Diagnosis | None
     problems: list[str] = field(default_factory=list)
     bytes_read: int = 0
+    events: int = 0
 
 
 def reduce_traces(
@@ -78,10 +82,15 @@ def reduce_traces(
             out.problems.append(f"{t.path}: changed after upload (sha256 is not the manifest's)")
             continue
         try:
-            reduced = reduce_trace(read_trace(data))
+            trace = read_trace(data)
         except TraceError as exc:
             out.problems.append(f"{t.path}: {exc}")
             continue
+        if out.events + len(trace.events) > MAX_CONFIG_EVENTS:
+            out.problems.append(f"{t.path}: not reduced, past {MAX_CONFIG_EVENTS} events of traces")
+            continue
+        out.events += len(trace.events)
+        reduced = reduce_trace(trace)
         sides[t.side].setdefault(t.role, []).append(reduced)
         listed[t.side].setdefault(t.role, []).append(
             {"file": link(t.path), "rank": t.rank, "bytes": len(data), "steps": reduced.steps}
