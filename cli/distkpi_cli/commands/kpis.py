@@ -12,7 +12,12 @@ from distkpi_cli.commands.common import Subcommands
 
 def run(args: argparse.Namespace) -> int:
     from distkpi.domain.judging.table import render_table
-    from distkpi.domain.kpis.runfolder import compute_run_kpis, read_run_spec, stored_diagnoses
+    from distkpi.domain.kpis.runfolder import (
+        compute_run_kpis,
+        read_run_spec,
+        stored_diagnoses,
+        with_diagnoses,
+    )
     from distkpi_cli.localfs import LocalRunSource
 
     source = LocalRunSource(Path(args.run_dir))
@@ -24,8 +29,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out = run.to_json()
         # a diagnosis job's, where one stored it in the folder (<config>/diagnosis.json)
-        for name, diagnosis in stored_diagnoses(source, out["configs"]).items():
-            out["configs"][name]["diagnosis"] = diagnosis
+        with_diagnoses(out, stored_diagnoses(source, out["configs"]))
         print(json.dumps(out, indent=2))
     else:
         target = args.target_accuracy

@@ -18,7 +18,7 @@ from distkpi.domain.bisect.plan import Bisection, BisectState
 from distkpi.domain.history_rows import recent_gpu_hours
 from distkpi.domain.judging.statistics import Judgement
 from distkpi.domain.kpis.engine import RunKpis
-from distkpi.domain.kpis.runfolder import stored_diagnoses
+from distkpi.domain.kpis.runfolder import stored_diagnoses, with_diagnoses
 from distkpi.domain.planning.jobs import diagnosis_run_id
 from distkpi.domain.records import RunRecord
 from distkpi.exceptions import DistkpiError
@@ -52,10 +52,7 @@ class RunResult:
     def kpis_json(self) -> dict[str, Any]:
         """The run's KPIs as `distkpi kpis --json` gives them, each diagnosed config's
         `diagnosis` with them."""
-        out = self.kpis.to_json()
-        for name, diagnosis in self.diagnoses.items():
-            out["configs"][name]["diagnosis"] = diagnosis
-        return out
+        return with_diagnoses(self.kpis.to_json(), self.diagnoses)
 
 
 @dataclass

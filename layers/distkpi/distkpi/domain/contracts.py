@@ -208,6 +208,13 @@ class DiagnosisRun(_Frozen):
     # a bisection's culprit against its parent (else the run's head against its base)
     culprit: bool = False
 
+    @model_serializer(mode="wrap")
+    def _culprit_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        dumped = handler(self)
+        if isinstance(dumped, dict) and not self.culprit:
+            dumped.pop("culprit", None)
+        return dumped
+
 
 Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
 Quality = Literal["loss", "eval"]

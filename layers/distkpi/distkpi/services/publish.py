@@ -17,7 +17,7 @@ from distkpi.domain.judging.history import HistoryRow
 from distkpi.domain.judging.paired import first_pair_d
 from distkpi.domain.judging.statistics import Judgement
 from distkpi.domain.kpis.engine import ConfigStatus
-from distkpi.domain.kpis.runfolder import RunSource, stored_diagnoses
+from distkpi.domain.kpis.runfolder import RunSource, stored_diagnoses, with_diagnoses
 from distkpi.domain.layout import kpis_key, report_key
 from distkpi.domain.purpose import Purpose, policy_of, purpose_of
 from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord
@@ -185,7 +185,12 @@ class Publisher:
         self.history.record_series(series_record(p.run, p.evaluation))
 
     def _kpis(self, p: Publication) -> None:
-        self.store.put_json(kpis_key(p.run.run_id), p.evaluation.kpis.to_json())
+        """kpis.json, with the diagnoses a diagnosis job stored already (a publication done
+        again after them keeps them)."""
+        names = [c.name for c in p.run.spec.configs]
+        diagnoses = stored_diagnoses(self.store.run(p.run.run_id), names)
+        out = with_diagnoses(p.evaluation.kpis.to_json(), diagnoses)
+        self.store.put_json(kpis_key(p.run.run_id), out)
 
     def _report(self, p: Publication) -> None:
         p.report_written = self._write_report(p.run, p.baseline)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, Protocol
@@ -92,6 +92,17 @@ def stored_diagnoses(source: RunSource, configs: Iterable[str]) -> dict[str, dic
         if isinstance(data, dict):
             found[config] = data
     return found
+
+
+def with_diagnoses(
+    kpis: dict[str, Any], diagnoses: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """A run's KPIs as JSON (`RunKpis.to_json`) with each diagnosed config's `diagnosis`."""
+    for name, diagnosis in diagnoses.items():
+        config = kpis.get("configs", {}).get(name)
+        if isinstance(config, dict):
+            config["diagnosis"] = diagnosis
+    return kpis
 
 
 def read_run_spec(source: RunSource) -> RunSpec:
