@@ -581,7 +581,10 @@ class Counts:
 
 
 def plain_report(
-    run: RunRecord, history: Sequence[HistoryRow], logs: Mapping[str, Sequence[str]]
+    run: RunRecord,
+    history: Sequence[HistoryRow],
+    logs: Mapping[str, Sequence[str]],
+    diagnoses: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, bytes]:
     """A report page naming the run and its verdict, without charts: for the tests of what
     follows a report (bisections publish a dozen runs each), where drawing the real one
@@ -589,4 +592,5 @@ def plain_report(
     assert run.evaluation is not None
     state = run.evaluation.verdict.state.value
     page = f"<!doctype html><title>{run.run_id}</title><p>{state}; {len(history)} runs before"
+    page += "".join(f"<p>{c} diagnosed: {d.get('line')}" for c, d in sorted(diagnoses.items()))
     return {"index.html": page.encode()}

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from distkpi_cli.diagnosis.breakdown import reduce_trace
+from distkpi.domain.diagnosis.breakdown import reduce_trace
+from distkpi.domain.diagnosis.trace import read_trace
 from distkpi_cli.diagnosis.folder import diagnose_folder
-from distkpi_cli.diagnosis.trace import read_trace
 from distkpi_cli.main import main
 
 # minutes of real training or benchmarks: `make slow`, which CI runs beside `make test`
@@ -83,7 +83,7 @@ def test_the_part_a_head_changed_is_the_largest_change(
 
 def test_the_same_code_twice_has_no_largest_change(base: Path) -> None:
     ranks = [reduce_trace(read_trace(p.read_bytes())) for p in sorted(base.iterdir())]
-    from distkpi_cli.diagnosis.compare import diagnose
+    from distkpi.domain.diagnosis.compare import diagnose
 
     assert diagnose({"trainer": ranks}, {"trainer": ranks}).largest_change is None
 

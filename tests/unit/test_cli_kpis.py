@@ -1,6 +1,7 @@
 """`distkpi kpis`: the example run, its contract, and unusable input."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -250,3 +251,27 @@ def test_a_target_without_a_number_is_a_usage_error(
             f"distkpi kpis: argument --target-accuracy: {argv[1]!r}: give X or NAME=X[,NAME=X...]"
         )
     )
+
+
+def test_a_diagnosed_config_s_diagnosis_is_given_with_its_kpis(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from distkpi.domain.diagnosis.breakdown import reduce_trace
+    from distkpi.domain.diagnosis.compare import diagnose
+    from distkpi.domain.diagnosis.trace import read_trace
+
+    folder = tmp_path / "run"
+    shutil.copytree(EXAMPLE, folder)
+    traces = ROOT / "tests" / "data" / "traces" / "trace_diff"
+    base, head = (
+        reduce_trace(read_trace((traces / name).read_bytes()))
+        for name in ("control.json.gz", "test.json.gz")
+    )
+    stored = diagnose({"trainer": [base]}, {"trainer": [head]}).to_json()
+    stored |= {"run_id": "r-d", "gpu_hours": 0.5, "line": "compute +83%", "problems": []}
+    (folder / "1x8" / "diagnosis.json").write_text(json.dumps(stored))
+    out = run_json(capsys, str(folder))
+    jsonschema.validate(out, schema("kpis.schema.json"))
+    assert out["configs"]["1x8"]["diagnosis"] == stored
+    assert out["configs"]["1x8"]["diagnosis"]["largest_change"] == "compute"
+    assert "diagnosis" not in out["configs"]["1x1"]

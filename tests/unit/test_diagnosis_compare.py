@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from distkpi_cli.diagnosis.breakdown import RankBreakdown
-from distkpi_cli.diagnosis.compare import diagnose, summary
+from distkpi.domain.diagnosis.breakdown import RankBreakdown
+from distkpi.domain.diagnosis.compare import diagnose, summary
 
 
 def rank(compute: float, comm: float, data: float = 0.001, idle: float = 0.001) -> RankBreakdown:

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from distkpi_cli.diagnosis.breakdown import RankBreakdown, reduce_trace, temporal_breakdown
-from distkpi_cli.diagnosis.compare import diagnose, summary
-from distkpi_cli.diagnosis.trace import Trace, read_trace
+from distkpi.domain.diagnosis.breakdown import RankBreakdown, reduce_trace, temporal_breakdown
+from distkpi.domain.diagnosis.compare import diagnose, summary
+from distkpi.domain.diagnosis.trace import Trace, read_trace
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 EXPECTED: dict[str, Any] = json.loads((TRACES / "expected.json").read_text())

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from distkpi_cli.diagnosis import intervals as iv
-from distkpi_cli.diagnosis import rules
-from distkpi_cli.diagnosis.rules import KernelType
-from distkpi_cli.diagnosis.trace import Event, TraceError, read_trace
+from distkpi.domain.diagnosis import intervals as iv
+from distkpi.domain.diagnosis import rules
+from distkpi.domain.diagnosis.rules import KernelType
+from distkpi.domain.diagnosis.trace import Event, TraceError, read_trace
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ NOT_KPIS = {
     "status",
     "test_accuracy_parts",
     "diverged",
+    "diagnosis",  # a diagnosis job's, where one ran (issue 36)
     "loss_alignment_step",
     "problems",
     "runs",

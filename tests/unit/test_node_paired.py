@@ -256,3 +256,48 @@ def test_a_paired_node_nobody_meets_ends_with_the_problem_and_its_setups_log(
     final = manifest(s3, 0)
     assert "rendezvous: node(s) 1 never showed up" in final["problem"]
     assert "cat version.txt" in uploaded(s3, "logs/trainer-0.log")  # both setups ran
+
+
+# a diagnosis job's command: a trace of its commit into DISTKPI_PROFILE_DIR, and one too large
+PROFILED = (
+    "import json, os, pathlib\n"
+    "folder = pathlib.Path(os.environ['DISTKPI_PROFILE_DIR'])\n"
+    "version = pathlib.Path('version.txt').read_text().strip()\n"
+    "steps = os.environ['DISTKPI_PROFILE_STEPS']\n"
+    "trace = {'traceEvents': [], 'version': version, 'steps': steps}\n"
+    "(folder / 'rank-0.json').write_text(json.dumps(trace))\n"
+    "with open(folder / 'rank-1.json', 'wb') as f:\n"
+    "    f.truncate(128 * 2**20 + 1)\n"
+    "print('Pass = 0, Training performance = 10 imgs/s, Test accuracy = 0.5')\n"
+)
+
+
+def test_a_diagnosis_job_runs_base_then_head_and_uploads_each_trace_within_the_bound(
+    s3: Any, tmp_path: Path
+) -> None:
+    path, base, _ = make_repo(tmp_path / "bench")
+    (path / "bench.py").write_text(PROFILED)
+    git(path, "commit", "--quiet", "-am", "two, profiled")
+    head = git(path, "rev-parse", "HEAD")
+    env = {
+        "DISTKPI_PAIRED": json.dumps({"max_pairs": 1, "warmup": False}),
+        "DISTKPI_BASE_SHA": base,
+        "DISTKPI_MANIFEST_KEY": KEY,
+        "DISTKPI_PROFILE_STEPS": "3",
+    }
+    assert run_job(path, head, tmp_path / "work", 1, **env) == [0]
+    final = manifest(s3, 0)
+    assert signed_by(KEY, final) and final["exit_code"] == 0
+    traces = {e["path"]: e for e in final["files"] if "/profile/" in e["path"]}
+    # the head's trace, digested and named in the signed manifest as any file; the one
+    # over 128 MiB is not uploaded, and the node's log says so
+    assert list(traces) == ["pair-1/b/files/trainer-0/profile/rank-0.json"]
+    entry = traces["pair-1/b/files/trainer-0/profile/rank-0.json"]
+    assert entry["kind"] == "file" and len(entry["sha256"]) == 64
+    trace = json.loads(uploaded(s3, entry["path"]))
+    assert trace == {"traceEvents": [], "version": "two", "steps": "3"}
+    log = uploaded(s3, "pair-1/b/logs/trainer-0.log")
+    assert "profile/rank-1.json (over 134217728 bytes)" in log
+    # the base commit's bench.py (DUMP) writes no trace: its files are what it left
+    seen_a = [e for e in final["files"] if e["path"].startswith("pair-1/a/files/")]
+    assert [e["path"] for e in seen_a] == ["pair-1/a/files/trainer-0/seen.json"]

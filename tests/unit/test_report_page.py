@@ -7,6 +7,9 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from distkpi.domain.diagnosis.breakdown import reduce_trace
+from distkpi.domain.diagnosis.compare import diagnose
+from distkpi.domain.diagnosis.trace import read_trace
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.judging.evaluation import evaluate
 from distkpi.domain.kpis.engine import ConfigStatus, RunKpis
@@ -209,3 +212,31 @@ def test_a_report_links_its_point_on_the_history_and_the_comparison_with_its_bas
     assert f'<a class="app-compare" href="../../compare.html?a=run-2&amp;b={RUN_ID}">' in html
     first = page(build_report(record(local_run(), []), []))
     assert 'class="app-point"' in first and 'class="app-compare"' not in first
+
+
+def test_a_diagnosed_config_gets_its_breakdown_top_operations_and_traces() -> None:
+    traces = ROOT / "tests" / "data" / "traces" / "trace_diff"
+    base, head = (
+        reduce_trace(read_trace((traces / name).read_bytes()))
+        for name in ("control.json.gz", "test.json.gz")
+    )
+    listed = {
+        side: {"trainer": [{"file": f"runs/r-d/1x2/pair-1/{arm}/files/trainer-0/profile/"
+                                    "rank-0.json.gz", "rank": 0, "bytes": 1, "steps": 5}]}
+        for side, arm in (("base", "a"), ("head", "b"))
+    }  # fmt: skip
+    stored = diagnose({"trainer": [base]}, {"trainer": [head]}, traces=listed).to_json()
+    stored["top_ops"][0]["name"] = "<script>alert(1)</script>"  # a name the code chose
+    stored |= {"gpu_hours": 0.25, "problems": []}
+    html = page(build_report(record(local_run(), []), [], {}, {"1x2": stored}))
+    section = html.split("<h2>Why it changed: profiled base and head</h2>", 1)[1]
+    assert "<h3>1x2</h3>" in section and "(0.25 GPU-hours)" in section
+    assert "compute +83% per step (47 -&gt; 86 ms), communication +44%" in section
+    assert section.count('<svg width="520"') == 1  # the trainer's bars, base and head
+    assert "<title>compute: 47 ms per step</title>" in section
+    assert section.count("<tr><td>trainer</td>") == 10
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in section and "<script>" not in section
+    assert (
+        '<a href="../../runs/r-d/1x2/pair-1/b/files/trainer-0/profile/rank-0.json.gz">' in section
+    )
+    assert "ui.perfetto.dev" in section

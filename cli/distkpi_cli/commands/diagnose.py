@@ -11,7 +11,7 @@ from distkpi_cli.commands.common import Subcommands
 
 
 def run(args: argparse.Namespace) -> int:
-    from distkpi_cli.diagnosis.compare import summary
+    from distkpi.domain.diagnosis.compare import summary
     from distkpi_cli.diagnosis.folder import diagnose_folder
 
     diagnosis = diagnose_folder(Path(args.run_folder))

@@ -12,7 +12,12 @@ from distkpi_cli.commands.common import Subcommands
 
 def run(args: argparse.Namespace) -> int:
     from distkpi.domain.judging.table import render_table
-    from distkpi.domain.kpis.runfolder import compute_run_kpis, read_run_spec
+    from distkpi.domain.kpis.runfolder import (
+        compute_run_kpis,
+        read_run_spec,
+        stored_diagnoses,
+        with_diagnoses,
+    )
     from distkpi_cli.localfs import LocalRunSource
 
     source = LocalRunSource(Path(args.run_dir))
@@ -22,7 +27,10 @@ def run(args: argparse.Namespace) -> int:
         source, args.target_accuracy, args.accuracy_pass, direction, capped=False
     )
     if args.json:
-        print(json.dumps(run.to_json(), indent=2))
+        out = run.to_json()
+        # a diagnosis job's, where one stored it in the folder (<config>/diagnosis.json)
+        with_diagnoses(out, stored_diagnoses(source, out["configs"]))
+        print(json.dumps(out, indent=2))
     else:
         target = args.target_accuracy
         if target is None:

@@ -14,10 +14,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from distkpi.domain.diagnosis.breakdown import RankBreakdown, reduce_trace
+from distkpi.domain.diagnosis.compare import Diagnosis, diagnose
+from distkpi.domain.diagnosis.trace import TraceError, read_trace
 from distkpi.exceptions import RunFolderError
-from distkpi_cli.diagnosis.breakdown import RankBreakdown, reduce_trace
-from distkpi_cli.diagnosis.compare import Diagnosis, diagnose
-from distkpi_cli.diagnosis.trace import TraceError, read_trace
 
 SIDES = ("base", "head")
 TRACE_SUFFIXES = (".json", ".json.gz")

@@ -18,6 +18,8 @@ from distkpi.domain.bisect.plan import Bisection, BisectState
 from distkpi.domain.history_rows import recent_gpu_hours
 from distkpi.domain.judging.statistics import Judgement
 from distkpi.domain.kpis.engine import RunKpis
+from distkpi.domain.kpis.runfolder import stored_diagnoses, with_diagnoses
+from distkpi.domain.planning.jobs import diagnosis_run_id
 from distkpi.domain.records import RunRecord
 from distkpi.exceptions import DistkpiError
 from distkpi_cli.local.aws_stack import TABLE
@@ -27,6 +29,7 @@ from distkpi_cli.local.github_standin import GitHubStandIn, RemoteStandIn
 from distkpi_cli.local.handlers import project_root
 from distkpi_cli.local.stack import LocalStack, local_stack
 from distkpi_cli.local.state import StateFolder
+from distkpi_cli.localfs import LocalRunSource
 
 # the base branch's newest history rows read for a cost estimate: 5 runs of up to 20 configs
 RECENT_ROWS = 100
@@ -43,6 +46,13 @@ class RunResult:
     folder: Path
     report: Path
     judgements: list[Judgement] = field(default_factory=list)
+    # each diagnosed config's diagnosis, as its diagnosis job stored it in the run's folder
+    diagnoses: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def kpis_json(self) -> dict[str, Any]:
+        """The run's KPIs as `distkpi kpis --json` gives them, each diagnosed config's
+        `diagnosis` with them."""
+        return with_diagnoses(self.kpis.to_json(), self.diagnoses)
 
 
 @dataclass
@@ -70,7 +80,7 @@ class LocalResult:
                 {k: s[k] for k in ("context", "state", "description", "target_url")}
                 for s in self.statuses
             ],
-            "runs": [r.kpis.to_json() for r in self.runs],
+            "runs": [r.kpis_json() for r in self.runs],
             **({"checks": self.checks} if self.checks is not None else {}),
             **({"bisections": self.bisections} if self.bisections is not None else {}),
             **({"comments": self.comments} if self.comments else {}),
@@ -166,9 +176,12 @@ def run_local(
         runs += _run_commit(
             stack, dispatch, repo, last, base, push=not pull_request, jobs=jobs, faults=faults or {}
         )
+        # the diagnosis jobs the runs' regressions started, like any run's jobs
+        _diagnose(stack, dispatch, runs, jobs)
         # a bisection any push started runs to its end here, so none is left running in the
         # state folder with no one to run its steps
         bisections = _bisect(stack, dispatch, repo, runs, jobs)
+        _diagnose(stack, dispatch, runs, jobs, culprit=True)  # a culprit's, against its parent
         results = [_result(dispatch, run) for run in runs]
         stack.say(f"done: {len(jobs)} job(s), {stack.events_delivered} S3 event(s) delivered")
         return LocalResult(
@@ -182,6 +195,27 @@ def run_local(
             list(stack.github.comments),
             list(stack.chat.messages) if stack.chat is not None else [],
         )
+
+
+def _diagnose(
+    stack: LocalStack,
+    dispatch: Dispatcher,
+    runs: list[RunRecord],
+    jobs: list[JobOutcome],
+    *,
+    culprit: bool = False,
+) -> list[str]:
+    """Run the diagnosis job each run's publication started (`<run>-d`: base then head,
+    profiled; with ``culprit``, its bisection's culprit's, `<run>-dc`), until each is
+    settled and its diagnosis stored with its run; their ids."""
+    ids = [diagnosis_run_id(r.run_id, culprit=culprit) for r in runs]
+    started = [run_id for run_id in ids if stack.runs.get(run_id) is not None]
+    for run_id in started:
+        stack.say(f"diagnosis: {run_id} profiles the base and the head")
+    if started:
+        jobs += dispatch.run_jobs(started, {})
+        dispatch.wait_settled(started)
+    return started
 
 
 def _bisect(
@@ -304,6 +338,7 @@ def _result(dispatch: Dispatcher, run: RunRecord) -> RunResult:
     evaluation = run.evaluation
     assert evaluation is not None, "a settled run has its evaluation"
     folder, report = dispatch.copy_out(run.run_id)
+    names = [c.name for c in run.spec.configs]
     return RunResult(
         run.run_id,
         run.trigger.event,
@@ -314,6 +349,7 @@ def _result(dispatch: Dispatcher, run: RunRecord) -> RunResult:
         folder,
         report,
         list(evaluation.judgements),
+        stored_diagnoses(LocalRunSource(folder), names),
     )
 
 
@@ -328,6 +364,15 @@ def print_notices(result: LocalResult, out: TextIO) -> None:
         )
     for message in result.chat:
         print(f"chat: {message.get('text', '')}", file=out)
+
+
+def print_diagnoses(run: RunResult, out: TextIO) -> None:
+    """A line per diagnosed config: what its diagnosis job cost and what it found."""
+    for name, diagnosis in sorted(run.diagnoses.items()):
+        hours = diagnosis.get("gpu_hours")
+        cost = f" ({hours:.3g} GPU-hours)" if isinstance(hours, int | float) else ""
+        said = diagnosis.get("line") or "; ".join(diagnosis.get("problems") or [])
+        print(f"diagnosis of {name}{cost}: {said}", file=out)
 
 
 def print_result(result: LocalResult, out: TextIO = sys.stdout) -> None:
@@ -356,6 +401,7 @@ def print_result(result: LocalResult, out: TextIO = sys.stdout) -> None:
             file=out,
         )
     print(f"\nverdict: {last.state} - {last.description}", file=out)
+    print_diagnoses(last, out)
     print(f"logs and KPIs: {last.folder}  (distkpi kpis {last.folder})", file=out)
     print(f"report: {last.report}\n", file=out)
     for b in result.bisections or []:

@@ -20,6 +20,8 @@ from typing import BinaryIO
 from pydantic import ValidationError
 
 from distkpi.domain.contracts import FileEntry
+from distkpi.domain.diagnosis.trace import MAX_TRACE_BYTES
+from distkpi.domain.planning.jobenv import PROFILE_FOLDER
 from distkpi_cli.node.walk import UnsafeFolderError, Walk, open_file, open_folder, shown
 
 # Paddle's launcher writes the whole environment into its --log_dir: envlog.<rank>,
@@ -29,6 +31,8 @@ ENVIRONMENT_DUMP_LINE = b"environ({"
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 # a kept file is for people to look at: a sparse terabyte would cost no disk, and days
 MAX_KEPT_FILE_BYTES = 1 << 30
+# a diagnosis job's trace (DISTKPI_PROFILE_DIR): no larger than the collector reduces
+TRACES = f"{PROFILE_FOLDER}/"
 
 
 class UnsafeFile(Exception):
@@ -154,8 +158,9 @@ def find_left(
             if (why := check_path(relative)) is not None:
                 found.refused.append(f"{name} ({why})")
                 continue
-            if entry.info.st_size > MAX_KEPT_FILE_BYTES:
-                found.refused.append(f"{name} (over {MAX_KEPT_FILE_BYTES} bytes)")
+            limit = MAX_TRACE_BYTES if relative.startswith(TRACES) else MAX_KEPT_FILE_BYTES
+            if entry.info.st_size > limit:
+                found.refused.append(f"{name} (over {limit} bytes)")
                 continue
             kept = KeptFile(folder, entry.parts, relative, owner)
             if _is_environment_dump(kept):

@@ -52,6 +52,7 @@ from distkpi.domain.contracts import (
     describe_errors,
 )
 from distkpi.domain.logs.filesummary import ENGINE_VERSION, PARSED_KINDS
+from distkpi.domain.planning import jobenv
 from distkpi.domain.signing import HashingReader, seal
 from distkpi.exceptions import ContractError, StorageError
 from distkpi_cli.node.bounded import Ended, run_bounded
@@ -411,6 +412,8 @@ class NodeRunner:
             sources["a"] = get_source(url, plan.base_sha, place.repo, into, git_env)
             for slot in schedule(plan):  # made before the hand-over, so they are the code's
                 _run_log_dir(boxes[slot.arm], slot).mkdir(mode=0o700, parents=True)
+                if settings.profile_steps is not None:
+                    (_run_log_dir(boxes[slot.arm], slot) / jobenv.PROFILE_FOLDER).mkdir(0o700)
         for box in {id(b): b for b in boxes.values()}.values():
             box.hand_over()  # checked out by the runner (the token is its), then the code's
         bases = {arm: code_environment(self.env, box) for arm, box in boxes.items()}
@@ -720,6 +723,8 @@ class _OneRun:
         code_env = dict(self.base) | framework_environment(
             self.place, endpoints, str(source), str(files.log_dir)
         )
+        if self.settings.profile_steps is not None:  # a diagnosis job: traces, with its files
+            code_env[jobenv.PROFILE_DIR] = str(files.log_dir / jobenv.PROFILE_FOLDER)
         try:
             args = expand(self.command, code_env)
         except ContractError as exc:

@@ -31,6 +31,8 @@ class NodeSettings:
     max_tasks: int  # the code's processes and threads at most, when it has a uid of its own
     signing_key: str | None
     paired: PairedPlan | None  # whether the run is paired is decided here, and only here
+    # a diagnosis job's: each run writes its traces to DISTKPI_PROFILE_DIR for this many steps
+    profile_steps: int | None = None
 
     DEFAULT_NODE_WAIT_S: ClassVar[float] = 900
 
@@ -51,6 +53,7 @@ class NodeSettings:
             max_tasks=_max_tasks(env),
             signing_key=env.get(jobenv.MANIFEST_KEY) or None,
             paired=PairedPlan.from_env(env),
+            profile_steps=_profile_steps(env),
         )
 
 
@@ -62,6 +65,15 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         return float(text)
     except ValueError as exc:
         raise NodeProblem(f"{name} is not a number of seconds: {text!r}") from exc
+
+
+def _profile_steps(env: Mapping[str, str]) -> int | None:
+    text = env.get(jobenv.PROFILE_STEPS)
+    if not text:
+        return None
+    if not text.isdigit() or not 1 <= int(text) <= 50:
+        raise NodeProblem(f"{jobenv.PROFILE_STEPS} is not a number of steps (1-50): {text!r}")
+    return int(text)
 
 
 def _max_tasks(env: Mapping[str, str]) -> int:

@@ -209,4 +209,13 @@ MEANINGS: dict[str, str] = {
         "bisection culprits, which always do"
     ),
     "alert.pull_requests": "A pull request's failure alerts the owners too",
+    "diagnose": (
+        "A profiled pass of base and head after a regression: when (`on`) and how many "
+        "steps each profiles"
+    ),
+    "diagnose.on": (
+        "`regression` (a regressed throughput, tokens/s, speedup, efficiency or step time), "
+        "`always` (every run with a base to compare with) or `never`"
+    ),
+    "diagnose.steps": "Steps profiled per commit (`DISTKPI_PROFILE_STEPS`), after the warm-up",
 }

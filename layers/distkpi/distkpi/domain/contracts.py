@@ -198,6 +198,24 @@ class PairedRun(_Frozen):
         return dumped
 
 
+class DiagnosisRun(_Frozen):
+    """A diagnosis job's run (suite `diagnose:`): its one pair runs the base and the head,
+    each profiled for ``steps`` steps; it diagnoses ``of_run``'s configs, is never judged and
+    is in no history."""
+
+    of_run: Annotated[str, Field(min_length=1)]
+    steps: Annotated[int, Field(ge=1, le=50)]
+    # a bisection's culprit against its parent (else the run's head against its base)
+    culprit: bool = False
+
+    @model_serializer(mode="wrap")
+    def _culprit_only_when_set(self, handler: SerializerFunctionWrapHandler) -> Any:
+        dumped = handler(self)
+        if isinstance(dumped, dict) and not self.culprit:
+            dumped.pop("culprit", None)
+        return dumped
+
+
 Dtype = Literal["fp32", "tf32", "fp16", "bf16", "fp8"]
 Quality = Literal["loss", "eval"]
 
@@ -264,6 +282,8 @@ class RunSpec(_Frozen):
     metrics: DeclaredMetrics | None = None
     # set for a paired run: its base commit, the pairs at most, the warm-up
     paired: PairedRun | None = None
+    # set for a diagnosis job's run (paired, one pair): the run it diagnoses, the steps
+    diagnosis: DiagnosisRun | None = None
     # language-model training (TRAINING_FIELDS): the precision the MFU's peak is taken at,
     # tokens per sample, FLOPs per token (given, or by the 6N + attention rule), whether
     # convergence is the training loss or an evaluation, the loss-curve alignment across
@@ -295,6 +315,8 @@ class RunSpec(_Frozen):
                 dumped.pop("accuracy_direction", None)
             if self.accuracy_pass is None:
                 dumped.pop("accuracy_pass", None)
+            if self.diagnosis is None:
+                dumped.pop("diagnosis", None)
             for key in TRAINING_FIELDS:
                 if dumped.get(key) is None or (key == "quality" and dumped[key] == "eval"):
                     dumped.pop(key, None)

@@ -51,6 +51,13 @@ def decision_key(run_id: str, config: str, pair: int) -> str:
     return f"{config_prefix(run_id, config)}{pair_prefix(pair)}decision.json"
 
 
+DIAGNOSIS = "diagnosis.json"  # a config's diagnosis, in the diagnosed run's folder
+
+
+def diagnosis_key(run_id: str, config: str) -> str:
+    return f"{config_prefix(run_id, config)}{DIAGNOSIS}"
+
+
 def run_spec_key(run_id: str) -> str:
     return f"{RUNS}{run_id}/run.json"
 

@@ -21,6 +21,7 @@ class Purpose(Enum):
     CONFIRMATION = "confirmation"  # a commit's next run, for the configs its first left in doubt
     CALIBRATION = "calibration"  # an A/A run of `distkpi calibrate`: noise, not a verdict
     BISECTION_STEP = "bisection step"  # a midpoint of a regression's bisection
+    DIAGNOSIS = "diagnosis"  # a profiled pass of base and head after a run's regression
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,9 @@ class Policy:
     # its status's context (and check run's name); a calibration's, which no branch
     # protection requires, never blocks or passes a merge
     context: str = "distkpi/{model}"
+    # judged against its branch's history (a diagnosis job's run is not: its times are
+    # profiled, and nothing it measured is a result)
+    judged: bool = True
 
 
 POLICIES: dict[Purpose, Policy] = {
@@ -50,10 +54,14 @@ POLICIES: dict[Purpose, Policy] = {
         True, True, True, False, False, False, context="distkpi/{model}/calibration"
     ),
     Purpose.BISECTION_STEP: Policy(False, False, False, False, True, True),
+    # its traces are reduced into the diagnosed run's folder; nothing about it is judged
+    Purpose.DIAGNOSIS: Policy(False, False, False, False, False, False, judged=False),
 }
 
 
 def purpose_of(run: RunRecord) -> Purpose:
+    if run.spec.diagnosis is not None:
+        return Purpose.DIAGNOSIS
     if run.bisection is not None:
         return Purpose.BISECTION_STEP
     if run.spec.calibration:

@@ -189,6 +189,7 @@ class Services:
 
     @cached_property
     def publisher(self) -> Publisher:
+        from distkpi.services.diagnosis import Diagnoser
         from distkpi.services.publish import Publisher
 
         publisher = Publisher(
@@ -201,6 +202,9 @@ class Services:
             self.alerts,
             bisector=self.bisector,
             comments=self.pr_comments,
+            # where jobs can be submitted, a regression's diagnosis job is started
+            diagnose=self.starter.diagnose if self.stack.launcher is not None else None,
+            diagnoser=Diagnoser(self.stack.store, self.stack.manifest_keys, self.stack.count),
         )
         if self.stack.draw is not None:
             publisher.draw = self.stack.draw
@@ -227,6 +231,7 @@ class Services:
             alerts,
             count=self.stack.count,
             clock=self.stack.clock,
+            diagnose_culprit=self.starter.diagnose_culprit,
         )
 
     @cached_property

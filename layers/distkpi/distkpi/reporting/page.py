@@ -14,6 +14,7 @@ from distkpi.domain.judging.table import rows
 from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus, RunKpis
 from distkpi.domain.records import RunRecord, is_published
 from distkpi.reporting.charts import speedup_chart, throughput_history_chart
+from distkpi.reporting.diagnosis import diagnosis_sections
 
 # the history application (reporting/app/) from reports/<run_id>/index.html: the site's root
 APP = "../../"
@@ -158,10 +159,12 @@ def build_report(
     record: RunRecord,
     history: Sequence[HistoryRow],
     logs: Mapping[str, Sequence[str]] | None = None,
+    diagnoses: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, bytes]:
     """index.html (charts inlined, so a presigned link shows them) and the charts as PNGs
     (each only when it has something to draw), of a finished run judged against
-    ``history``; ``logs``: each failed config's log files, as paths in the run folder."""
+    ``history``; ``logs``: each failed config's log files, as paths in the run folder;
+    ``diagnoses``: each diagnosed config's diagnosis, as stored (reporting/diagnosis.py)."""
     evaluation = record.evaluation
     if evaluation is None:
         raise ValueError(f"run {record.run_id} has not finished")
@@ -210,6 +213,7 @@ finished {escape(record.finished_at or "")}{cost}</p>
 {_judgement_table(judgements)}
 <h2>Scaling</h2>{speedup}
 <h2>History</h2>{history_img}
+{diagnosis_sections(diagnoses or {})}
 {_problems(run.configs)}
 </body></html>
 """

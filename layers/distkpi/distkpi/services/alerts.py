@@ -119,3 +119,20 @@ class RegressionAlerts:
         logger.info("bisection alert published", run_id=b.bad_run_id)
         if self.chat is not None:
             self.chat.send(culprit_notice(b, mentions, web_url=self.web_url, report_url=report))
+
+    def diagnosed(self, run: RunRecord, lines: list[str]) -> None:
+        """A push's regression's alert again, with its diagnosis; a topic that refuses is
+        logged and counted (the diagnosis stays stored with the run)."""
+        if run.trigger.event != "push" or not lines:
+            return
+        from distkpi.domain.github.diagnosis_texts import diagnosis_alert
+
+        t = run.trigger
+        subject, body = diagnosis_alert(
+            run.model, (t.repo, t.branch, t.sha), lines, self.report_url(run.run_id)
+        )
+        try:
+            self._publish(AlertMessage(subject, body), run.run_id)
+        except StorageError:
+            return
+        logger.info("diagnosis alert published", run_id=run.run_id)

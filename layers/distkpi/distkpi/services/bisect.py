@@ -51,6 +51,8 @@ logger = Logger(child=True)
 # RunStarter.start_step(bad run, step run id, sha, configs, good) and cancel_step(run, why)
 StartStep = Callable[[RunRecord, str, str, Sequence[str], str], bool]
 CancelStep = Callable[[str, str], bool]
+# RunStarter.diagnose_culprit(bad run, culprit, its parent, configs)
+DiagnoseCulprit = Callable[[RunRecord, str, str, Sequence[str]], str | None]
 
 
 @dataclass
@@ -67,6 +69,8 @@ class Bisector:
     alerts: RegressionAlerts | None = None
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
+    # starts the culprit's diagnosis job against its parent (None: no diagnosis)
+    diagnose_culprit: DiagnoseCulprit | None = None
 
     def after_push(self, run: RunRecord) -> Bisection | None:
         """Start the bisection of a push's regression, once (a republished run finds it
@@ -186,7 +190,25 @@ class Bisector:
             "bisection ended", run_id=ended.bad_run_id, state=end.state, culprit=end.culprit
         )
         self._tell(ended)
+        self._diagnose(ended)
         return ended
+
+    def _diagnose(self, bisection: Bisection) -> None:
+        """The culprit against its parent, profiled (the suite's `diagnose:`); a failure is
+        logged and counted, and the bisection's end stands."""
+        if self.diagnose_culprit is None or bisection.culprit is None:
+            return
+        shas = [c.sha for c in bisection.line]
+        at = shas.index(bisection.culprit)
+        parent = shas[at - 1] if at > 0 else bisection.good
+        bad = self.runs.get(bisection.bad_run_id)
+        if bad is None:
+            return
+        try:
+            self.diagnose_culprit(bad, bisection.culprit, parent, bisection.configs)
+        except Exception:
+            logger.exception("culprit's diagnosis not started", run_id=bisection.bad_run_id)
+            self.count("DiagnosisFailures")
 
     def _tell(self, bisection: Bisection) -> None:
         """The alert again, and the pushed head's check run, with the bisection's end."""

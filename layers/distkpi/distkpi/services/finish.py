@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from aws_lambda_powertools import Logger
 
-from distkpi.domain.judging.evaluation import Evaluation, evaluate
+from distkpi.domain.judging.evaluation import Evaluation, evaluate, unjudged
 from distkpi.domain.judging.paired import evaluate_paired
 from distkpi.domain.kpis.combining import combine
 from distkpi.domain.kpis.engine import run_kpis
@@ -46,7 +46,8 @@ class RunFinisher:
         run = self._run(run_id)
         baseline = None
         if run.evaluation is None:
-            baseline = baseline_of(self.history, run)
+            judged = policy_of(run).judged
+            baseline = baseline_of(self.history, run) if judged else Baseline([], {})
             evaluation = self._evaluate(run, baseline)
             if evaluation.in_doubt and self.confirm is not None and policy_of(run).confirms:
                 self._hand_over(run, evaluation)
@@ -95,7 +96,11 @@ class RunFinisher:
     def _evaluate(self, run: RunRecord, baseline: Baseline) -> Evaluation:
         """This run with the runs of its commit before it (a confirmation's), judged together
         at this look; the first run's spec names every config and the base. A paired run is
-        judged by its pairs against the paired history, replaying its looks."""
+        judged by its pairs against the paired history, replaying its looks. A run whose
+        purpose is not judged (a diagnosis job's) keeps its KPIs without a verdict."""
+        if not policy_of(run).judged:
+            configs = {c.name: c.kpis for c in self.runs.configs(run.run_id) if c.kpis is not None}
+            return unjudged(run_kpis(run.spec, configs), "profiled, not judged")
         if run.spec.paired is not None:
             configs = {c.name: c.kpis for c in self.runs.configs(run.run_id) if c.kpis is not None}
             return evaluate_paired(

@@ -1,19 +1,30 @@
 """The runs a finished run asks for: a confirmation of the configs its verdict left in doubt,
-and a bisection's steps (started and cancelled)."""
+a bisection's steps (started and cancelled), and a diagnosis job of its regressed configs."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
 from distkpi.domain.commit_status import confirming_description
-from distkpi.domain.planning.jobs import confirmation_run_id, confirmation_spec, run_spec_for
-from distkpi.domain.planning.suites import Suite
+from distkpi.domain.planning.diagnosis import diagnosed_configs, diagnosis_base
+from distkpi.domain.planning.jobs import (
+    confirmation_run_id,
+    confirmation_spec,
+    diagnosis_run_id,
+    diagnosis_spec,
+    run_spec_for,
+)
+from distkpi.domain.planning.suites import DiagnoseWhen, Suite
 from distkpi.domain.records import RunRecord
 from distkpi.services.ports import Counter, SuiteSource, no_metrics
 from distkpi.services.run_launcher import RunLauncher
+
+if TYPE_CHECKING:
+    from distkpi.domain.judging.statistics import Judgement
 
 logger = Logger(child=True)
 
@@ -74,6 +85,53 @@ class FollowUps:
         if self.launcher.launch(replace(record, bisection=bad.run_id), suite, None):
             self.count("BisectionRuns")
         return True
+
+    def diagnose(self, run: RunRecord, judgements: Sequence[Judgement]) -> str | None:
+        """The diagnosis job of a finished run: per config its suite's `diagnose:` names (a
+        regressed timing KPI, by default), the base commit then the head, profiled, on one
+        allocation as a paired run's pair; untimed, never judged, in no history, posting no
+        status. Its run id, or None when there is nothing to diagnose (no such config, no
+        base, an unchanged head) or the suite is gone."""
+        suite = self._suite(run.model)
+        if suite is None:
+            return None
+        configs = diagnosed_configs(suite.diagnose, run.spec, judgements)
+        base = diagnosis_base(run.spec, run.trigger)
+        if not configs or base is None:
+            return None
+        if suite.why_not_paired() is not None:
+            logger.info("not diagnosed", run_id=run.run_id, why=suite.why_not_paired())
+            return None
+        run_id = diagnosis_run_id(run.run_id)
+        spec = diagnosis_spec(run.spec, run_id, configs, base, suite.diagnose.steps)
+        record = self.launcher.record(run_id, run.trigger, suite, spec, run.delivery)
+        if self.launcher.launch(record, suite, None):
+            self.count("DiagnosisRuns")
+            logger.info("diagnosis started", run_id=run_id, of_run=run.run_id, configs=configs)
+        return run_id
+
+    def diagnose_culprit(
+        self, bad: RunRecord, culprit: str, parent: str, configs: Sequence[str]
+    ) -> str | None:
+        """The diagnosis job of a bisection's culprit: ``configs`` of the bad run at the
+        culprit against its parent, stored with the bad run (where it stands over the
+        push's own diagnosis). Its run id, or None when the suite never diagnoses, cannot
+        check out two commits, or is gone."""
+        suite = self._suite(bad.model)
+        if suite is None or suite.diagnose.on is DiagnoseWhen.NEVER or not configs:
+            return None
+        if suite.why_not_paired() is not None or culprit == parent:
+            return None
+        run_id = diagnosis_run_id(bad.run_id, culprit=True)
+        spec = diagnosis_spec(
+            bad.spec, run_id, configs, parent, suite.diagnose.steps, culprit=culprit
+        )
+        trigger = replace(bad.trigger, sha=culprit, before=parent)
+        record = self.launcher.record(run_id, trigger, suite, spec, bad.delivery)
+        if self.launcher.launch(record, suite, None):
+            self.count("DiagnosisRuns")
+            logger.info("culprit diagnosis started", run_id=run_id, culprit=culprit)
+        return run_id
 
     def cancel_step(self, run_id: str, reason: str) -> bool:
         """Cancel a bisection's step run and stop its jobs (it posted no status)."""

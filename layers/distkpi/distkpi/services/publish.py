@@ -15,15 +15,17 @@ from aws_lambda_powertools import Logger
 from distkpi.domain.judging.evaluation import Evaluation
 from distkpi.domain.judging.history import HistoryRow
 from distkpi.domain.judging.paired import first_pair_d
+from distkpi.domain.judging.statistics import Judgement
 from distkpi.domain.kpis.engine import ConfigStatus
-from distkpi.domain.kpis.runfolder import RunSource
+from distkpi.domain.kpis.runfolder import RunSource, stored_diagnoses, with_diagnoses
 from distkpi.domain.layout import kpis_key, report_key
-from distkpi.domain.purpose import policy_of
+from distkpi.domain.purpose import Purpose, policy_of, purpose_of
 from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord
 from distkpi.exceptions import StorageError
 from distkpi.services.alerts import RegressionAlerts
 from distkpi.services.baseline import baseline_of
 from distkpi.services.bisect import Bisector
+from distkpi.services.diagnosis import Diagnoser
 from distkpi.services.ports import Clock, Counter, History, RunFolders, Runs, no_metrics, utcnow
 from distkpi.services.pr_comments import PullRequestComments
 from distkpi.services.statuses import StatusPublisher
@@ -31,19 +33,24 @@ from distkpi.services.statuses import StatusPublisher
 logger = Logger(child=True)
 
 # a finished run's report files (name -> bytes), drawn against the history it was judged
-# by, with each failed config's logs (paths in the run folder)
+# by, with each failed config's logs (paths in the run folder) and each diagnosed config's
+# diagnosis (as stored)
+Diagnoses = Mapping[str, Mapping[str, Any]]
 DrawReport = Callable[
-    [RunRecord, Sequence[HistoryRow], Mapping[str, Sequence[str]]], dict[str, bytes]
+    [RunRecord, Sequence[HistoryRow], Mapping[str, Sequence[str]], Diagnoses], dict[str, bytes]
 ]
 
 
 def draw_report(
-    run: RunRecord, history: Sequence[HistoryRow], logs: Mapping[str, Sequence[str]]
+    run: RunRecord,
+    history: Sequence[HistoryRow],
+    logs: Mapping[str, Sequence[str]],
+    diagnoses: Diagnoses,
 ) -> dict[str, bytes]:
     """index.html and its charts (reporting/page.py)."""
     from distkpi.reporting.page import build_report  # matplotlib: only when a run ends
 
-    return build_report(run, history, logs)
+    return build_report(run, history, logs, diagnoses)
 
 
 def failed_logs(source: RunSource, run: RunRecord) -> dict[str, list[str]]:
@@ -98,6 +105,10 @@ class Publisher:
     bisector: Bisector | None = None  # a stack that submits jobs: bisects regressions
     draw: DrawReport = draw_report
     comments: PullRequestComments | None = None  # a pull request's comment per suite
+    # a stack that submits jobs: starts a finished run's diagnosis job (FollowUps.diagnose)
+    diagnose: Callable[[RunRecord, Sequence[Judgement]], str | None] | None = None
+    # reduces a finished diagnosis job's traces into the run it diagnoses
+    diagnoser: Diagnoser | None = None
 
     def publish(self, run: RunRecord, baseline: Sequence[HistoryRow] | None = None) -> bool:
         """Publish a finished run's stored evaluation (its report drawn against ``baseline``,
@@ -111,6 +122,8 @@ class Publisher:
             return False
         publication = Publication(run, run.evaluation, baseline)
         steps = self.commit_steps if policy_of(run).published else self.step_steps
+        if purpose_of(run) is Purpose.DIAGNOSIS:
+            steps = self.diagnosis_steps
         for step in steps:
             if not self._take(step, publication):
                 self.runs.release_publication(run.run_id)
@@ -131,6 +144,7 @@ class Publisher:
             Step("alerts", self._alert, OnFailure.RETRY_LATER, retried=(StorageError,)),
             Step("bisection", self._bisect, OnFailure.GO_ON),
             Step("pull request comment", self._comment, OnFailure.GO_ON),
+            Step("diagnosis job", self._start_diagnosis, OnFailure.GO_ON),
             Step(self.statuses.reporter.step, self._status, OnFailure.RETRY_LATER, retried=()),
         ]
 
@@ -142,6 +156,17 @@ class Publisher:
             Step("kpis", self._kpis, OnFailure.RAISE),
             Step("report", self._report, OnFailure.GO_ON),
             Step("bisection step", self._step_finished, OnFailure.RELEASE_AND_RAISE),
+        ]
+
+    @property
+    def diagnosis_steps(self) -> list[Step]:
+        """A diagnosis job's run joins no history and posts no status of its own: its
+        kpis.json is written (its GPU-hours), then its traces are reduced into the run it
+        diagnoses."""
+        return [
+            Step("kpis", self._kpis, OnFailure.RAISE),
+            Step("diagnosis", self._diagnosed, OnFailure.RAISE),
+            Step("diagnosis told", self._diagnosis_told, OnFailure.GO_ON),
         ]
 
     def _take(self, step: Step, publication: Publication) -> bool:
@@ -164,7 +189,12 @@ class Publisher:
         self.history.record_series(series_record(p.run, p.evaluation))
 
     def _kpis(self, p: Publication) -> None:
-        self.store.put_json(kpis_key(p.run.run_id), p.evaluation.kpis.to_json())
+        """kpis.json, with the diagnoses a diagnosis job stored already (a publication done
+        again after them keeps them)."""
+        names = [c.name for c in p.run.spec.configs]
+        diagnoses = stored_diagnoses(self.store.run(p.run.run_id), names)
+        out = with_diagnoses(p.evaluation.kpis.to_json(), diagnoses)
+        self.store.put_json(kpis_key(p.run.run_id), out)
 
     def _report(self, p: Publication) -> None:
         p.report_written = self._write_report(p.run, p.baseline)
@@ -190,6 +220,38 @@ class Publisher:
         """The pull request's comment; it logs and counts its own failure."""
         if self.comments is not None:
             self.comments.after(p.run, report=p.report_written)
+
+    def _start_diagnosis(self, p: Publication) -> None:
+        """Start the diagnosis job of the run's regressed configs (the suite's `diagnose:`);
+        a failure is logged and counted, and the status still goes out."""
+        if self.diagnose is None:
+            return
+        try:
+            self.diagnose(p.run, p.evaluation.judgements)
+        except Exception:
+            logger.exception("diagnosis job not started", run_id=p.run.run_id)
+            self.count("DiagnosisFailures")
+
+    def _diagnosed(self, p: Publication) -> None:
+        if self.diagnoser is not None:
+            self.diagnoser.finished(p.run)
+
+    def _diagnosis_told(self, p: Publication) -> None:
+        """The diagnosed run's report drawn again with its diagnoses, its check run's
+        summary and (a push's regression) its alert with one line each."""
+        assert p.run.spec.diagnosis is not None
+        of = self.runs.get(p.run.spec.diagnosis.of_run)
+        if of is None or of.evaluation is None:
+            return
+        from distkpi.domain.github.diagnosis_texts import diagnosis_lines
+        from distkpi.domain.planning.diagnosis import regressed_timing
+
+        self._write_report(of, None)
+        names = [c.name for c in of.spec.configs]
+        lines = diagnosis_lines(of.evaluation, stored_diagnoses(self.store.run(of.run_id), names))
+        self.statuses.diagnosed(of.spec, of.evaluation, lines)
+        if self.alerts is not None and regressed_timing(of.evaluation.judgements):
+            self.alerts.diagnosed(of, lines)
 
     def _status(self, p: Publication) -> bool:
         verdict = p.evaluation.verdict
@@ -228,7 +290,13 @@ class Publisher:
     ) -> dict[str, bytes]:
         """The run's report, drawn against the history it was judged against."""
         rows = baseline if baseline is not None else baseline_of(self.history, run).rows
-        return self.draw(run, rows, failed_logs(self.store.run(run.run_id), run))
+        source = self.store.run(run.run_id)
+        return self.draw(
+            run,
+            rows,
+            failed_logs(source, run),
+            stored_diagnoses(source, [c.name for c in run.spec.configs]),
+        )
 
     def _write_report(self, run: RunRecord, baseline: Sequence[HistoryRow] | None) -> bool:
         """reports/<run_id>/: a report that cannot be drawn is logged and counted, and the

@@ -326,6 +326,19 @@ class StatusPublisher:
             run, state, description, report=True, evaluation=evaluation, appendix=section
         )
 
+    def diagnosed(self, run: RunSpec, evaluation: Evaluation, lines: list[str]) -> bool:
+        """The run's check run again, its summary ending with one line per diagnosed config
+        (a commit status has no room for it: nothing is posted)."""
+        if not self.checks or not lines:
+            return True
+        from distkpi.domain.github.diagnosis_texts import diagnosis_markdown
+
+        section = diagnosis_markdown(lines, self.report_url(run.run_id))
+        state, description = evaluation.verdict.state, evaluation.description
+        return self.post(
+            run, state, description, report=True, evaluation=evaluation, appendix=section
+        )
+
     def first_parent_line(self, repo: str, good: str, bad: str) -> tuple[Commit, ...] | NoLine:
         """The commits after ``good`` up to ``bad`` on bad's first-parent line, from GitHub's
         compare of good...bad, or why there is none (GitHub down counted)."""

@@ -48,6 +48,15 @@ class Evaluation:
         )
 
 
+def unjudged(run: RunKpis, why: str) -> Evaluation:
+    """A run's KPIs stored without a verdict on them (a diagnosis job's: its times are
+    profiled): no judgement, the state its configs' success or failure alone gives."""
+    failed = [c.name for c in run.configs if c.status.value != "ok"]
+    state = State.ERROR if failed else State.SUCCESS
+    reasons = tuple(f"{name} did not complete" for name in failed)
+    return Evaluation(run, (), Verdict(state, reasons), why)
+
+
 def evaluate(
     run: RunKpis,
     baseline: Sequence[HistoryRow],

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from distkpi.domain.accuracy import Direction, Target
 from distkpi.domain.contracts import (
@@ -39,7 +39,7 @@ from distkpi.domain.kpis.engine import (
     run_kpis,
 )
 from distkpi.domain.kpis.golden import parse_golden
-from distkpi.domain.layout import ARMS, arm_prefix, pair_prefix
+from distkpi.domain.layout import ARMS, DIAGNOSIS, arm_prefix, pair_prefix
 from distkpi.domain.logs.filesummary import (
     ENGINE_VERSION,
     PARSED_KINDS,
@@ -78,6 +78,31 @@ class RunSource(Protocol):
     def list_names(self, folder: str) -> list[str]:
         """Names of the files directly inside ``folder``."""
         ...
+
+
+def stored_diagnoses(source: RunSource, configs: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Each config's diagnosis as its diagnosis job stored it in the run's folder
+    (<config>/diagnosis.json); a config without one, or with an unreadable one, has none."""
+    found = {}
+    for config in configs:
+        try:
+            data = json.loads(source.read_bytes(f"{config}/{DIAGNOSIS}"))
+        except (NotFoundError, StorageError, ValueError):
+            continue
+        if isinstance(data, dict):
+            found[config] = data
+    return found
+
+
+def with_diagnoses(
+    kpis: dict[str, Any], diagnoses: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """A run's KPIs as JSON (`RunKpis.to_json`) with each diagnosed config's `diagnosis`."""
+    for name, diagnosis in diagnoses.items():
+        config = kpis.get("configs", {}).get(name)
+        if isinstance(config, dict):
+            config["diagnosis"] = diagnosis
+    return kpis
 
 
 def read_run_spec(source: RunSource) -> RunSpec:

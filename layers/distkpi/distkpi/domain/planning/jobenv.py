@@ -42,6 +42,7 @@ GOLDEN = "DISTKPI_GOLDEN"
 EPOCHS = "DISTKPI_EPOCHS"
 BASE_SHA = "DISTKPI_BASE_SHA"
 PAIRED = "DISTKPI_PAIRED"
+PROFILE_STEPS = "DISTKPI_PROFILE_STEPS"  # a diagnosis job's: the steps each run profiles
 MANIFEST_KEY = "DISTKPI_MANIFEST_KEY"  # this config's signing key (domain/signing.py)
 # the Batch adapter's, per node group
 ROLE = "DISTKPI_ROLE"
@@ -67,6 +68,9 @@ NODE_INDEX = "DISTKPI_NODE_INDEX"
 NUM_NODES = "DISTKPI_NUM_NODES"
 SOURCE_DIR = "DISTKPI_SOURCE_DIR"
 LOG_DIR = "DISTKPI_LOG_DIR"
+PROFILE_DIR = "DISTKPI_PROFILE_DIR"  # where a diagnosis job's run writes its traces
+# the folder of DISTKPI_LOG_DIR that DISTKPI_PROFILE_DIR is: its files are the traces
+PROFILE_FOLDER = "profile"
 
 
 def layout_variable(name: str) -> str:
@@ -108,6 +112,7 @@ class JobEnvironment:
     golden: str | None = None
     epochs: int | None = None
     paired: PairedVariables | None = None
+    profile_steps: int | None = None
     manifest_key: str | None = None
 
     def variables(self) -> dict[str, str]:
@@ -138,6 +143,8 @@ class JobEnvironment:
         if self.paired is not None:
             env[BASE_SHA] = self.paired.base_sha
             env[PAIRED] = self.paired.value()
+        if self.profile_steps is not None:
+            env[PROFILE_STEPS] = str(self.profile_steps)
         if self.manifest_key is not None:
             env[MANIFEST_KEY] = self.manifest_key
         return env

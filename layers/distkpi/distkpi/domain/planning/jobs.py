@@ -8,7 +8,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from distkpi.domain.accuracy import target_text
-from distkpi.domain.contracts import TRAINING_FIELDS, ConfigSpec, PairedRun, RunSpec
+from distkpi.domain.contracts import (
+    TRAINING_FIELDS,
+    ConfigSpec,
+    DiagnosisRun,
+    PairedRun,
+    RunSpec,
+)
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.judging.settings import PairedSettings
 from distkpi.domain.layout import config_prefix
@@ -100,6 +106,35 @@ def run_spec_for(
                 if paired is not None and base_sha is not None
                 else None
             ),
+        }
+    )
+
+
+def diagnosis_run_id(run_id: str, *, culprit: bool = False) -> str:
+    """The diagnosis job's run of ``run_id`` (of its bisection's culprit): one name,
+    whoever starts it."""
+    return f"{run_id}-dc" if culprit else f"{run_id}-d"
+
+
+def diagnosis_spec(
+    run: RunSpec,
+    run_id: str,
+    configs: Iterable[str],
+    base_sha: str,
+    steps: int,
+    *,
+    culprit: str | None = None,
+) -> RunSpec:
+    """``run``'s configs as a diagnosis job runs them: one pair, the base then the head (the
+    run's commit), no warm-up run (the profiler's schedule has its own warm-up steps), each
+    profiled for ``steps`` steps. With ``culprit``, that commit is the head (a bisection's
+    culprit, against its parent as ``base_sha``)."""
+    spec = confirmation_spec(run, run_id, configs)
+    return spec.model_copy(
+        update={
+            "sha": culprit or run.sha,
+            "paired": PairedRun(base_sha=base_sha, max_pairs=1, warmup=False),
+            "diagnosis": DiagnosisRun(of_run=run.run_id, steps=steps, culprit=culprit is not None),
         }
     )
 
@@ -227,6 +262,7 @@ def plan_jobs(
             paired=None
             if run.paired is None
             else PairedVariables(run.paired.base_sha, run.paired.max_pairs, run.paired.warmup),
+            profile_steps=None if run.diagnosis is None else run.diagnosis.steps,
             manifest_key=(manifest_keys or {}).get(spec.name),
         ).variables()
         plans.append(

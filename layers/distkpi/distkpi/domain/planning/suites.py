@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -106,6 +107,31 @@ class AlertSettings(BaseModel):
 
 Owner = Annotated[str, Field(pattern=OWNER_PATTERN)]
 
+
+class DiagnoseWhen(StrEnum):
+    REGRESSION = "regression"  # a run whose verdict regressed a timing KPI, a culprit
+    ALWAYS = "always"  # every run of a commit that measured a change (not an unchanged head)
+    NEVER = "never"
+
+
+class DiagnoseSettings(BaseModel):
+    """A profiled pass of base and head after a regression (suite `diagnose:`): when, and
+    how many steps each profiles (DISTKPI_PROFILE_STEPS) after the program's warm-up."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    on: DiagnoseWhen = DiagnoseWhen.REGRESSION
+    steps: Annotated[int, Field(ge=1, le=50)] = 5
+
+    @model_validator(mode="before")
+    @classmethod
+    def _yaml_on(cls, data: object) -> object:
+        """YAML 1.1 (PyYAML) reads an unquoted `on:` key as the boolean true."""
+        if isinstance(data, dict) and True in data and "on" not in data:
+            data = {("on" if k is True else k): v for k, v in data.items()}
+        return data
+
+
 DEFAULT_SOURCE = "https://github.com/{repo}.git"
 NO_SOURCE = "none"
 SetupCommand = (
@@ -167,6 +193,7 @@ class Suite(BaseModel):
     # who its alerts mention: GitHub logins or @org/team; unset: CODEOWNERS for `paths`
     owners: Annotated[tuple[Owner, ...], Field(min_length=1)] | None = None
     alert: AlertSettings = Field(default_factory=AlertSettings)
+    diagnose: DiagnoseSettings = Field(default_factory=DiagnoseSettings)
     # what a trainer node asks for per GPU, and a parameter-server node (never a GPU);
     # unset: the stack's defaults
     resources: TrainerResources | None = None

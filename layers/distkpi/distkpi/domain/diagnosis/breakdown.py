@@ -23,10 +23,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from distkpi_cli.diagnosis import intervals as iv
-from distkpi_cli.diagnosis import rules
-from distkpi_cli.diagnosis.rules import KernelType
-from distkpi_cli.diagnosis.trace import Event, Trace
+from distkpi.domain.diagnosis import intervals as iv
+from distkpi.domain.diagnosis import rules
+from distkpi.domain.diagnosis.rules import KernelType
+from distkpi.domain.diagnosis.trace import Event, Trace
 
 US = 1e-6
 PARTS = ("compute_s", "exposed_communication_s", "other_s", "data_s", "idle_s")

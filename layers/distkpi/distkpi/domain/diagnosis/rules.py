@@ -11,7 +11,7 @@ import re
 from enum import StrEnum
 from math import prod
 
-from distkpi_cli.diagnosis.trace import Event
+from distkpi.domain.diagnosis.trace import Event
 
 GPU_CATEGORY = re.compile(r"(kernel)|(gpu_mem.+)|(mtia_ccp_events)")
 COMMUNICATION_KERNEL = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from statistics import fmean
 from typing import Any
 
-from distkpi_cli.diagnosis.breakdown import Collective, RankBreakdown
+from distkpi.domain.diagnosis.breakdown import Collective, RankBreakdown
 
 FIELDS = (
     "step_s",
