@@ -1,5 +1,6 @@
-"""A GitHub stand-in on 127.0.0.1: accepts and records commit statuses, check runs and label
-removals from pull requests, and answers compare requests (the merge base, and the files
+"""A GitHub stand-in on 127.0.0.1: accepts and records commit statuses, check runs, label
+removals from pull requests and comments on them, answers a person's permission on a
+repository (as a test sets it), and answers compare requests (the merge base, and the files
 from the git repository it serves or as it is given them) and Git commit requests (their
 parents, from that repository), like the REST API. A repository dispatch it answers 204,
 then delivers the signed repository_dispatch webhook, as GitHub does, to its ``webhook``;
@@ -45,6 +46,16 @@ GIT_COMMIT_PATH = re.compile(
     r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/git/commits/(?P<sha>[0-9a-f]{40})$"
 )
 DISPATCHES_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/dispatches$")
+PERMISSION_PATH = re.compile(
+    r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/collaborators/(?P<login>[^/]+)/permission$"
+)
+COMMENTS_PATH = re.compile(
+    r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/issues/(?P<number>[0-9]+)/comments$"
+)
+# GitHub's role_name -> its legacy `permission` (maintain reads as write, triage as read)
+PERMISSIONS = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read"}
+PERMISSIONS.update({"read": "read", "none": "none"})
+MAX_COMMENT = 65_536
 MAX_CLIENT_PAYLOAD_KEYS = 10  # GitHub's limit on client_payload's top-level properties
 MAX_EVENT_TYPE = 100
 DEFAULT_BRANCH = "develop"
@@ -173,6 +184,11 @@ class GitHubStandIn:
         self.statuses: list[dict[str, Any]] = []
         self.check_runs: list[dict[str, Any]] = []
         self.removed_labels: list[dict[str, Any]] = []
+        # each comment posted on an issue or pull request: repo, number, body, id
+        self.comments: list[dict[str, Any]] = []
+        # each login's role on every repository (set_permission); a repository's owner is
+        # its admin, anyone else reads
+        self.permissions: dict[str, str] = {}
         # what GET /repos/{o}/{r}/compare/{base}...{head} lists (every range alike); None:
         # the repository's own changes, or 404 without one
         self.changed_files: list[str] | None = None
@@ -202,6 +218,13 @@ class GitHubStandIn:
     @property
     def stopped(self) -> bool:
         return self._server is None
+
+    def set_permission(self, login: str, role: str) -> None:
+        """``login``'s role (admin, maintain, write, triage, read, none) on every repository."""
+        if role not in PERMISSIONS:
+            raise ValueError(f"{role!r} is none of {', '.join(PERMISSIONS)}")
+        with self._lock:
+            self.permissions[login] = role
 
     def fail_next(self, *codes: int) -> None:
         with self._lock:
@@ -268,6 +291,8 @@ class GitHubStandIn:
             Route("POST", CHECK_RUNS_PATH, self._create_check),
             Route("POST", STATUS_PATH, self._status),
             Route("POST", DISPATCHES_PATH, self._dispatch),
+            Route("POST", COMMENTS_PATH, self._comment),
+            Route("GET", PERMISSION_PATH, self._permission),
             Route("PATCH", CHECK_RUN_PATH, self._update_check),
             Route("GET", INSTALLATION_PATH, self._installation, token=False),
             Route("GET", COMMIT_CHECKS_PATH, self._list_checks),
@@ -300,6 +325,7 @@ class GitHubStandIn:
         """What a `distkpi local` attached to `distkpi local up` reads back."""
         kept = {"statuses": self.statuses, "checks": self.check_runs}
         kept["deliveries"] = self.deliveries
+        kept["comments"] = self.comments
         with self._lock:
             found = kept.get(name)
             return (404, {"message": "Not Found"}) if found is None else (200, list(found))
@@ -475,6 +501,38 @@ class GitHubStandIn:
             }
         return {"filename": name, "status": "modified"}
 
+    def _permission(self, request: Request) -> tuple[int, Any]:
+        """GET /repos/{o}/{r}/collaborators/{login}/permission: the role set for the login,
+        else admin for the repository's owner and read for anyone else."""
+        login = unquote(request.match["login"])
+        with self._lock:
+            default = "admin" if login == request.match["owner"] else "read"
+            role = self.permissions.get(login, default)
+        return 200, {
+            "permission": PERMISSIONS[role],
+            "role_name": role,
+            "user": {"login": login},
+        }
+
+    def _comment(self, request: Request) -> tuple[int, Any]:
+        """POST /repos/{o}/{r}/issues/{number}/comments, recorded; 422 like GitHub for a
+        body that is missing, not text or too long."""
+        body, refused = _json(request.raw)
+        if refused is not None:
+            return refused
+        text = body.get("body") if isinstance(body, dict) else None
+        if not isinstance(text, str) or not text or len(text) > MAX_COMMENT:
+            return 422, {"message": "Validation Failed", "errors": ["body"]}
+        with self._lock:
+            comment = {
+                "id": len(self.comments) + 1,
+                "repo": request.repo,
+                "number": int(request.match["number"]),
+                "body": text,
+            }
+            self.comments.append(comment)
+        return 201, dict(comment)
+
     def _remove_label(self, request: Request) -> tuple[int, Any]:
         """DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name}, recorded."""
         removed = {
@@ -604,3 +662,7 @@ class RemoteStandIn:
     @property
     def deliveries(self) -> list[dict[str, Any]]:
         return self._get("/_standin/deliveries")
+
+    @property
+    def comments(self) -> list[dict[str, Any]]:
+        return self._get("/_standin/comments")

@@ -1,6 +1,6 @@
 """GitHub over the REST API (github.com or GitHub Enterprise): commit statuses or check runs,
-a change's files and merge base, a commit's parents, and taking the approval label off a
-pull request."""
+a change's files and merge base, a commit's parents, taking the approval label off a pull
+request, a person's permission on a repository, and a comment on a pull request."""
 
 from __future__ import annotations
 
@@ -215,6 +215,26 @@ class GitHubStatusClient:
     def update_check_run(self, repo: str, check_run: int, body: dict[str, Any]) -> None:
         url = f"{self.api_url}/repos/{repo}/check-runs/{check_run}"
         self._send("PATCH", url, repo, body=body)
+
+    def collaborator_permission(self, repo: str, login: str) -> str:
+        """``login``'s role on ``repo`` (GET .../collaborators/{login}/permission): its
+        ``role_name`` (admin, maintain, write, triage, read), else its ``permission``;
+        "none" for someone GitHub does not know there (404)."""
+        url = f"{self.api_url}/repos/{repo}/collaborators/{quote(login, safe='')}/permission"
+        try:
+            answer = self._send("GET", url, repo)
+        except GitHubError as exc:
+            if str(exc).startswith("GitHub answered 404"):
+                return "none"
+            raise
+        role = answer.get("role_name") or answer.get("permission")
+        return role if isinstance(role, str) and role else "none"
+
+    def create_issue_comment(self, repo: str, number: int, body: str) -> int:
+        """POST .../issues/{number}/comments (a pull request is an issue): the comment's id."""
+        url = f"{self.api_url}/repos/{repo}/issues/{number}/comments"
+        answer = self._send("POST", url, repo, body={"body": body})
+        return int(answer.get("id") or 0)
 
     def _send(
         self,

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from distkpi.domain.planning.sizing import Fleet
     from distkpi.domain.records import RunRecord
     from distkpi.domain.signing import ManifestKeys
+    from distkpi.services.accept import Acceptances
     from distkpi.services.alerts import RegressionAlerts
     from distkpi.services.bisect import Bisector
     from distkpi.services.deadlines import RunDeadlines
@@ -33,12 +34,14 @@ if TYPE_CHECKING:
         JobLauncher,
         Jobs,
         PullRequests,
+        Regressions,
         RunFolders,
         Runs,
         SuiteSource,
         Topic,
     )
     from distkpi.services.publish import DrawReport, Publisher
+    from distkpi.services.regressions import RegressionLedger
     from distkpi.services.settle import ConfigSettler
     from distkpi.services.site import SiteRefresher
 
@@ -85,6 +88,8 @@ class Adapters(Protocol):
     def pull_requests(self) -> PullRequests: ...
     @property
     def bisections(self) -> Bisections | None: ...
+    @property
+    def regressions(self) -> Regressions: ...
     @property
     def cancel_superseded(self) -> bool: ...
     @property
@@ -134,6 +139,29 @@ class Services:
             self.stack.report_url,
             self.stack.github_web_url,
             self.stack.count,
+            ledger=self.ledger,
+        )
+
+    @cached_property
+    def ledger(self) -> RegressionLedger:
+        from distkpi.services.regressions import RegressionLedger
+
+        return RegressionLedger(self.stack.regressions, self.stack.count, self.stack.clock)
+
+    @cached_property
+    def acceptances(self) -> Acceptances:
+        from distkpi.services.accept import Acceptances
+
+        return Acceptances(
+            self.stack.runs,
+            self.stack.history,
+            self.stack.pull_requests,
+            self.stack.github,
+            self.statuses,
+            self.stack.deliveries,
+            self.ledger,
+            self.stack.count,
+            self.stack.clock,
         )
 
     @cached_property
