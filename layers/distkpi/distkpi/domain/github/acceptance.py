@@ -110,8 +110,9 @@ def reason_of_comment(body: str | None) -> str | None:
 
 
 def accepted_description(login: str, reason: str) -> str:
-    """What the status (or check run's title) says once accepted."""
-    return neutral(f"accepted by @{login}: {reason}")
+    """What the status (or check run's title) says once accepted: raw text, which the
+    reporters make neutral as every description (no mention of the login, no markup)."""
+    return f"accepted by @{login}: {reason}"
 
 
 def accepted_markdown(acceptance: Acceptance) -> str:
