@@ -11,6 +11,9 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 SEPARATOR = ":"  # of an id: <run>:<config>:<kpi>
+# a range's ends are means of logs, so a value equal to every value it came from may differ
+# from its ends in the last bits: compared with this relative slack
+SLACK = 1e-9
 SYSTEM = "distkpi"  # who made a change no person made (opened, fixed)
 
 
@@ -98,7 +101,8 @@ class Regression:
         better side (the side away from the one the regression left it by)."""
         if value is None:
             return False
-        low, high = self.low, self.high
+        low = None if self.low is None else self.low - abs(self.low) * SLACK
+        high = None if self.high is None else self.high + abs(self.high) * SLACK
         if self.value is not None and low is not None and self.value < low:
             return value >= low
         if self.value is not None and high is not None and self.value > high:
