@@ -1,6 +1,6 @@
-"""On the local stack, end to end: a slowed push opens a regression that `distkpi regressions`
-lists and a later push back to speed fixes; a slowed pull request fails, and replaying the
-`/distkpi accept` comment (`distkpi local --event`) turns it `success`."""
+"""On the local stack, end to end: a slowed pull request fails, and replaying the `/distkpi
+accept` comment (`distkpi local --event`) turns it `success`; a slowed push opens a
+regression that `distkpi regressions` lists and a later push back to speed fixes."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def regressions(capsys: pytest.CaptureFixture[str], state: Path) -> list[dict[st
 def test_a_regression_opens_and_is_fixed_and_an_accepted_pull_request_passes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    shas = speed_repository(tmp_path, [100] * 6 + [60, 100, 60])
+    shas = speed_repository(tmp_path, [100] * 6 + [60, 60, 100])
     source, suite = tmp_path / "speed", tmp_path / "speed.yaml"
     suite.write_text(SPEED)
     state = StateFolder(tmp_path / "state")
@@ -61,19 +61,10 @@ def test_a_regression_opens_and_is_fixed_and_an_accepted_pull_request_passes(
         )
         return result.runs[-1].state
 
-    # Given develop's history at speed 100, then a push at 60
+    # Given develop's history at speed 100, and a pull request at 60 that fails
     assert run(shas[5], commits=6) == "success"
-    assert run(shas[6]) == "failure"
-    (opened,) = regressions(capsys, state.path)
-    assert (opened["state"], opened["kpi"], opened["sha"]) == ("open", "throughput", shas[6])
-    # a push back at 100 fixes it
-    assert run(shas[7]) == "success"
-    (fixed,) = regressions(capsys, state.path)
-    assert fixed["state"] == "fixed" and fixed["id"] == opened["id"]
-    assert [h["state"] for h in fixed["history"]] == ["open", "fixed"]  # type: ignore[union-attr]
-
-    # When a pull request at 60 fails and its accept comment is replayed
-    assert run(shas[8], pull_request=True) == "failure"
+    assert run(shas[6], pull_request=True) == "failure"
+    # When its accept comment is replayed
     recorded = json.loads((ROOT / "tests" / "events" / "issue_comment.json").read_text())
     payload = recorded["payload"]
     payload["repository"]["full_name"] = "local/demo"
@@ -84,13 +75,21 @@ def test_a_regression_opens_and_is_fixed_and_an_accepted_pull_request_passes(
     argv = ["local", "--suite", str(suite), "--repo", str(source), "--state", str(state.path)]
     assert main([*argv, "--event", str(comment), "--out", str(tmp_path / "out"), "--json"]) == 0
     replayed = json.loads(capsys.readouterr().out)
-
-    # Then the webhook accepted it, the status is success saying who and why
-    ((delivered,),) = [replayed["deliveries"]]
+    # Then the webhook accepted it, and the status is success saying who and why
+    (delivered,) = replayed["deliveries"]
     assert delivered["status_code"] == 200, delivered
     assert delivered["body"]["message"] == "accepted"
     (status,) = replayed["statuses"]
-    assert (status["sha"], status["state"]) == (shas[8], "success")
+    assert (status["sha"], status["state"]) == (shas[6], "success")
     assert status["description"] == f"accepted by @\u200blocal: {REASON}"
     (reply,) = replayed["comments"]
     assert reply["number"] == 1 and reply["body"].startswith("Accepted by @local for distkpi/speed")
+
+    # A push at 60 (not the accepted head) opens a regression; one back at 100 fixes it
+    assert run(shas[7]) == "failure"
+    (opened,) = regressions(capsys, state.path)
+    assert (opened["state"], opened["kpi"], opened["sha"]) == ("open", "throughput", shas[7])
+    assert run(shas[8]) == "success"
+    (fixed,) = regressions(capsys, state.path)
+    assert fixed["state"] == "fixed" and fixed["id"] == opened["id"]
+    assert [h["state"] for h in fixed["history"]] == ["open", "fixed"]  # type: ignore[union-attr]
