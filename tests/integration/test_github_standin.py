@@ -26,6 +26,8 @@ ROUTES = [
     ("GET", f"{REPO}/git/commits/{SHA}"),
     ("GET", f"{REPO}/compare/{SHA}...{SHA}"),
     ("DELETE", f"{REPO}/issues/7/labels/ok-to-test"),
+    ("POST", f"{REPO}/issues/7/comments"),
+    ("GET", f"{REPO}/collaborators/octocat/permission"),
 ]
 
 
