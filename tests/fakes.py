@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from distkpi.domain.bisect.plan import Bisection
 from distkpi.domain.commit_status import CommitStatus
+from distkpi.domain.github.acceptance import Acceptance
 from distkpi.domain.github.alerts import AlarmState
 from distkpi.domain.github.commits import Comparison
 from distkpi.domain.github.deliveries import Once
@@ -34,6 +35,7 @@ from distkpi.domain.records import (
     RunStatus,
     SeriesRecord,
 )
+from distkpi.domain.regressions import Regression
 from distkpi.exceptions import (
     ChatError,
     GitHubError,
@@ -231,6 +233,14 @@ class FakeRuns:
     def of_commit(self, repo: str, sha: str) -> list[RunRecord]:
         return [r for r in self._runs.values() if (r.trigger.repo, r.trigger.sha) == (repo, sha)]
 
+    def accept(self, run_id: str, acceptance: Acceptance) -> bool:
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None or run.status is not RunStatus.DONE or run.accepted is not None:
+                return False
+            self._runs[run_id] = replace(run, accepted=acceptance)
+            return True
+
 
 class FakeHistory:
     def __init__(self) -> None:
@@ -255,6 +265,12 @@ class FakeHistory:
 
     def record_reset(self, reset: ResetRecord) -> None:
         self.reset_records.append(reset)
+
+    def accept(self, run: RunRecord, acceptance: Acceptance) -> None:
+        branch = run.history_branch
+        for key, r in list(self.records.items()):
+            if key[:3] == (run.trigger.repo, branch, run.model) and r.run_id == run.run_id:
+                self.records[key] = replace(r, accepted=acceptance)
 
     def resets(self, repo: str, branch: str, model: str) -> list[ResetRecord]:
         return [
@@ -397,6 +413,7 @@ class FakeGitHub:
         self.comments: dict[int, dict[str, Any]] = {}
         # files of the repository at a commit: (path, ref) -> text
         self.files: dict[tuple[str, str], str] = {}
+        self.permissions: dict[str, str] = {}  # login -> role (read when not set)
 
     def _answer(self) -> None:
         if self.down:
@@ -468,6 +485,11 @@ class FakeGitHub:
         self.asked.append(f"contents {path}@{ref}")
         self._answer()
         return self.files.get((path, ref))
+
+    def collaborator_permission(self, repo: str, login: str) -> str:
+        del repo
+        self._answer()
+        return self.permissions.get(login, "read")
 
 
 class FakeAlarms:
@@ -547,6 +569,38 @@ class FakeChatQuota:
 
     def taken(self, suite: str, hour: str) -> int:
         return self.sent.get((suite, hour), 0)
+
+
+class FakeRegressions:
+    """Regressions by (repo, branch, model, id); a save is conditional on the one read."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.stored: dict[tuple[str, str, str, str], Regression] = {}
+
+    def get(self, repo: str, branch: str, model: str, regression_id: str) -> Regression | None:
+        return self.stored.get((repo, branch, model, regression_id))
+
+    def of_branch(self, repo: str, branch: str, model: str) -> list[Regression]:
+        found = [r for k, r in self.stored.items() if k[:3] == (repo, branch, model)]
+        return sorted(found, key=lambda r: (r.opened_at, r.id))
+
+    def create(self, regression: Regression) -> bool:
+        r = regression
+        with self._lock:
+            if (r.repo, r.branch, r.model, r.id) in self.stored:
+                return False
+            self.stored[(r.repo, r.branch, r.model, r.id)] = r
+            return True
+
+    def save(self, before: Regression, after: Regression) -> bool:
+        key = (after.repo, after.branch, after.model, after.id)
+        with self._lock:
+            current = self.stored.get(key)
+            if current is None or len(current.history) != len(before.history):
+                return False
+            self.stored[key] = after
+            return True
 
 
 class FakeTopic:

@@ -12,9 +12,15 @@ TIMEOUT_S = 30
 
 
 def ask_calibration(api_url: str, repo: str, token: str, client_payload: dict[str, Any]) -> None:
-    """POST /repos/{owner}/{repo}/dispatches with event_type distkpi-calibrate; GitHub
-    answers 204 with no body. Never retried: a second POST would be a second delivery,
-    starting the jobs again."""
+    """POST /repos/{owner}/{repo}/dispatches with event_type distkpi-calibrate."""
+    ask_dispatch(api_url, repo, token, CALIBRATE_EVENT_TYPE, client_payload)
+
+
+def ask_dispatch(
+    api_url: str, repo: str, token: str, event_type: str, client_payload: dict[str, Any]
+) -> None:
+    """POST /repos/{owner}/{repo}/dispatches; GitHub answers 204 with no body. Never
+    retried: a second POST would be a second delivery, doing its work again."""
     import requests
 
     url = f"{api_url.rstrip('/')}/repos/{repo}/dispatches"
@@ -23,7 +29,7 @@ def ask_calibration(api_url: str, repo: str, token: str, client_payload: dict[st
         "Authorization": f"Bearer {token}",
         "X-GitHub-Api-Version": "2022-11-28",
     }
-    body = {"event_type": CALIBRATE_EVENT_TYPE, "client_payload": client_payload}
+    body = {"event_type": event_type, "client_payload": client_payload}
     try:
         answer = requests.post(url, json=body, headers=headers, timeout=TIMEOUT_S)
     except requests.RequestException as exc:

@@ -14,6 +14,7 @@ from typing import NoReturn
 from distkpi import __version__
 from distkpi.exceptions import ContractError, DistkpiError, RunFolderError
 from distkpi_cli.commands import (
+    accept,
     baseline,
     bisections,
     calibrate,
@@ -24,6 +25,7 @@ from distkpi_cli.commands import (
     kpis,
     local,
     node,
+    regressions,
     report,
     runs,
     site,
@@ -43,6 +45,8 @@ COMMANDS = (
     runs,
     site,
     bisections,
+    regressions,
+    accept,
     golden,
     diagnose,
 )

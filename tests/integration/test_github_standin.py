@@ -30,6 +30,7 @@ ROUTES = [
     ("GET", f"{REPO}/issues/7/comments"),
     ("PATCH", f"{REPO}/issues/comments/1"),
     ("GET", f"{REPO}/contents/.github/CODEOWNERS"),
+    ("GET", f"{REPO}/collaborators/octocat/permission"),
 ]
 
 

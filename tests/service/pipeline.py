@@ -14,6 +14,7 @@ from distkpi.domain.layout import config_prefix
 from distkpi.domain.logs.filesummary import ENGINE_VERSION
 from distkpi.domain.signing import ManifestKeys, sign
 from distkpi.entry.root import Services
+from distkpi.services.accept import Acceptances
 from distkpi.services.bisect import Bisector
 from distkpi.services.deadlines import RunDeadlines
 from distkpi.services.launch import Outcome, RunStarter
@@ -38,6 +39,7 @@ from tests.fakes import (
     FakeJobs,
     FakeLauncher,
     FakePullRequests,
+    FakeRegressions,
     FakeRunFolders,
     FakeRuns,
     FakeTopic,
@@ -72,6 +74,7 @@ class Pipeline:
     chat_quota: FakeChatQuota = field(default_factory=FakeChatQuota)
     chat_per_hour: int = 6
     bisections: FakeBisections = field(default_factory=FakeBisections)
+    regressions: FakeRegressions = field(default_factory=FakeRegressions)
     deliveries: FakeDeliveries = field(default_factory=FakeDeliveries)
     pull_requests: FakePullRequests = field(default_factory=FakePullRequests)
     # each config's key, from a master secret as the stack's
@@ -136,6 +139,10 @@ class Pipeline:
     @property
     def looks(self) -> PairedLooks:
         return self.services.looks
+
+    @property
+    def acceptances(self) -> Acceptances:
+        return self.services.acceptances
 
     def states(self) -> list[tuple[str, str]]:
         return [(s.state, s.description) for s in self.github.statuses]

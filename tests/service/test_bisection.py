@@ -90,6 +90,11 @@ def test_eight_commits_name_the_culprit_in_three_steps() -> None:
         (4, Side.GOOD),
     ]
     assert (ended.low, ended.high) == (4, 5)
+    # the regressions the alert opened learn the culprit and how the bisection ended
+    regressed = pipeline.regressions.of_branch(REPO, "develop", "resnet50")
+    assert {(r.kpi, r.culprit, r.diagnosis) for r in regressed} == {
+        (kpi, LINE[5], ended.why) for kpi in ("throughput", "speedup", "efficiency")
+    }
     # each step's GPU-hours are its configs' (none here: these manifests name no hardware)
     assert [s.gpu_hours for s in ended.steps] == [0.0, 0.0, 0.0]
     # the steps posted no status, joined no history and were not superseded

@@ -71,7 +71,7 @@ def test_the_version(capsys: pytest.CaptureFixture[str]) -> None:
             "usage: distkpi ",
             "distkpi: argument COMMAND: invalid choice: 'nosuch' (choose from 'kpis', 'local', "
             "'node', 'judge', 'history', 'baseline', 'calibrate', 'report', 'runs', 'site', "
-            "'bisections', 'golden', 'diagnose')",
+            "'bisections', 'regressions', 'accept', 'golden', 'diagnose')",
         ),
     ],
 )

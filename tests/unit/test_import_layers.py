@@ -57,6 +57,7 @@ DOMAIN_BELOW = {
     "bisect": SHARED | {"github", "judging", "kpis", "records", "planning"},
     "purpose": SHARED | {"records"},
     "chat": SHARED | {"github", "judging", "kpis", "records", "planning", "bisect"},
+    "regressions": SHARED,
 }
 
 

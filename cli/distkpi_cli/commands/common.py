@@ -89,7 +89,11 @@ def require(modules: list[str], what: str) -> None:
         )
 
 
-def table_options(p: argparse.ArgumentParser, *, suite: bool = True) -> None:
+def table_options(
+    p: argparse.ArgumentParser, *, suite: bool = True, folder_flag: str = "--state"
+) -> None:
+    """--table, --endpoint-url, --local and the local state folder (``folder_flag``: a
+    command whose --state means something else names it otherwise)."""
     if suite:
         p.add_argument("--repo", required=True, help="owner/name")
         p.add_argument("--model", required=True, help="suite name")
@@ -106,7 +110,8 @@ def table_options(p: argparse.ArgumentParser, *, suite: bool = True) -> None:
         help="the running `distkpi local up`, or else the local state folder",
     )
     p.add_argument(
-        "--state",
+        folder_flag,
+        dest="state",
         default=str(DEFAULT_STATE),
         help="with --local: the state folder (default: %(default)s)",
     )

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
         return serve(Path(args.suite), state, args.port, fresh=args.fresh, repository=source)
     if args.event:
-        return _replay(args, source)
+        return _replay(args, source, state if state.path.exists() else None)
     if args.dry_run:
         planned = dry_run(Path(args.suite), args.sha, source=source, state=state)
         print(json.dumps(planned, indent=2) if args.json else _describe_plan(planned))
@@ -97,7 +97,7 @@ def _calibrate(args: argparse.Namespace, source: Path | None, state: StateFolder
     return 0
 
 
-def _replay(args: argparse.Namespace, source: Path | None) -> int:
+def _replay(args: argparse.Namespace, source: Path | None, state: StateFolder | None) -> int:
     from distkpi_cli.local.replay import read_events, replay
 
     events = read_events([Path(f) for f in args.event], args.event_name or [])
@@ -108,6 +108,7 @@ def _replay(args: argparse.Namespace, source: Path | None) -> int:
         dry_run=args.dry_run,
         source=source,
         keep_work=args.keep_work,
+        state=state,
     )
     if args.json:
         print(json.dumps(result, indent=2))
@@ -233,7 +234,8 @@ def add(sub: Subcommands) -> None:
         action="append",
         metavar="FILE",
         help="replay this recorded delivery (headers and payload, or a bare payload), signed "
-        "with the local secret; repeat for a sequence",
+        "with the local secret, on the state folder's stack when there is one (a "
+        "`/distkpi accept` comment finds the run it accepts); repeat for a sequence",
     )
     p.add_argument(
         "--event-name",

@@ -1,10 +1,11 @@
 """A GitHub stand-in on 127.0.0.1: accepts and records commit statuses, check runs, label
-removals from pull requests and their comments (created, listed, edited), answers a file's
-contents at a commit from the repository it serves, and compare requests (the merge base,
-and the files from the git repository it serves or as it is given them) and Git commit
-requests (their parents, from that repository), like the REST API. A repository dispatch
-it answers 204, then delivers the signed repository_dispatch webhook, as GitHub does, to
-its ``webhook``; any other event it delivers signed when asked (``deliver``).
+removals from pull requests and their comments (created, listed, edited), answers a person's
+permission on a repository (as a test sets it), a file's contents at a commit from the
+repository it serves, and compare requests (the merge base, and the files from the git
+repository it serves or as it is given them) and Git commit requests (their parents, from
+that repository), like the REST API. A repository dispatch it answers 204, then delivers the
+signed repository_dispatch webhook, as GitHub does, to its ``webhook``; any other event it
+delivers signed when asked (``deliver``).
 As a GitHub App's host it generates the App's key pair, checks each JWT's RS256 signature,
 issues installation tokens that expire, and takes only those."""
 
@@ -55,6 +56,12 @@ CONTENTS_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/contents/(
 MAX_COMMENT = 65_536  # GitHub refuses a longer issue comment body (422)
 COMMENTER = "distkpi[bot]"  # the login the stand-in's comments are by
 DISPATCHES_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/dispatches$")
+PERMISSION_PATH = re.compile(
+    r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/collaborators/(?P<login>[^/]+)/permission$"
+)
+# GitHub's role_name -> its legacy `permission` (maintain reads as write, triage as read)
+PERMISSIONS = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read"}
+PERMISSIONS.update({"read": "read", "none": "none"})
 MAX_CLIENT_PAYLOAD_KEYS = 10  # GitHub's limit on client_payload's top-level properties
 MAX_EVENT_TYPE = 100
 DEFAULT_BRANCH = "develop"
@@ -187,6 +194,9 @@ class GitHubStandIn:
         self.comments: list[dict[str, Any]] = []
         # files served at every commit before the repository's own: {path: text}
         self.files: dict[str, str] = {}
+        # each login's role on every repository (set_permission); a repository's owner is
+        # its admin, anyone else reads
+        self.permissions: dict[str, str] = {}
         # what GET /repos/{o}/{r}/compare/{base}...{head} lists (every range alike); None:
         # the repository's own changes, or 404 without one
         self.changed_files: list[str] | None = None
@@ -216,6 +226,13 @@ class GitHubStandIn:
     @property
     def stopped(self) -> bool:
         return self._server is None
+
+    def set_permission(self, login: str, role: str) -> None:
+        """``login``'s role (admin, maintain, write, triage, read, none) on every repository."""
+        if role not in PERMISSIONS:
+            raise ValueError(f"{role!r} is none of {', '.join(PERMISSIONS)}")
+        with self._lock:
+            self.permissions[login] = role
 
     def fail_next(self, *codes: int) -> None:
         with self._lock:
@@ -286,6 +303,7 @@ class GitHubStandIn:
             Route("GET", ISSUE_COMMENTS_PATH, self._list_comments),
             Route("PATCH", ISSUE_COMMENT_PATH, self._update_comment),
             Route("GET", CONTENTS_PATH, self._contents),
+            Route("GET", PERMISSION_PATH, self._permission),
             Route("PATCH", CHECK_RUN_PATH, self._update_check),
             Route("GET", INSTALLATION_PATH, self._installation, token=False),
             Route("GET", COMMIT_CHECKS_PATH, self._list_checks),
@@ -548,6 +566,19 @@ class GitHubStandIn:
                 "changes": 0,
             }
         return {"filename": name, "status": "modified"}
+
+    def _permission(self, request: Request) -> tuple[int, Any]:
+        """GET /repos/{o}/{r}/collaborators/{login}/permission: the role set for the login,
+        else admin for the repository's owner and read for anyone else."""
+        login = unquote(request.match["login"])
+        with self._lock:
+            default = "admin" if login == request.match["owner"] else "read"
+            role = self.permissions.get(login, default)
+        return 200, {
+            "permission": PERMISSIONS[role],
+            "role_name": role,
+            "user": {"login": login},
+        }
 
     def _remove_label(self, request: Request) -> tuple[int, Any]:
         """DELETE /repos/{owner}/{repo}/issues/{number}/labels/{name}, recorded."""

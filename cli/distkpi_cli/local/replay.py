@@ -17,6 +17,7 @@ from distkpi_cli.local.demo import planned_run
 from distkpi_cli.local.dispatch import Dispatcher
 from distkpi_cli.local.handlers import project_root
 from distkpi_cli.local.stack import local_stack
+from distkpi_cli.local.state import StateFolder
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,16 @@ def replay(
     source: Path | None = None,
     progress: TextIO | None = None,
     keep_work: bool = False,
+    state: StateFolder | None = None,
 ) -> dict[str, Any]:
-    """Deliver ``events`` in order; then run what they started, unless ``dry_run``.
-    {"deliveries": [{"event", "status_code", "body"}], "runs": [...], "statuses": [...]}."""
-    with local_stack(suite, progress or sys.stderr, repository=source) as stack:
+    """Deliver ``events`` in order; then run what they started, unless ``dry_run``. With a
+    ``state`` folder they are delivered to the stack the earlier runs left (an accept
+    comment finds the run it accepts), and it is kept, unless ``dry_run``.
+    {"deliveries": [{"event", "status_code", "body"}], "runs": [...], "statuses": [...],
+    "comments": [{"number", "body"}]} (the replies posted on pull requests)."""
+    with local_stack(
+        suite, progress or sys.stderr, repository=source, state=state, save=not dry_run
+    ) as stack:
         dispatch = Dispatcher(stack, out, source or project_root(), keep_work=keep_work)
         deliveries: list[dict[str, Any]] = []
         for event in events:
@@ -98,4 +105,5 @@ def replay(
             {k: s[k] for k in ("sha", "context", "state", "description")}
             for s in stack.github.statuses
         ]
-        return {"deliveries": deliveries, "runs": runs, "statuses": statuses}
+        comments = [{k: c[k] for k in ("number", "body")} for c in stack.github.comments]
+        return {"deliveries": deliveries, "runs": runs, "statuses": statuses, "comments": comments}

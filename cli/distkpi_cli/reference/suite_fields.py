@@ -218,4 +218,8 @@ MEANINGS: dict[str, str] = {
         "`always` (every run with a base to compare with) or `never`"
     ),
     "diagnose.steps": "Steps profiled per commit (`DISTKPI_PROFILE_STEPS`), after the warm-up",
+    "verdict.acceptable": (
+        "The KPIs a writer may accept as an intended regression (`/distkpi accept <reason>`); "
+        "unset: every KPI"
+    ),
 }

@@ -1,6 +1,7 @@
 """GitHub over the REST API (github.com or GitHub Enterprise): commit statuses or check runs,
 a change's files and merge base, a commit's parents, taking the approval label off a pull
-request, a pull request's comments, and a file's text at a commit (CODEOWNERS)."""
+request, a pull request's comments, a person's permission on a repository, and a file's
+text at a commit (CODEOWNERS)."""
 
 from __future__ import annotations
 
@@ -217,6 +218,18 @@ class GitHubStatusClient:
     def update_check_run(self, repo: str, check_run: int, body: dict[str, Any]) -> None:
         url = f"{self.api_url}/repos/{repo}/check-runs/{check_run}"
         self._send("PATCH", url, repo, body=body)
+
+    def collaborator_permission(self, repo: str, login: str) -> str:
+        """``login``'s role on ``repo`` (GET .../collaborators/{login}/permission): its
+        ``role_name`` (admin, maintain, write, triage, read), else its ``permission``;
+        "none" for someone GitHub does not know there (404)."""
+        url = f"{self.api_url}/repos/{repo}/collaborators/{quote(login, safe='')}/permission"
+        try:
+            answer = self._send("GET", url, repo)
+        except GitHubNotFoundError:
+            return "none"
+        role = answer.get("role_name") or answer.get("permission")
+        return role if isinstance(role, str) and role else "none"
 
     def create_issue_comment(self, repo: str, number: int, body: str) -> int:
         """POST /repos/{repo}/issues/{number}/comments (a pull request is an issue): the

@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from distkpi.domain.contracts import RunSpec
+from distkpi.domain.github.acceptance import Acceptance
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.judging.settings import VerdictSettings
 
@@ -84,6 +85,8 @@ class RunRecord:
     extra_time_s: int = 0
     # a bisection's step: the id of the regressed run it bisects (in no history, no status)
     bisection: str | None = None
+    # its regressed KPIs accepted by someone who may (services/accept.py): who, when, why
+    accepted: Acceptance | None = None
 
     @property
     def timeout_counted_from(self) -> str:
@@ -165,6 +168,8 @@ class HistoryRecord:
     paired: Mapping[str, float] = field(default_factory=dict)
     # an A/A run of `distkpi calibrate` (its sha in both arms): read back by that command
     calibration: bool = False
+    # the run's regressed KPIs accepted (who, when, why), when they were
+    accepted: Acceptance | None = None
 
 
 @dataclass(frozen=True)

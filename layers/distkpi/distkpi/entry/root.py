@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from distkpi.domain.planning.sizing import Fleet
     from distkpi.domain.records import RunRecord
     from distkpi.domain.signing import ManifestKeys
+    from distkpi.services.accept import Acceptances
     from distkpi.services.alerts import RegressionAlerts
     from distkpi.services.bisect import Bisector
     from distkpi.services.chat import ChatAlerts
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
         JobLauncher,
         Jobs,
         PullRequests,
+        Regressions,
         RunFolders,
         Runs,
         SuiteSource,
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     )
     from distkpi.services.pr_comments import PullRequestComments
     from distkpi.services.publish import DrawReport, Publisher
+    from distkpi.services.regressions import RegressionLedger
     from distkpi.services.settle import ConfigSettler
     from distkpi.services.site import SiteRefresher
 
@@ -101,6 +104,8 @@ class Adapters(Protocol):
     @property
     def bisections(self) -> Bisections | None: ...
     @property
+    def regressions(self) -> Regressions: ...
+    @property
     def cancel_superseded(self) -> bool: ...
     @property
     def run_timeout_s(self) -> int: ...
@@ -151,6 +156,29 @@ class Services:
             self.stack.count,
             owners=self.owners,
             chat=self.chat,
+            ledger=self.ledger,
+        )
+
+    @cached_property
+    def ledger(self) -> RegressionLedger:
+        from distkpi.services.regressions import RegressionLedger
+
+        return RegressionLedger(self.stack.regressions, self.stack.count, self.stack.clock)
+
+    @cached_property
+    def acceptances(self) -> Acceptances:
+        from distkpi.services.accept import Acceptances
+
+        return Acceptances(
+            self.stack.runs,
+            self.stack.history,
+            self.stack.pull_requests,
+            self.stack.github,
+            self.statuses,
+            self.stack.deliveries,
+            self.ledger,
+            self.stack.count,
+            self.stack.clock,
         )
 
     @cached_property

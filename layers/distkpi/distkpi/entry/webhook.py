@@ -11,6 +11,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 
+from distkpi.domain.github.acceptance import AcceptAsked, Merged
 from distkpi.domain.github.events import GitHubEvent, PullRequestEvent
 from distkpi.domain.github.report_links import link_problem, malformed
 from distkpi.domain.github.trust import NeedsApproval, admit, trust_of
@@ -127,6 +128,8 @@ def _dispatch(wired: WebhookWiring, name: str, delivery: str, event: GitHubEvent
     if name == "ping":
         return _reply(HTTPStatus.OK, message="pong")
     decided = _decide(wired, name, event)
+    if isinstance(decided, AcceptAsked | Merged):
+        return _acceptance(wired, decided, delivery, event.installation_id)
     if not isinstance(decided, Trigger | Rerun | Calibrate):
         return _nothing_started(wired, decided)
     if not delivery:
@@ -142,11 +145,32 @@ def _dispatch(wired: WebhookWiring, name: str, delivery: str, event: GitHubEvent
     return _started(wired, decided, delivery)
 
 
+def _acceptance(
+    wired: WebhookWiring, decided: AcceptAsked | Merged, delivery: str, installation: int | None
+) -> Response[str]:
+    """An accept asked (once per delivery), or a merge that may start a new baseline."""
+    if isinstance(decided, Merged):
+        merged = wired.acceptances.merged(decided)
+        return _reply(HTTPStatus.OK, message="merged", new_baseline_of=merged)
+    if not delivery:
+        return _reply(HTTPStatus.BAD_REQUEST, message="X-GitHub-Delivery header missing")
+    _remember_installation(wired, decided.repo, installation)
+    wired.deliveries.expire_with(app.lambda_context)
+    answer = wired.acceptances.asked(decided, delivery)
+    if answer.duplicate:
+        return _reply(HTTPStatus.OK, message="duplicate delivery", accepted=[])
+    if answer.refused is not None:
+        return _reply(HTTPStatus.ACCEPTED, message=answer.refused, accepted=[])
+    return _reply(HTTPStatus.OK, message="accepted", accepted=list(answer.accepted))
+
+
 def _started(wired: WebhookWiring, decided: Trigger | Rerun, delivery: str) -> Response[str]:
     if isinstance(decided, Rerun):
         handled = wired.starter.rerun(decided, delivery)
     else:
         handled = wired.starter.handle_delivery(decided, delivery)
+        if decided.event == "push":  # a fast-forward of an accepted head starts its level
+            wired.acceptances.pushed(decided)
     if handled.outcome is Outcome.DUPLICATE:
         return _reply(HTTPStatus.OK, message="duplicate delivery", runs=[])
     if not handled.runs and (handled.refused_for or handled.never_admitted):
@@ -193,15 +217,15 @@ def _remember_installation(wired: WebhookWiring, repo: str, installation: int | 
 
 def _decide(
     wired: WebhookWiring, name: str, event: GitHubEvent
-) -> Trigger | Rerun | Calibrate | Ignored | Invalid | NeedsApproval:
+) -> Trigger | Rerun | Calibrate | AcceptAsked | Merged | Ignored | Invalid | NeedsApproval:
     """What the delivery asks for; whether its repository may start runs at all (a push, a
-    re-run and a calibration as much as a pull request), and for a pull request whether it
-    may run now."""
+    re-run, a calibration and an accept as much as a pull request), and for a pull request
+    whether it may run now."""
     settings = wired.settings
     app_id = wired.app_id() if name in RERUN_EVENTS else None
     decided = decide(event, settings.branches, app_id)
-    if isinstance(decided, Trigger | Rerun | Calibrate):
-        repo = decided.repo if isinstance(decided, Trigger) else decided.trigger.repo
+    if isinstance(decided, Trigger | Rerun | Calibrate | AcceptAsked | Merged):
+        repo = decided.trigger.repo if isinstance(decided, Rerun | Calibrate) else decided.repo
         refused = settings.allowed.refusal(repo, event.installation_id)
         if refused is not None:
             logger.warning("repository not allowed", repo=repo, reason=refused.reason)

@@ -47,8 +47,10 @@ if TYPE_CHECKING:
     from distkpi.adapters.dynamo.alarms import AlarmRepository
     from distkpi.adapters.dynamo.bisections import BisectionRepository
     from distkpi.adapters.dynamo.notices import ChatQuotaRepository, CommentRepository
+    from distkpi.adapters.dynamo.regressions import RegressionRepository
     from distkpi.adapters.slack import SlackWebhook
     from distkpi.adapters.sns import AlertTopic
+    from distkpi.services.accept import Acceptances
     from distkpi.services.deadlines import RunDeadlines
     from distkpi.services.looks import PairedLooks
     from distkpi.services.publish import DrawReport, Publisher
@@ -195,6 +197,12 @@ class Wiring:
         return BisectionRepository(self.table)
 
     @cached_property
+    def regressions(self) -> RegressionRepository:
+        from distkpi.adapters.dynamo.regressions import RegressionRepository
+
+        return RegressionRepository(self.table)
+
+    @cached_property
     def app_auth(self) -> AppAuth | None:
         """The GitHub App's sign-in, when the stack has an App (else a personal token)."""
         s = self.settings
@@ -278,6 +286,10 @@ class BatchWiring(Wiring):
     @property
     def starter(self) -> RunStarter:
         return self.services.starter
+
+    @property
+    def acceptances(self) -> Acceptances:
+        return self.services.acceptances
 
     @cached_property
     def suites(self) -> SuiteCatalog:

@@ -4,7 +4,9 @@ already and has not passed since (domain/github/alerts.py); a bisection of it th
 publishes another, naming the culprit (domain/bisect/texts.py). A suite with
 `alert: {pull_requests: true}` alerts of a pull request's regressions the same way (its
 alarms kept under the pull request's history branch, `pr:<n>`). Each names the suite's
-owners and a culprit's author, and goes to the chat too, after the topic (services/chat.py)."""
+owners and a culprit's author, and goes to the chat too, after the topic (services/chat.py).
+Each regression a push alerts on is kept as an item with a life (services/regressions.py),
+fixed by a later run back in range."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from distkpi.exceptions import StorageError
 from distkpi.services.chat import ChatAlerts
 from distkpi.services.owners import SuiteOwners
 from distkpi.services.ports import Alarms, Counter, Topic, no_metrics
+from distkpi.services.regressions import RegressionLedger
 
 logger = Logger(child=True)
 
@@ -43,15 +46,22 @@ class RegressionAlerts:
     # who alerts mention, and which suites alert of pull requests (None: nobody, none)
     owners: SuiteOwners | None = None
     chat: ChatAlerts | None = None  # a stack with a chat webhook
+    # where the regressions alerted on are kept as items; None: nowhere
+    ledger: RegressionLedger | None = None
 
     def after(self, run: RunRecord) -> bool:
         """Alarm of the run's new regressions; True when a message went out. Its alarm
         state is kept only once the message is out, so a failed publish is retried with
-        the run's publication (the chat is told once the topic took it)."""
+        the run's publication (the chat is told once the topic took it). A push's run fixes
+        the branch's open regressions it brings back in range, and stores each new one,
+        `open`."""
         evaluation, trigger = run.evaluation, run.trigger
         if evaluation is None or not self._alerts_of(run):
             return False
         branch = trigger.branch if trigger.event == "push" else run.history_branch
+        ledger = self.ledger if trigger.event == "push" else None  # the branch's items
+        if ledger is not None:
+            ledger.check_fixed(run)
         before = self.alarms.get(trigger.repo, branch, run.model)
         after, new = next_state(before, evaluation, trigger.sha)
         if new:
@@ -68,6 +78,8 @@ class RegressionAlerts:
             )
             self._publish(with_mentions(message, mentions), run.run_id)
             logger.info("regression alert published", run_id=run.run_id, configs=sorted(new))
+            if ledger is not None:
+                ledger.opened(run, new)
             if self.chat is not None:
                 number = trigger.pull_request if trigger.event == "pull_request" else None
                 self.chat.send(
@@ -103,7 +115,10 @@ class RegressionAlerts:
 
     def bisected(self, bisection: Bisection) -> None:
         """The regression's alert again, now with how its bisection ended; a topic that
-        refuses is logged and counted (the bisection's end stays stored)."""
+        refuses is logged and counted (the bisection's end stays stored). Its regressions
+        learn the culprit first."""
+        if self.ledger is not None:
+            self.ledger.bisected(bisection)
         b = bisection
         mentions = self.owners.of(b.repo, b.bad, b.model) if self.owners else ()
         culprit = b.commit(b.culprit) if b.culprit else None

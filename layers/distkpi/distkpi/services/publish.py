@@ -254,6 +254,10 @@ class Publisher:
             self.alerts.diagnosed(of, lines)
 
     def _status(self, p: Publication) -> bool:
+        """The verdict; a run accepted before its status went out (GitHub was down) says
+        it was accepted, as services/accept.py posted it."""
+        if p.run.accepted is not None:
+            return self.statuses.accepted(p.run, p.evaluation, p.run.accepted, p.report_written)
         verdict = p.evaluation.verdict
         return self.statuses.post(
             p.run.spec,
@@ -261,6 +265,7 @@ class Publisher:
             p.evaluation.description,
             report=p.report_written,
             evaluation=p.evaluation,
+            acceptable=p.run.verdict_settings.acceptable,
         )
 
     def _step_finished(self, p: Publication) -> None:

@@ -13,6 +13,13 @@ from aws_lambda_powertools import Logger
 from distkpi.domain.bisect.line import Commit, NoLine, first_parent_line
 from distkpi.domain.commit_status import CommitStatus, State
 from distkpi.domain.contracts import RunSpec
+from distkpi.domain.github.acceptance import (
+    ACCEPT_ACTION,
+    Acceptance,
+    accepted_description,
+    accepted_markdown,
+    to_accept,
+)
 from distkpi.domain.github.checks import CheckRun, conclusion_of
 from distkpi.domain.github.commits import Comparison
 from distkpi.domain.github.webhook import Trigger
@@ -25,6 +32,7 @@ from distkpi.services.ports import CheckRunIds, Counter, GitHub, no_metrics
 if TYPE_CHECKING:
     from distkpi.domain.bisect.plan import Bisection
     from distkpi.domain.judging.evaluation import Evaluation
+    from distkpi.domain.records import RunRecord
 
 logger = Logger(child=True)
 
@@ -52,8 +60,9 @@ class CommitStatuses:
         target: str | None,
         evaluation: Evaluation | None,
         appendix: str,
+        acceptable: tuple[str, ...] | None = None,
     ) -> bool:
-        del evaluation, appendix  # a status has room for its description only
+        del evaluation, appendix, acceptable  # a status has room for its description only
         status = CommitStatus(
             repo=run.repo,
             sha=run.sha,
@@ -114,11 +123,19 @@ class CheckRuns:
         target: str | None,
         evaluation: Evaluation | None,
         appendix: str,
+        acceptable: tuple[str, ...] | None = None,
     ) -> bool:
+        """``acceptable``: the KPIs the suite lets a person accept (None: all); a failure
+        on regressions they allow offers the "Accept regression" button, any other
+        conclusion takes it off."""
         conclusion, title = conclusion_of(state, description)
         summary = neutral(title, markdown=True)
         text = None
+        actions: tuple[dict[str, str], ...] | None = None
         if evaluation is not None:
+            _, refused = to_accept(evaluation, run.accuracy_tolerance, acceptable)
+            offered = state is State.FAILURE and refused is None
+            actions = (ACCEPT_ACTION,) if offered else ()
             from distkpi.domain.github.check_summary import problems_text, summary_markdown
 
             summary = summary_markdown(evaluation, target, run.target_accuracy) + appendix
@@ -133,6 +150,7 @@ class CheckRuns:
             conclusion=conclusion,
             text=text,
             details_url=target,
+            actions=actions,
         )
         return self._of_run(run, check)
 
@@ -253,13 +271,35 @@ class StatusPublisher:
         report: bool = False,
         evaluation: Evaluation | None = None,
         appendix: str = "",
+        acceptable: tuple[str, ...] | None = None,
     ) -> bool:
         """Post one status (or check run), linking the run's report when there is one, a
-        check run's summary followed by ``appendix`` (markdown made of neutral text); False
+        check run's summary followed by ``appendix`` (markdown made of neutral text), and a
+        failure on regressions ``acceptable`` allows offering the accept button; False
         (logged and counted) when GitHub refused or was down."""
         target = self.report_url(run.run_id) if report else None
         return self.reporter.result(
-            run, state, description, target=target, evaluation=evaluation, appendix=appendix
+            run,
+            state,
+            description,
+            target=target,
+            evaluation=evaluation,
+            appendix=appendix,
+            acceptable=acceptable,
+        )
+
+    def accepted(
+        self, run: RunRecord, evaluation: Evaluation, acceptance: Acceptance, report: bool = True
+    ) -> bool:
+        """`success`, "accepted by @login: reason"; a check run keeps its table, ends with
+        who accepted what, and offers the button no more."""
+        return self.post(
+            run.spec,
+            State.SUCCESS,
+            accepted_description(acceptance.login, acceptance.reason),
+            report=report,
+            evaluation=evaluation,
+            appendix=accepted_markdown(acceptance),
         )
 
     def started(self, run: RunSpec, description: str) -> bool:

@@ -8,8 +8,9 @@ from typing import Any
 from boto3.dynamodb.conditions import Key
 
 from distkpi.adapters.dynamo import keys
-from distkpi.adapters.dynamo.table import DynamoTable
-from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord
+from distkpi.adapters.dynamo.table import DynamoTable, to_dynamo
+from distkpi.domain.github.acceptance import Acceptance
+from distkpi.domain.records import HistoryRecord, ResetRecord, RunRecord, SeriesRecord
 
 
 def history_item(record: HistoryRecord) -> dict[str, Any]:
@@ -28,6 +29,7 @@ def history_item(record: HistoryRecord) -> dict[str, Any]:
         "judged": {kpi: dict(judged) for kpi, judged in record.judged.items()},
         "paired": dict(record.paired),
         "calibration": record.calibration,
+        **({"accepted": record.accepted.to_json()} if record.accepted else {}),
     }
 
 
@@ -49,6 +51,7 @@ def history_record(item: Mapping[str, Any]) -> HistoryRecord:
         judged=item.get("judged") or {},
         paired={str(k): float(v) for k, v in (item.get("paired") or {}).items()},
         calibration=bool(item.get("calibration", False)),
+        accepted=Acceptance.from_json(item["accepted"]) if item.get("accepted") else None,
     )
 
 
@@ -72,6 +75,20 @@ class HistoryRepository:
             if limit is not None and count >= limit:
                 return
             yield history_record(item)
+
+    def accept(self, run: RunRecord, acceptance: Acceptance) -> None:
+        """Keep the acceptance on each of the run's history records (by their keys)."""
+        partition = keys.history(run.trigger.repo, run.history_branch, run.model)
+        for config in run.spec.configs:
+            self.table.conditional(
+                Key={
+                    "PK": partition,
+                    "SK": keys.history_entry(run.created_at, run.run_id, config.name),
+                },
+                UpdateExpression="SET accepted = :accepted",
+                ConditionExpression="attribute_exists(PK)",
+                ExpressionAttributeValues={":accepted": to_dynamo(acceptance.to_json())},
+            )
 
     def record_reset(self, reset: ResetRecord) -> None:
         self.table.put(

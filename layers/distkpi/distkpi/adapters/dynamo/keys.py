@@ -12,6 +12,7 @@ HIST#<repo>#<branch>#<model>  / <created>#<run_id>#<config>  one config's KPIs o
 RESET#<repo>#<branch>#<model> / <at>#<config>       an audited baseline reset
 ALARM#<repo>#<branch>#<model> / ALARM               the configs alarmed of, the last pass
 BISECT#<repo>#<branch>#<model> / <bad run_id>       a bisection of a regression
+REGRESSION#<repo>#<branch>#<model> / <run>:<config>:<kpi>  a regression alerted on, its state
 SERIES                        / <repo>#<branch>#<model>  a history's latest run (site index)
 COMMENT#<repo>#<number>       / <suite>             a pull request's comment of a suite (TTL)
 CHAT#<repo>#<suite>           / <hour>              chat messages sent in that hour (TTL)
@@ -81,6 +82,14 @@ def bisections(repo: str, branch: str, model: str) -> str:
 
 def bisection(repo: str, branch: str, model: str, bad_run_id: str) -> Key:
     return {"PK": bisections(repo, branch, model), "SK": bad_run_id}
+
+
+def regressions(repo: str, branch: str, model: str) -> str:
+    return f"REGRESSION#{repo}#{branch}#{model}"
+
+
+def regression(repo: str, branch: str, model: str, regression_id: str) -> Key:
+    return {"PK": regressions(repo, branch, model), "SK": regression_id}
 
 
 SERIES = "SERIES"

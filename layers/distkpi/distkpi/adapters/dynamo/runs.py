@@ -12,6 +12,7 @@ from boto3.dynamodb.conditions import Key
 from distkpi.adapters.dynamo import keys
 from distkpi.adapters.dynamo.table import DynamoTable, from_dynamo, to_dynamo
 from distkpi.domain.contracts import RunSpec
+from distkpi.domain.github.acceptance import Acceptance
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.judging.settings import VerdictSettings
 from distkpi.domain.records import ConfigRecord, ConfigState, RunRecord, RunStatus
@@ -76,6 +77,7 @@ def run_record(item: Mapping[str, Any]) -> RunRecord:
         confirmed_by=item.get("confirmed_by"),
         extra_time_s=int(item.get("extra_time_s", 0)),
         bisection=item.get("bisection"),
+        accepted=Acceptance.from_json(item["accepted"]) if item.get("accepted") else None,
     )
 
 
@@ -300,6 +302,21 @@ class RunRepository:
             UpdateExpression="SET check_run = :id",
             ConditionExpression="attribute_exists(PK)",
             ExpressionAttributeValues={":id": check_run},
+        )
+        return response is not None
+
+    def accept(self, run_id: str, acceptance: Acceptance) -> bool:
+        """Keep who accepted the finished run's regressions; False when it is not finished
+        or was accepted already (the first acceptance stands)."""
+        response = self.table.conditional(
+            Key=keys.run(run_id),
+            UpdateExpression="SET accepted = :accepted",
+            ConditionExpression="#status = :done AND attribute_not_exists(accepted)",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={
+                ":accepted": to_dynamo(acceptance.to_json()),
+                ":done": RunStatus.DONE.value,
+            },
         )
         return response is not None
 

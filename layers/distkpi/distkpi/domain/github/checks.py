@@ -29,6 +29,9 @@ class CheckRun:
     conclusion: str | None = None
     text: str | None = None
     details_url: str | None = None
+    # the buttons it offers (domain/github/acceptance.ACCEPT_ACTION); None: left as they are,
+    # () takes them off
+    actions: tuple[dict[str, str], ...] | None = None
 
     def body(self) -> dict[str, Any]:
         title = neutral(self.title)[:TITLE_LIMIT]
@@ -46,6 +49,8 @@ class CheckRun:
             body["conclusion"] = self.conclusion
         if self.details_url:
             body["details_url"] = self.details_url
+        if self.actions is not None:
+            body["actions"] = [dict(a) for a in self.actions]
         return body
 
 

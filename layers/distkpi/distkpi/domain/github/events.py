@@ -92,6 +92,9 @@ class PullRequest(_Model):
     author_association: Text = None
     labels: Annotated[list[Label], WrapValidator(_well_formed)] = []
     updated_at: Text = None
+    # a closed pull request's: whether it was merged, and the commit its merge made
+    merged: Flag = None
+    merge_commit_sha: Text = None
 
 
 class GitHubEvent(_Model):
@@ -154,8 +157,38 @@ class CheckRun(_Model):
     pull_requests: Pulls = []
 
 
+class RequestedAction(_Model):
+    """The button of a check run's ``actions`` someone pressed (its identifier)."""
+
+    identifier: Text = None
+
+
 class CheckRunEvent(GitHubEvent):
     check_run: Annotated[CheckRun | None, WrapValidator(_or_none)] = None
+    requested_action: Annotated[RequestedAction | None, WrapValidator(_or_none)] = None
+
+
+class IssuePullRequest(_Model):
+    """Present on an issue that is a pull request (its links): GitHub's only sign of it."""
+
+    url: Text = None
+
+
+class Issue(_Model):
+    number: Number = None
+    pull_request: Annotated[IssuePullRequest | None, WrapValidator(_or_none)] = None
+
+
+class Comment(_Model):
+    body: Text = None
+    user: Annotated[Account | None, WrapValidator(_or_none)] = None
+
+
+class IssueCommentEvent(GitHubEvent):
+    """A comment on an issue or a pull request (GitHub sends both as issue_comment)."""
+
+    issue: Annotated[Issue | None, WrapValidator(_or_none)] = None
+    comment: Annotated[Comment | None, WrapValidator(_or_none)] = None
 
 
 class CheckSuiteEvent(GitHubEvent):

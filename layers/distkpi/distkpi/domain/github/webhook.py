@@ -9,12 +9,23 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from distkpi.domain.github.acceptance import (
+    ACCEPT_EVENT_TYPE,
+    ACTION_ID,
+    BUTTON_REASON,
+    MAX_REASON,
+    AcceptAsked,
+    Merged,
+    Via,
+    reason_of_comment,
+)
 from distkpi.domain.github.events import (
     CheckRun,
     CheckRunEvent,
     CheckSuite,
     CheckSuiteEvent,
     GitHubEvent,
+    IssueCommentEvent,
     OtherEvent,
     PullRequest,
     PullRequestEvent,
@@ -138,7 +149,9 @@ def _number(number: int | None, field: str) -> int | Invalid:
     return number
 
 
-def _pull_request(event: PullRequestEvent) -> Trigger | Ignored | Invalid:
+def _pull_request(event: PullRequestEvent) -> Trigger | Merged | Ignored | Invalid:
+    if event.action == "closed" and event.pull_request and event.pull_request.merged:
+        return _merged(event)
     if event.action not in PR_ACTIONS:
         return Ignored(f"pull_request action {event.action!r} does not start runs")
     pull = event.pull_request
@@ -161,6 +174,45 @@ def _pull_request(event: PullRequestEvent) -> Trigger | Ignored | Invalid:
         pull_request=number,
         updated_at=pull.updated_at if pull else None,
     )
+
+
+def _merged(event: PullRequestEvent) -> Merged | Ignored | Invalid:
+    """A pull request's `closed` delivery with ``merged`` true: its head, and the commit
+    the merge made (``merge_commit_sha``: the squash or merge commit, or the head itself)."""
+    pull = event.pull_request
+    assert pull is not None
+    repo, head, base = event.repo, pull.head, pull.base
+    head_sha, merge_sha = (head.sha if head else None), pull.merge_commit_sha
+    base_ref = base.ref if base else None
+    if repo is None or head_sha is None or merge_sha is None or base_ref is None:
+        return Ignored("merged pull_request payload lacks repository, head, base or merge commit")
+    fields = (("pull_request.head.sha", head_sha), ("pull_request.merge_commit_sha", merge_sha))
+    for name, sha in fields:
+        if not SHA.fullmatch(sha):
+            return Invalid(name, "not a 40-digit lower-case hex commit sha")
+    number = _number(event.number, "number")
+    if isinstance(number, Invalid):
+        return number
+    return Merged(repo, base_ref, head_sha, merge_sha, number)
+
+
+def _issue_comment(event: IssueCommentEvent) -> AcceptAsked | Ignored | Invalid:
+    """`/distkpi accept <reason>` commented on a pull request."""
+    if event.action != "created":
+        return Ignored(f"issue_comment action {event.action!r} asks nothing")
+    issue, comment = event.issue, event.comment
+    if issue is None or issue.pull_request is None:
+        return Ignored("issue_comment on an issue, not a pull request")
+    reason = reason_of_comment(comment.body if comment else None)
+    if reason is None:
+        return Ignored("issue_comment is not a /distkpi accept command")
+    login = comment.user.login if comment and comment.user else event.actor
+    if event.repo is None or login is None:
+        return Ignored("issue_comment payload lacks repository or the comment's author")
+    number = _number(issue.number, "issue.number")
+    if isinstance(number, Invalid):
+        return number
+    return AcceptAsked(event.repo, login, reason, Via.COMMENT, pull_request=number)
 
 
 def _push(event: PushEvent, branches: Collection[str]) -> Trigger | Ignored | Invalid:
@@ -190,8 +242,10 @@ def _push(event: PushEvent, branches: Collection[str]) -> Trigger | Ignored | In
 
 def _check_run(
     event: CheckRunEvent, branches: Collection[str], app_id: str | None
-) -> Rerun | Ignored | Invalid:
+) -> Rerun | AcceptAsked | Ignored | Invalid:
     check = event.check_run
+    if event.action == "requested_action":
+        return _accept_pressed(event, app_id)
     refused = _rerun_refusal("check_run", event.action, check, app_id)
     if refused is not None:
         return refused
@@ -207,6 +261,35 @@ def _check_run(
     if isinstance(trigger, Invalid):
         return Invalid(f"check_run.{trigger.field}", trigger.reason)
     return Rerun(trigger, (name.removeprefix(CHECK_PREFIX),), check.external_id)
+
+
+def _accept_pressed(event: CheckRunEvent, app_id: str | None) -> AcceptAsked | Ignored:
+    """The "Accept regression" button of one of the App's own distkpi check runs: its run
+    (the check run's external id), and its pull request when GitHub names one."""
+    check = event.check_run
+    if check is None:
+        return Ignored("check_run payload lacks check_run")
+    app = check.app.id if check.app else None
+    if app_id is None or str(app) != app_id:
+        return Ignored("check_run of another App")
+    action = event.requested_action.identifier if event.requested_action else None
+    if action != ACTION_ID:
+        return Ignored(f"check_run requested action {action!r} is not distkpi's")
+    name = check.name
+    if name is None or not name.startswith(CHECK_PREFIX) or not check.external_id:
+        return Ignored(f"check run {name!r} is not a distkpi run's")
+    if event.repo is None or event.actor is None:
+        return Ignored("check_run payload lacks repository or sender")
+    pulls = check.pull_requests or (check.check_suite.pull_requests if check.check_suite else [])
+    number = pulls[0].number if pulls else None
+    return AcceptAsked(
+        event.repo,
+        event.actor,
+        BUTTON_REASON,
+        Via.CHECK_RUN,
+        pull_request=number,
+        run_id=check.external_id,
+    )
 
 
 def _check_suite(
@@ -272,6 +355,31 @@ def _rerun_trigger(
     return Ignored(f"on branch {branch!r}, neither a pull request's nor configured")
 
 
+def _dispatched(
+    event: RepositoryDispatchEvent, branches: Collection[str]
+) -> Calibrate | AcceptAsked | Ignored | Invalid:
+    """A repository_dispatch: a calibration, or `distkpi accept`'s."""
+    if event.action == ACCEPT_EVENT_TYPE:
+        return _accept_dispatched(event)
+    return _calibration(event, branches)
+
+
+def _accept_dispatched(event: RepositoryDispatchEvent) -> AcceptAsked | Ignored | Invalid:
+    """`distkpi accept RUN_ID --reason TEXT`: GitHub names the token's user as the sender."""
+    if event.repo is None or event.actor is None:
+        return Ignored("repository_dispatch payload lacks repository or sender")
+    asked = event.client_payload
+    if not isinstance(asked, Mapping):
+        return Invalid("client_payload", "not an object with run_id and reason")
+    run_id, reason = asked.get("run_id"), asked.get("reason")
+    if not isinstance(run_id, str) or not run_id or len(run_id) > MAX_REF_BYTES:
+        return Invalid("client_payload.run_id", "not a run id")
+    if not isinstance(reason, str):
+        return Invalid("client_payload.reason", "not a text")
+    reason = reason.strip()[:MAX_REASON]
+    return AcceptAsked(event.repo, event.actor, reason, Via.COMMAND, run_id=run_id)
+
+
 def _calibration(
     event: RepositoryDispatchEvent, branches: Collection[str]
 ) -> Calibrate | Ignored | Invalid:
@@ -308,7 +416,7 @@ def _asked(asked: Any) -> tuple[str, str, int, str] | Invalid:
     return sha, model, jobs, branch
 
 
-Decision = Trigger | Rerun | Calibrate | Ignored | Invalid
+Decision = Trigger | Rerun | Calibrate | AcceptAsked | Merged | Ignored | Invalid
 
 
 @dataclass(frozen=True)
@@ -326,7 +434,8 @@ ROUTES: dict[str, Route] = {
     "push": Route(PushEvent, lambda e, b, _a: _push(e, b)),
     "check_run": Route(CheckRunEvent, _check_run),
     "check_suite": Route(CheckSuiteEvent, _check_suite),
-    CALIBRATION_EVENT: Route(RepositoryDispatchEvent, lambda e, b, _a: _calibration(e, b)),
+    CALIBRATION_EVENT: Route(RepositoryDispatchEvent, lambda e, b, _a: _dispatched(e, b)),
+    "issue_comment": Route(IssueCommentEvent, lambda e, _b, _a: _issue_comment(e)),
 }
 # the events that ask for the App's id (a secret read), to see that the checks are its own
 RERUN_EVENTS = frozenset({"check_run", "check_suite"})
@@ -349,6 +458,8 @@ def decide(event: GitHubEvent, branches: Collection[str], app_id: str | None = N
         name = event.name if isinstance(event, OtherEvent) else type(event).__name__
         return Ignored(f"event {name!r} does not start runs")
     decided = route.decide(event, branches, app_id)
+    if isinstance(decided, AcceptAsked | Merged) and not FULL_NAME.fullmatch(decided.repo):
+        return Invalid("repository.full_name", "not owner/name")
     trigger = decided.trigger if isinstance(decided, Rerun | Calibrate) else decided
     if isinstance(trigger, Trigger):
         return _invalid_field(trigger) or decided

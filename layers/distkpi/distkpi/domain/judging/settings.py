@@ -95,6 +95,8 @@ class VerdictSettings(BaseModel):
     change_point_p: Annotated[float, Field(gt=0, lt=1)] = 0.01
     confirm: ConfirmSettings | None = None
     paired: PairedSettings | None = None
+    # the KPIs whose regression a person may accept (`/distkpi accept`); None: every KPI
+    acceptable: tuple[str, ...] | None = None
 
     @field_validator("enforced")
     @classmethod
@@ -103,6 +105,11 @@ class VerdictSettings(BaseModel):
         if unknown:
             raise ValueError(f"unknown KPI(s) {', '.join(unknown)}; known: {', '.join(ALL_KPIS)}")
         return kpis
+
+    @field_validator("acceptable")
+    @classmethod
+    def _known_acceptable(cls, kpis: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if kpis is None else cls._known(kpis)
 
     @field_validator("tolerance")
     @classmethod

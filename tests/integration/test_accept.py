@@ -1,0 +1,102 @@
+"""Accepting a regression through the real webhook handler, on GitHub's recorded
+issue_comment, check_run requested_action and merged pull_request deliveries (tests/events/),
+with the permission asked of the GitHub stand-in and the replies posted to it."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from distkpi.adapters.dynamo import DynamoTable, HistoryRepository
+from tests.integration.conftest import TABLE, Stack, event
+from tests.integration.test_flow import deliver_all, run_all_nodes
+from tests.integration.test_github_app import checks_named, open_pull_request
+from tests.integration.test_history import seed_history
+
+COMMENTER = "Codertocat"  # who wrote the recorded comment
+REASON = "trades 8% throughput for 30% less GPU memory"
+
+
+def failed_pull_request(stack: Stack) -> str:
+    seed_history(stack, 12)
+    run_id = open_pull_request(stack)
+    deliver_all(stack, run_all_nodes(stack, run_id, scale={"4x8-8ps": 0.75}), copies=1)
+    (check,) = checks_named(stack)
+    assert check["conclusion"] == "failure"
+    return run_id
+
+
+def test_a_forged_accept_comment_is_refused_like_any_forged_delivery(app_stack: Stack) -> None:
+    failed_pull_request(app_stack)
+    app_stack.github.set_permission(COMMENTER, "admin")
+    for forged in ("", "sha256=" + "0" * 64):
+        response = app_stack.webhook("issue_comment", signature=forged)
+        assert response["statusCode"] == 401
+    (check,) = checks_named(app_stack)
+    assert check["conclusion"] == "failure"
+    assert app_stack.github.comments == []
+
+
+def test_a_writers_comment_turns_the_check_success_with_who_and_why(app_stack: Stack) -> None:
+    run_id = failed_pull_request(app_stack)
+    (check,) = checks_named(app_stack)
+    assert [a["identifier"] for a in check["actions"]] == ["accept"]
+    app_stack.github.set_permission(COMMENTER, "write")
+
+    response = app_stack.webhook("issue_comment")
+
+    assert response["statusCode"] == 200, response
+    assert response["json"] == {"message": "accepted", "accepted": [run_id]}
+    (check,) = checks_named(app_stack)
+    assert check["conclusion"] == "success"
+    assert check["output"]["title"] == f"accepted by @\u200b{COMMENTER}: {REASON}"
+    assert check["actions"] == []
+    (reply,) = app_stack.github.comments
+    assert (reply["repo"], reply["number"]) == ("PaddlePaddle/Paddle", 12091)
+    assert reply["body"].startswith(f"Accepted by @{COMMENTER} for distkpi/resnet50 at ")
+    asked = [r for r in app_stack.github.requested if "/collaborators/" in r]
+    assert asked == [f"GET /repos/PaddlePaddle/Paddle/collaborators/{COMMENTER}/permission"]
+
+
+def test_a_readers_comment_gets_a_reply_and_changes_nothing(app_stack: Stack) -> None:
+    failed_pull_request(app_stack)
+    app_stack.github.set_permission(COMMENTER, "triage")
+
+    response = app_stack.webhook("issue_comment")
+
+    expected = (
+        f"@{COMMENTER}: only people with write, maintain or admin permission on "
+        "PaddlePaddle/Paddle may accept a regression (yours: triage). Nothing changed."
+    )
+    assert response["statusCode"] == 202
+    assert response["json"] == {"message": expected, "accepted": []}
+    assert [c["body"] for c in app_stack.github.comments] == [expected]
+    (check,) = checks_named(app_stack)
+    assert check["conclusion"] == "failure"
+
+
+def test_the_check_runs_accept_button_accepts_its_run(app_stack: Stack) -> None:
+    run_id = failed_pull_request(app_stack)
+    pressed: dict[str, Any] = copy.deepcopy(event("check_run_requested_action")["payload"])
+    pressed["check_run"]["external_id"] = run_id
+    app_stack.github.set_permission(pressed["sender"]["login"], "maintain")
+
+    response = app_stack.webhook("check_run_requested_action", payload=pressed)
+
+    assert response["json"] == {"message": "accepted", "accepted": [run_id]}
+    (check,) = checks_named(app_stack)
+    assert check["conclusion"] == "success"
+
+
+def test_the_merge_of_the_accepted_head_starts_a_new_baseline_level(app_stack: Stack) -> None:
+    run_id = failed_pull_request(app_stack)
+    app_stack.github.set_permission(COMMENTER, "write")
+    app_stack.webhook("issue_comment")
+
+    response = app_stack.webhook("pull_request_closed")
+
+    assert response["statusCode"] == 200
+    assert response["json"] == {"message": "merged", "new_baseline_of": [run_id]}
+    history = HistoryRepository(DynamoTable(TABLE, app_stack.table))
+    (reset,) = history.resets("PaddlePaddle/Paddle", "develop", "resnet50")
+    assert (reset.config, reset.reason, reset.who) == ("4x8-8ps", REASON, f"@{COMMENTER}")
