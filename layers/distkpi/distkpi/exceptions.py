@@ -33,6 +33,10 @@ class GitHubError(DistkpiError):
     """GitHub refused a request or could not be reached after retries."""
 
 
+class GitHubRateLimitError(GitHubError):
+    """GitHub's limits would make a request wait longer than the invocation has left."""
+
+
 class GitHubAuthError(GitHubError):
     """GitHub refused the App's JWT, or the installation has no access to the repository."""
 
