@@ -43,9 +43,7 @@ def test_a_push_as_an_app_makes_two_content_creating_requests_and_one_token(
     github = app_stack.github
     writes = {"POST", "PATCH", "PUT", "DELETE"}
     content = [
-        r
-        for r in github.requested
-        if r.split()[0] in writes and not r.endswith("/access_tokens")
+        r for r in github.requested if r.split()[0] in writes and not r.endswith("/access_tokens")
     ]
     assert content == [
         f"POST /repos/{REPO}/check-runs",  # queued, when the run starts

@@ -96,7 +96,10 @@ class AppAuth:
         call asks for the installation and a token afresh."""
         with self._lock:
             installation = self._installations.pop(repo, None)
-            if installation is not None:
+        if installation is None:
+            installation = self._stored(lambda store: store.installation(repo))
+        if installation is not None:
+            with self._lock:
                 self._tokens.pop(installation, None)
         self._keep(lambda store: store.forget(repo, installation))
 
@@ -129,6 +132,8 @@ class AppAuth:
         with self._lock:
             self._tokens[installation] = token
         self._keep(lambda store: store.keep_token(installation, token.value, token.expires_at))
+        # a delivery's installation, which other containers then need not ask for
+        self._keep(lambda store: store.keep_installation(repo, installation))
         return token.value
 
     def _stored(self, read: Callable[[TokenStore], T | None]) -> T | None:
