@@ -16,7 +16,7 @@ from distkpi.adapters.github_app import AppAuth, AppCredentials
 from distkpi.domain.commit_status import CommitStatus
 from distkpi_cli.local.aws_stack import TABLE
 from distkpi_cli.local.github_standin import GitHubStandIn
-from tests.integration.conftest import Stack, event
+from tests.integration.conftest import GITHUB_TOKEN, Stack, event
 from tests.integration.test_flow import deliver_all, run_all_nodes
 from tests.integration.test_github_app import checks_named, with_installation
 from tests.integration.test_history import seed_history
@@ -63,6 +63,7 @@ def test_the_installation_token_is_kept_for_other_containers_until_it_nears_expi
     app = app_stack.github.app
     assert app is not None
     now = [app.clock()]
+    app.clock = lambda: now[0]  # GitHub's clock and ours, moved on together
     store = AppTokenRepository(DynamoTable(TABLE))
 
     def container() -> AppAuth:
@@ -78,14 +79,14 @@ def test_the_installation_token_is_kept_for_other_containers_until_it_nears_expi
     assert app.issued == 1
     lookups = [r for r in app_stack.github.requested if r.endswith("/installation")]
     assert len(lookups) == 1
-    now[0] += 3600 - 299  # under five minutes left: renewed, and kept for the others
+    now[0] += 3600 - 240  # four minutes left, under five: renewed, and kept for the others
     renewed = container().token_for(REPO)
     assert renewed != first and app.issued == 2
     assert container().token_for(REPO) == renewed and app.issued == 2
 
 
 def client(github: GitHubStandIn, **kwargs: Any) -> GitHubStatusClient:
-    return GitHubStatusClient(github.url, lambda repo: "secret-token", backoff_s=0, **kwargs)
+    return GitHubStatusClient(github.url, lambda repo: GITHUB_TOKEN, backoff_s=0, **kwargs)
 
 
 def test_a_read_that_repeats_is_answered_304_with_the_answer_kept(stack: Stack) -> None:

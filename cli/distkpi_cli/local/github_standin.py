@@ -356,8 +356,15 @@ class GitHubStandIn:
                 if route.token and not self._authorized(auth):
                     return 401, {"message": "Bad credentials"}
                 request = Request(match, parse_qs(url.query), auth, raw)
+                if route.token and self._lost(request):
+                    return 403, {"message": "Resource not accessible by integration"}
                 return route.handle(request)
         return 404, {"message": "Not Found"}
+
+    def _lost(self, request: Request) -> bool:
+        """An App's token on a repository its installation lost access to."""
+        lost = self.app.lost_access if self.app is not None else set()
+        return "owner" in request.match.groupdict() and request.repo in lost
 
     def _kept(self, name: str) -> tuple[int, Any]:
         """What a `distkpi local` attached to `distkpi local up` reads back."""
@@ -402,8 +409,6 @@ class GitHubStandIn:
             return 200, {"id": self.app.installation, "app_id": int(self.app.app_id)}
 
     def _create_check(self, request: Request) -> tuple[int, Any]:
-        if request.repo in (self.app.lost_access if self.app else set()):
-            return 403, {"message": "Resource not accessible by integration"}
         body = _check_body(request.raw, creating=True)
         if isinstance(body, tuple):
             return body

@@ -56,7 +56,9 @@ def _session(retries: int, backoff_s: float) -> requests.Session:
         backoff_factor=backoff_s,
         status_forcelist=RETRY_ON,
         allowed_methods=frozenset({"POST", "GET", "DELETE", "PATCH"}),
-        respect_retry_after_header=True,
+        # a retry-after is _request's to honour, within the time left (urllib3 would sleep
+        # it whole on a 429)
+        respect_retry_after_header=False,
         raise_on_status=False,
     )
     session = requests.Session()
