@@ -16,6 +16,7 @@ from distkpi.adapters.github import GitHubStatusClient, TimeBudget
 from distkpi.adapters.github_limits import (
     ConditionalReads,
     MemorySlots,
+    Rate,
     WritePacer,
     throttle_wait,
 )
@@ -154,28 +155,45 @@ def test_throttled_again_and_again_gives_up_after_its_retries() -> None:
 
 def test_a_burst_goes_at_once_then_one_write_a_second() -> None:
     clock = Clock()
-    pacer = WritePacer(MemorySlots(), interval_s=1.0, burst=15, clock=clock, sleep=clock.sleep)
+    pacer = WritePacer(MemorySlots(), (Rate(1.0, 15),), clock=clock, sleep=clock.sleep)
     waits = [pacer.wait_turn("installation-1", time_left=600.0) for _ in range(20)]
     assert waits[:15] == [0.0] * 15
     assert waits[15:] == [1.0] * 5
     assert clock.now == NOW + 5.0
 
 
-def test_no_minute_holds_80_writes_of_one_installation_but_others_go_on() -> None:
+def busiest(sent: list[float], window_s: float) -> int:
+    return max(sum(1 for t in sent if start <= t <= start + window_s) for start in sent)
+
+
+def test_no_minute_holds_80_writes_nor_an_hour_500_of_one_installation() -> None:
     clock = Clock()
     pacer = WritePacer(MemorySlots(), clock=clock, sleep=clock.sleep)
+    sent: list[float] = []
+    for _ in range(1200):
+        pacer.wait_turn("installation-1", time_left=3600.0)
+        sent.append(clock.now)
+    assert sent[14] == NOW and sent[15] == NOW + 1  # 15 at once, then one a second ...
+    assert sent[20] == NOW + 7.5  # ... until the hour's 20: then one every 7.5 s
+    assert sent[21] - sent[20] == 7.5
+    assert busiest(sent, 60) == 28  # 15 + 5 + 60 / 7.5, under 80
+    assert busiest(sent, 3600) == 500
+    assert pacer.wait_turn("installation-2", time_left=0.0) == 0.0  # others go on
+
+
+def test_a_minutes_rate_alone_holds_75_writes_at_most() -> None:
+    clock = Clock()
+    pacer = WritePacer(MemorySlots(), (Rate(1.0, 15),), clock=clock, sleep=clock.sleep)
     sent: list[float] = []
     for _ in range(300):
         pacer.wait_turn("installation-1", time_left=600.0)
         sent.append(clock.now)
-    busiest = max(sum(1 for t in sent if start <= t <= start + 60) for start in sent)
-    assert busiest == 75  # a burst of 15, then one a second: at most 15 + 60
-    assert pacer.wait_turn("installation-2", time_left=0.0) == 0.0
+    assert busiest(sent, 60) == 75  # a burst of 15, then one a second: at most 15 + 60
 
 
 def test_a_turn_after_the_time_left_fails_before_sleeping() -> None:
     clock = Clock()
-    pacer = WritePacer(MemorySlots(), interval_s=1.0, burst=1, clock=clock, sleep=clock.sleep)
+    pacer = WritePacer(MemorySlots(), (Rate(1.0, 1),), clock=clock, sleep=clock.sleep)
     pacer.wait_turn("k", time_left=10.0)
     with pytest.raises(GitHubRateLimitError) as refused:
         pacer.wait_turn("k", time_left=0.5)
@@ -187,7 +205,7 @@ def test_a_turn_after_the_time_left_fails_before_sleeping() -> None:
 
 def test_the_client_paces_writes_and_never_reads() -> None:
     clock = Clock()
-    pacer = WritePacer(MemorySlots(), interval_s=1.0, burst=1, clock=clock, sleep=clock.sleep)
+    pacer = WritePacer(MemorySlots(), (Rate(1.0, 1),), clock=clock, sleep=clock.sleep)
     compare = {"merge_base_commit": {"sha": "b" * 40}, "files": [{"filename": "a.py"}]}
     session = ScriptedSession(
         Answer(201, {"id": 1}), Answer(201, {"id": 2}), Answer(200, compare), Answer(200, compare)

@@ -1,13 +1,14 @@
 """GitHub's limits on what distkpi asks of it: one paced writer that spreads content-creating
-requests (POST, PATCH, PUT, DELETE) under GitHub's 80 a minute per installation (or
-personal token), the wait a throttled answer asks for, and the answers of reads that
-repeat, kept with their ETags for conditional requests.
+requests (POST, PATCH, PUT, DELETE) under GitHub's 80 a minute and 500 an hour per
+installation (or personal token), the wait a throttled answer asks for, and the answers of
+reads that repeat, kept with their ETags for conditional requests.
 
-The pacer is a generic cell rate algorithm: each writer claims the next slot of its key
-(``Slots.claim``, atomic across every Lambda container when the slots live in the table) and
-goes once the slot is within ``burst`` intervals of now. So ``burst`` writes may go at once,
-then one every ``interval_s``: in any 60 s at most ``burst + 60 / interval_s`` (75 with the
-defaults), under GitHub's 80.
+The pacer is a generic cell rate algorithm per rate: each writer claims the next slot of its
+key in each (``Slots.claim``, atomic across every Lambda container when the slots live in
+the table) and goes once every slot is within its ``burst`` intervals of now. So a rate's
+``burst`` writes may go at once, then one every ``interval_s``: in any window of ``w`` s at
+most ``burst + w / interval_s``. The defaults: 15 at once then one a second (75 in any
+minute, under 80), and 20 at once then one every 7.5 s (500 in any hour).
 """
 
 from __future__ import annotations
@@ -23,6 +24,16 @@ from distkpi.exceptions import GitHubRateLimitError
 CONTENT_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 INTERVAL_S = 1.0  # GitHub: "wait at least one second between each request" that writes
 BURST = 15
+
+
+@dataclass(frozen=True)
+class Rate:
+    interval_s: float
+    burst: int
+
+
+PER_MINUTE = Rate(INTERVAL_S, BURST)  # 15 + 60 / 1.0 = 75 in any minute (GitHub: 80)
+PER_HOUR = Rate(7.5, 20)  # 20 + 3600 / 7.5 = 500 in any hour (GitHub: 500)
 # a 429 with neither retry-after nor a spent primary limit: GitHub says wait a minute
 SECONDARY_WAIT_S = 60.0
 THROTTLED = (403, 429)
@@ -52,17 +63,18 @@ class MemorySlots:
 @dataclass
 class WritePacer:
     slots: Slots
-    interval_s: float = INTERVAL_S
-    burst: int = BURST
+    rates: tuple[Rate, ...] = (PER_MINUTE, PER_HOUR)
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
 
     def wait_turn(self, key: str, time_left: float) -> float:
-        """Sleep until this write's turn under ``key``; the seconds slept.
+        """Sleep until this write's turn under ``key`` in every rate; the seconds slept.
         GitHubRateLimitError, before sleeping, when the turn comes after ``time_left``."""
         now = self.clock()
-        slot = self.slots.claim(key, now, self.interval_s)
-        wait = max(0.0, slot - (self.burst - 1) * self.interval_s - now)
+        wait = 0.0
+        for n, rate in enumerate(self.rates):
+            slot = self.slots.claim(f"{key}#{n}", now, rate.interval_s)
+            wait = max(wait, slot - (rate.burst - 1) * rate.interval_s - now)
         if wait > time_left:
             raise GitHubRateLimitError(
                 f"GitHub writes paced: the next turn is in {wait:.1f} s, "

@@ -24,7 +24,7 @@ from distkpi.adapters.dynamo.pacing import PaceSlots
 from distkpi.adapters.ec2 import InstanceCatalog
 from distkpi.adapters.github import GitHubStatusClient, TimeBudget
 from distkpi.adapters.github_app import AppAuth, AppCredentials
-from distkpi.adapters.github_limits import WritePacer
+from distkpi.adapters.github_limits import Rate, WritePacer
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.adapters.secrets import SecretReader
 from distkpi.adapters.suite_catalog import SuiteCatalog
@@ -235,7 +235,11 @@ class Wiring:
             budget=self.github_budget,
             refused=self.app_auth.forget if self.app_auth is not None else None,
             pacer=WritePacer(
-                PaceSlots(self.table), s.github_write_interval_s, s.github_write_burst
+                PaceSlots(self.table),
+                (
+                    Rate(s.github_write_interval_s, s.github_write_burst),
+                    Rate(s.github_write_hour_interval_s, s.github_write_hour_burst),
+                ),
             ),
             pace_key=self.github_writer,
             max_wait_s=s.github_max_wait_s,
