@@ -34,6 +34,7 @@ from distkpi.domain.records import (
     RunRecord,
     RunStatus,
     SeriesRecord,
+    is_published,
 )
 from distkpi.domain.regressions import Regression
 from distkpi.exceptions import (
@@ -58,7 +59,6 @@ class FakeRuns:
         self._lock = threading.RLock()
         self._runs: dict[str, RunRecord] = {}
         self._configs: dict[str, dict[str, ConfigRecord]] = {}
-        self._started: set[str] = set()
         self._check_runs: dict[str, int] = {}
         self._leases: dict[str, int] = {}
 
@@ -188,14 +188,13 @@ class FakeRuns:
             self._check_runs[run_id] = check_run
             return True
 
-    def mark_started(self, run_id: str, at: str) -> bool:
-        del at
+    def suite_check_run(self, repo: str, external_id: str) -> int | None:
         with self._lock:
-            run = self._runs.get(run_id)
-            if run is None or run.status is not RunStatus.RUNNING or run_id in self._started:
-                return False
-            self._started.add(run_id)
-            return True
+            return self._check_runs.get(f"{repo}#{external_id}")
+
+    def set_suite_check_run(self, repo: str, external_id: str, check_run: int) -> None:
+        with self._lock:
+            self._check_runs[f"{repo}#{external_id}"] = check_run
 
     def claim_publication(self, run_id: str, now: int, lease_s: int = 300) -> bool:
         with self._lock:
@@ -284,7 +283,12 @@ class FakeHistory:
             self.series_records[key] = series
 
     def series(self, repo: str | None = None) -> list[SeriesRecord]:
-        return [s for k, s in sorted(self.series_records.items()) if repo in (None, s.repo)]
+        """The site's index: a branch's histories, never a pull request's."""
+        return [
+            s
+            for k, s in sorted(self.series_records.items())
+            if repo in (None, s.repo) and is_published(s.branch)
+        ]
 
     def mark_site_built(self, series: SeriesRecord, at: str) -> None:
         key = (series.repo, series.branch, series.model)
@@ -449,11 +453,6 @@ class FakeGitHub:
     def remove_label(self, repo: str, number: int, label: str) -> None:
         self._answer()
         self.removed_labels.append((repo, number, label))
-
-    def check_runs(self, repo: str, sha: str, name: str) -> list[dict[str, Any]]:
-        del repo
-        self._answer()
-        return [c for c in self.checks.values() if (c["head_sha"], c["name"]) == (sha, name)]
 
     def create_check_run(self, repo: str, body: dict[str, Any]) -> int:
         del repo

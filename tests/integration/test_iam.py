@@ -28,7 +28,7 @@ def test_a_two_node_job_meets_uploads_and_waits_with_the_job_roles_rights(
     listed = stack.s3.list_objects_v2(Bucket=BUCKET, Prefix="runs/r1/c/")["Contents"]
     keys = {o["Key"] for o in listed}
     assert {"runs/r1/c/node-0.json", "runs/r1/c/node-1.json"} <= keys
-    assert "runs/r1/c/rendezvous/node-1.json" in keys
+    assert "runs/r1/c/rendezvous/node-1.endpoint" in keys
 
 
 def test_the_job_may_not_read_delete_or_write_outside_runs(stack: Stack) -> None:

@@ -20,5 +20,5 @@ def test_every_purpose_has_a_policy_and_a_run_is_known_by_its_record() -> None:
     assert purpose_of(step) is Purpose.BISECTION_STEP
     # a step is in no history and tells GitHub nothing; it never confirms or bisects again
     policy = policy_of(step)
-    assert not (policy.published or policy.started_on_github or policy.confirms)
+    assert not (policy.published or policy.confirms)
     assert not policy.bisects and policy.judges_looks

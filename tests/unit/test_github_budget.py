@@ -31,7 +31,7 @@ class RecordingSession:
     def __init__(self) -> None:
         self.timeouts: list[tuple[float, float]] = []
 
-    def post(self, url: str, **kwargs: object) -> object:
+    def request(self, method: str, url: str, **kwargs: object) -> object:
         self.timeouts.append(kwargs["timeout"])  # type: ignore[arg-type]
         raise requests.ConnectionError("down")
 

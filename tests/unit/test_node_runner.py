@@ -345,7 +345,7 @@ def test_manifests_and_rendezvous_records_are_signed_and_name_each_files_digest(
         for entry in got["files"]:
             content = s3.get_object(Bucket=BUCKET, Key=f"runs/r1/c/{entry['path']}")["Body"].read()
             assert entry["sha256"] == hashlib.sha256(content).hexdigest()
-        record = json.loads(uploaded(s3, f"rendezvous/node-{node}.json"))
+        record = json.loads(uploaded(s3, f"rendezvous/node-{node}.endpoint"))
         assert signed_by(key, record)
     assert "DISTKPI_MANIFEST_KEY" not in seen(s3, 0)  # the command never sees the key
 
@@ -356,7 +356,9 @@ def test_a_rendezvous_record_not_signed_with_the_configs_key_fails_the_node(
     # another job writes node 1's record, pointing node 0 at an address of its choosing
     path, _, tip = repo
     forged = {"node": 1, "address": "203.0.113.9", "port": 4242, "spare_port": 4243}
-    s3.put_object(Bucket=BUCKET, Key="runs/r1/c/rendezvous/node-1.json", Body=json.dumps(forged))
+    s3.put_object(
+        Bucket=BUCKET, Key="runs/r1/c/rendezvous/node-1.endpoint", Body=json.dumps(forged)
+    )
     env = node_env(path, tip, tmp_path / "work", 0, 2, 0, DISTKPI_MANIFEST_KEY="k" * 64)
     env["DISTKPI_NODE_WAIT_S"] = "0"
     assert NodeRunner(env, ["python3", "bench.py"]).run() == 1
@@ -380,12 +382,15 @@ def test_a_signed_rendezvous_record_copied_from_another_node_config_or_run_fails
     path, _, tip = repo
     key = "k" * 64
     record = sign(key, {**signed_for, "address": "203.0.113.9", "port": 4242, "spare_port": 1})
-    s3.put_object(Bucket=BUCKET, Key="runs/r1/c/rendezvous/node-1.json", Body=json.dumps(record))
+    s3.put_object(
+        Bucket=BUCKET, Key="runs/r1/c/rendezvous/node-1.endpoint", Body=json.dumps(record)
+    )
     env = node_env(path, tip, tmp_path / "work", 0, 2, 0, DISTKPI_MANIFEST_KEY=key)
     env["DISTKPI_NODE_WAIT_S"] = "0"
     assert NodeRunner(env, ["python3", "bench.py"]).run() == 1
     assert manifest(s3, 0)["problem"] == (
-        f"rendezvous: rendezvous/node-1.json is signed for {found}, not node 1 of c of r1: copied"
+        f"rendezvous: rendezvous/node-1.endpoint is signed for {found}, "
+        "not node 1 of c of r1: copied"
     )
 
 

@@ -117,9 +117,10 @@ def test_the_bucket_refuses_plain_http_and_expires_old_versions(template: dict[s
     (deny,) = policy["PolicyDocument"]["Statement"]
     assert deny["Effect"] == "Deny"
     assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-    (rule,) = resources_of_type(template, "AWS::S3::Bucket")["RunsBucket"][
-        "LifecycleConfiguration"
-    ]["Rules"]
+    rules = resources_of_type(template, "AWS::S3::Bucket")["RunsBucket"]["LifecycleConfiguration"][
+        "Rules"
+    ]
+    (rule,) = [r for r in rules if r["Id"] == "old-versions-and-unfinished-uploads"]
     assert rule["NoncurrentVersionExpiration"]["NoncurrentDays"] > 0
     assert resources_of_type(template, "AWS::DynamoDB::Table")["RunsTable"][
         "DeletionProtectionEnabled"

@@ -22,7 +22,8 @@ def run(args: argparse.Namespace) -> int:
         history = HistoryRepository(table)
 
         def stored() -> Iterator[str]:
-            for series in history.series(args.repo):
+            every = history.series(args.repo) + history.pull_request_series(args.repo)
+            for series in every:
                 for record in history.history(args.repo, series.branch, series.model):
                     yield record.sha
 

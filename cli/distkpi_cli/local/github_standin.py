@@ -7,17 +7,20 @@ that repository), like the REST API. A repository dispatch it answers 204, then 
 signed repository_dispatch webhook, as GitHub does, to its ``webhook``; any other event it
 delivers signed when asked (``deliver``).
 As a GitHub App's host it generates the App's key pair, checks each JWT's RS256 signature,
-issues installation tokens that expire, and takes only those."""
+issues installation tokens that expire, and takes only those. Like GitHub it answers each
+GET with an ETag and a conditional GET whose answer has not changed with 304, and counts
+the requests by kind (``kinds``: content-creating, reads, 304s, token exchanges)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import secrets
 import threading
 import time
 import uuid
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -83,6 +86,7 @@ CONCLUSIONS = {
 MAX_OUTPUT = 65_535  # GitHub's limit on a check run's output.summary and output.text
 MAX_COMPARE_FILES = 300  # GitHub lists at most this many files in a compare
 MAX_JWT_LIFETIME_S = 600
+CONTENT_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 
 
 class GitHubApp:
@@ -171,7 +175,8 @@ class GitHubStandIn:
     """Records POST /repos/{owner}/{repo}/statuses/{sha}; 422 like GitHub on bad input.
 
     ``fail_next(500, 503)`` makes the next requests, on any route, answer those codes
-    first. ``deliver(event, payload)`` makes a signed webhook delivery of any event.
+    first, with ``headers`` if given (``throttle_next`` scripts GitHub's limit answers).
+    ``deliver(event, payload)`` makes a signed webhook delivery of any event.
     """
 
     def __init__(
@@ -203,6 +208,10 @@ class GitHubStandIn:
         # which of those are renames, and from where: {new path: previous path}
         self.renamed_from: dict[str, str] = {}
         self.requests = 0
+        # each request by kind: "content" (POST, PATCH, PUT, DELETE but the App's token
+        # exchange), "read" (a GET answered in full), "not_modified" (a 304), "token",
+        # "scripted" (a failure or limit answered from fail_next or throttle_next)
+        self.kinds: Counter[str] = Counter()
         # each request's method and path, in order (what a test asks was or was not asked)
         self.requested: list[str] = []
         # where repository_dispatch webhooks go, signed with webhook_secret; None: nowhere
@@ -212,8 +221,9 @@ class GitHubStandIn:
         self.deliveries: list[dict[str, Any]] = []
         self._outbox: deque[tuple[dict[str, str], bytes]] = deque()
         self._delivering = threading.Lock()
-        self._scripted: deque[int] = deque()
+        self._scripted: deque[tuple[int, dict[str, str]]] = deque()
         self._lock = threading.Lock()
+        self._messages: dict[int, str] = {}
         self._server: ThreadingHTTPServer | None = None
 
     def reset(self, token: str | None = None, app: GitHubApp | None = None) -> None:
@@ -234,9 +244,31 @@ class GitHubStandIn:
         with self._lock:
             self.permissions[login] = role
 
-    def fail_next(self, *codes: int) -> None:
+    def fail_next(self, *codes: int, headers: dict[str, str] | None = None) -> None:
         with self._lock:
-            self._scripted.extend(codes)
+            self._scripted.extend((code, dict(headers or {})) for code in codes)
+
+    def throttle_next(
+        self,
+        code: int = 403,
+        *,
+        retry_after: float | None = None,
+        reset_in: float | None = None,
+        times: int = 1,
+    ) -> None:
+        """The next ``times`` requests answered as GitHub's limits answer: ``code`` (403 or
+        429) with ``retry-after``, or with ``x-ratelimit-remaining`` 0 and its reset
+        ``reset_in`` seconds from now (an epoch second, as GitHub gives it)."""
+        headers = {"x-ratelimit-limit": "5000"}
+        if retry_after is not None:
+            headers["retry-after"] = f"{retry_after:g}"
+        if reset_in is not None:
+            headers["x-ratelimit-remaining"] = "0"
+            headers["x-ratelimit-reset"] = str(int(time.time() + reset_in))
+        message = "You have exceeded a secondary rate limit. Please wait a few minutes."
+        with self._lock:
+            self._scripted.extend([(code, headers)] * times)
+            self._messages[code] = message
 
     @property
     def url(self) -> str:
@@ -252,26 +284,29 @@ class GitHubStandIn:
                 del format, args
 
             def do_POST(self) -> None:
-                self._answer(*standin._route("POST", self.path, self._auth(), self._body()))
+                self._answer(*standin._serve("POST", self.path, self._auth(), self._body()))
                 standin.deliver_queued()  # GitHub answers first, then delivers
 
             def do_PATCH(self) -> None:
-                self._answer(*standin._route("PATCH", self.path, self._auth(), self._body()))
+                self._answer(*standin._serve("PATCH", self.path, self._auth(), self._body()))
 
             def do_GET(self) -> None:
-                self._answer(*standin._route("GET", self.path, self._auth(), b""))
+                etag = self.headers.get("If-None-Match")
+                self._answer(*standin._serve("GET", self.path, self._auth(), b"", etag))
 
             def do_DELETE(self) -> None:
-                self._answer(*standin._route("DELETE", self.path, self._auth(), b""))
+                self._answer(*standin._serve("DELETE", self.path, self._auth(), b""))
 
             def _auth(self) -> str | None:
                 return self.headers.get("Authorization")
 
-            def _answer(self, code: int, body: Any) -> None:
-                data = b"" if code == 204 else json.dumps(body).encode()
+            def _answer(self, code: int, body: Any, headers: dict[str, str]) -> None:
+                data = b"" if code in (204, 304) else json.dumps(body).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -312,25 +347,60 @@ class GitHubStandIn:
             Route("DELETE", LABEL_PATH, self._remove_label),
         ]
 
+    def _serve(
+        self, method: str, path: str, auth: str | None, raw: bytes, etag: str | None = None
+    ) -> tuple[int, Any, dict[str, str]]:
+        """The one request pipeline: a scripted answer (fail_next, throttle_next), else the
+        route's; a GET's 200 with its ETag, or 304 when the ``If-None-Match`` it sent is
+        that ETag still; each counted by kind."""
+        url = urlparse(path)
+        if not url.path.startswith("/_standin/"):
+            with self._lock:
+                if self._scripted:
+                    self.requests += 1
+                    self.requested.append(f"{method} {url.path}")
+                    self.kinds["scripted"] += 1
+                    code, scripted = self._scripted.popleft()
+                    return code, {"message": self._messages.get(code, "scripted failure")}, scripted
+        code, body = self._route(method, path, auth, raw)
+        kind = "read"
+        if method in CONTENT_METHODS:
+            kind = "token" if TOKEN_PATH.match(url.path) else "content"
+        headers: dict[str, str] = {}
+        if method == "GET" and code == 200:
+            digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+            headers["ETag"] = f'W/"{digest[:32]}"'
+            if etag == headers["ETag"]:
+                code, body, kind = 304, None, "not_modified"
+        if not url.path.startswith("/_standin/"):
+            with self._lock:
+                self.kinds[kind] += 1
+        return code, body, headers
+
     def _route(self, method: str, path: str, auth: str | None, raw: bytes) -> tuple[int, Any]:
-        """The one request pipeline: counted, a scripted failure (fail_next), the route
-        (else 404), its credentials (else 401), then its handler."""
+        """A request counted, then its route (else 404), its credentials (else 401) and
+        its handler."""
         url = urlparse(path)
         if method == "GET" and url.path.startswith("/_standin/"):
             return self._kept(url.path.removeprefix("/_standin/"))
         with self._lock:
             self.requests += 1
             self.requested.append(f"{method} {url.path}")
-            if self._scripted:
-                return self._scripted.popleft(), {"message": "scripted failure"}
         for route in self._routes():
             match = route.pattern.match(url.path)
             if route.method == method and match:
                 if route.token and not self._authorized(auth):
                     return 401, {"message": "Bad credentials"}
                 request = Request(match, parse_qs(url.query), auth, raw)
+                if route.token and self._lost(request):
+                    return 403, {"message": "Resource not accessible by integration"}
                 return route.handle(request)
         return 404, {"message": "Not Found"}
+
+    def _lost(self, request: Request) -> bool:
+        """An App's token on a repository its installation lost access to."""
+        lost = self.app.lost_access if self.app is not None else set()
+        return "owner" in request.match.groupdict() and request.repo in lost
 
     def _kept(self, name: str) -> tuple[int, Any]:
         """What a `distkpi local` attached to `distkpi local up` reads back."""
@@ -376,8 +446,6 @@ class GitHubStandIn:
             return 200, {"id": self.app.installation, "app_id": int(self.app.app_id)}
 
     def _create_check(self, request: Request) -> tuple[int, Any]:
-        if request.repo in (self.app.lost_access if self.app else set()):
-            return 403, {"message": "Resource not accessible by integration"}
         body = _check_body(request.raw, creating=True)
         if isinstance(body, tuple):
             return body

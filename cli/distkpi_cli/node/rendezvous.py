@@ -1,7 +1,8 @@
 """Every node of a job learns every other's address and port. Batch tells each node only
 the main node's address, but parameter servers and trainers need each other's: each node
 publishes its own under the config's rendezvous/ folder and waits, up to a deadline, for
-the others'."""
+the others'. A record is JSON named node-<i>.endpoint: not .json, so that its upload does
+not wake the collector, whose S3 notification takes only keys ending .json."""
 
 from __future__ import annotations
 
@@ -20,6 +21,17 @@ from distkpi_cli.node.polling import poll_until
 from distkpi_cli.node.source import NodeProblem
 
 FOLDER = "rendezvous/"
+SUFFIX = ".endpoint"
+
+
+def record_name(node: int) -> str:
+    return f"node-{node}{SUFFIX}"
+
+
+def record_index(name: str) -> int | None:
+    """The node of a record's name (node-<i>.endpoint, i canonical), else None."""
+    stem = name.removesuffix(SUFFIX)
+    return node_index(f"{stem}.json") if stem != name else None
 
 
 def own_address(env: Mapping[str, str]) -> str:
@@ -69,11 +81,11 @@ def rendezvous(
         "port": own.port,
         "spare_port": own.spare_port,
     }
-    store.put_bytes(f"{folder}node-{place.index}.json", json.dumps(seal(key, record)).encode())
+    store.put_bytes(f"{folder}{record_name(place.index)}", json.dumps(seal(key, record)).encode())
     missing: list[int] = []
 
     def everyone() -> dict[int, Endpoint] | None:
-        present = {i for i in map(node_index, store.list_names(folder)) if i is not None}
+        present = {i for i in map(record_index, store.list_names(folder)) if i is not None}
         missing[:] = [n for n in range(place.num_nodes) if n not in present]
         if not missing:
             return {
@@ -96,9 +108,9 @@ def rendezvous(
 def _endpoint(
     store: S3RunStore, folder: str, where: str, place: Place, node: int, *, key: str | None
 ) -> Endpoint:
-    name = f"{where}node-{node}.json"
+    name = f"{where}{record_name(node)}"
     try:
-        data = json.loads(store.read_bytes(f"{folder}node-{node}.json"))
+        data = json.loads(store.read_bytes(f"{folder}{record_name(node)}"))
         try:
             record = unseal(key, data, run_id=place.run_id, config=place.config, node=node)
         except BoundElsewhere as copied:

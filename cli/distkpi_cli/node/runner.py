@@ -131,6 +131,9 @@ class Upload:
     rank: int
     kind: FileKind
     kept: KeptFile | None = None  # a file the command left, reached without a link
+    # deleted after the stack's LogRetentionDays (a golden curve, which later runs read,
+    # is not)
+    expires: bool = True
 
     def send(self, store: S3RunStore, key: str) -> dict[str, Any]:
         """Upload it, and what the manifest says of it: the sha256 of exactly the bytes
@@ -141,11 +144,11 @@ class Upload:
         with self.kept.open() if self.kept else open_regular(self.local) as f:
             if self.kind in PARSED_KINDS:
                 data = f.read()
-                store.upload_stream(io.BytesIO(data), key)
+                store.upload_stream(io.BytesIO(data), key, expires=self.expires)
                 return entry | describe(io.BytesIO(data), self.kind)
             size = os.fstat(f.fileno()).st_size
             with HashingReader(f) as stream:
-                store.upload_stream(stream, key)
+                store.upload_stream(stream, key, expires=self.expires)
                 sent = stream.bytes_read
                 digest = stream.finish()
             if stream.unread_bytes or sent != size:
@@ -783,7 +786,9 @@ def _keep_golden(env: Mapping[str, str], source: Path, files: NodeFiles) -> None
 
 def _golden_upload(files: NodeFiles) -> list[Upload]:
     copy = golden_copy(files.work)
-    return [Upload(copy, GOLDEN_NAME, files.role, files.rank, "file")] if copy else []
+    if copy is None:
+        return []
+    return [Upload(copy, GOLDEN_NAME, files.role, files.rank, "file", expires=False)]
 
 
 def _run_log_dir(sandbox: Sandbox, slot: Slot) -> Path:

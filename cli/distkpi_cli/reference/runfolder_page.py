@@ -21,7 +21,8 @@ runs/<run_id>/
   <config>/logs/<role>-<rank>.log each trainer's and pserver's stdout and stderr
   <config>/gpu/...                nvidia-smi samples (kind gpu_memory)
   <config>/files/...              what the command left in DISTKPI_LOG_DIR (kept, not parsed)
-  <config>/rendezvous/node-<i>.json  each node's address and ports
+  <config>/rendezvous/node-<i>.endpoint  each node's address and ports
+  <config>/diagnosis.json         a diagnosis job's reduction of the config's traces
   <config>/golden.json            the suite's golden curve, when it names one
   <config>/pair-<p>/...           a paired run: each pair's a/ and b/ files, decision.json
   kpis.json                       the publisher: the run's KPIs (schemas/kpis.schema.json)

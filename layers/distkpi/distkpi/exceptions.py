@@ -37,6 +37,10 @@ class GitHubNotFoundError(GitHubError):
     """GitHub answered 404: what was asked for is not there (a deleted comment, no file)."""
 
 
+class GitHubRateLimitError(GitHubError):
+    """GitHub's limits would make a request wait longer than the invocation has left."""
+
+
 class GitHubAuthError(GitHubError):
     """GitHub refused the App's JWT, or the installation has no access to the repository."""
 

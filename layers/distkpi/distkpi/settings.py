@@ -53,10 +53,24 @@ class FunctionSettings(BaseModel):
     chat_messages_per_hour: Annotated[int, Field(alias="CHAT_MESSAGES_PER_HOUR", ge=1)] = 6
     # the webhook's GitHub calls, in all, per delivery; unset: no bound but the timeouts
     github_budget_s: Annotated[float | None, Field(alias="GITHUB_BUDGET_S", gt=0)] = None
+    # days a run's items (run, configs, jobs) are kept (the table's TTL), as its logs and
+    # traces are in the bucket (LogRetentionDays); unset: kept for ever. The history stays.
+    retention_days: Annotated[int | None, Field(alias="RETENTION_DAYS", ge=1)] = None
+    # GitHub writes per installation: a burst, then one per interval, under GitHub's limit
+    # of a minute and of an hour (github_limits.py)
+    github_write_interval_s: Annotated[float, Field(alias="GITHUB_WRITE_INTERVAL_S", ge=0)] = 1.0
+    github_write_burst: Annotated[int, Field(alias="GITHUB_WRITE_BURST", ge=1)] = 15
+    github_write_hour_interval_s: Annotated[
+        float, Field(alias="GITHUB_WRITE_HOUR_INTERVAL_S", ge=0)
+    ] = 7.5
+    github_write_hour_burst: Annotated[int, Field(alias="GITHUB_WRITE_HOUR_BURST", ge=1)] = 20
+    # the longest a paced write or a throttled request waits (a budget may bound it more)
+    github_max_wait_s: Annotated[float, Field(alias="GITHUB_MAX_WAIT_S", ge=0)] = 60.0
 
     @field_validator(
         "report_base_url",
         "github_budget_s",
+        "retention_days",
         "github_app_secret_id",
         "reports_url",
         "report_link_secret_id",

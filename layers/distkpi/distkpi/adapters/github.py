@@ -1,7 +1,9 @@
 """GitHub over the REST API (github.com or GitHub Enterprise): commit statuses or check runs,
 a change's files and merge base, a commit's parents, taking the approval label off a pull
 request, a pull request's comments, a person's permission on a repository, and a file's
-text at a commit (CODEOWNERS)."""
+text at a commit (CODEOWNERS). Every request goes through ``_request``: writes paced per
+installation, reads conditional, throttled answers waited out within the time left
+(adapters/github_limits.py)."""
 
 from __future__ import annotations
 
@@ -17,11 +19,25 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from distkpi.adapters.github_limits import (
+    CONTENT_METHODS,
+    ConditionalReads,
+    WritePacer,
+    throttle_wait,
+)
 from distkpi.domain.commit_status import CommitStatus, clip
 from distkpi.domain.github.commits import Comparison, merge_base_of, parents_of
-from distkpi.exceptions import GitHubAuthError, GitHubError, GitHubNotFoundError
+from distkpi.exceptions import (
+    GitHubAuthError,
+    GitHubError,
+    GitHubNotFoundError,
+    GitHubRateLimitError,
+)
 
-RETRY_ON = (429, 500, 502, 503, 504)
+# server errors, retried by the session; GitHub's throttling answers (403/429) are waited
+# out by _request, as long as they ask
+RETRY_ON = (500, 502, 503, 504)
+THROTTLE_RETRIES = 3
 
 
 @dataclass
@@ -49,7 +65,9 @@ def _session(retries: int, backoff_s: float) -> requests.Session:
         backoff_factor=backoff_s,
         status_forcelist=RETRY_ON,
         allowed_methods=frozenset({"POST", "GET", "DELETE", "PATCH"}),
-        respect_retry_after_header=True,
+        # a retry-after is _request's to honour, within the time left (urllib3 would sleep
+        # it whole on a 429)
+        respect_retry_after_header=False,
         raise_on_status=False,
     )
     session = requests.Session()
@@ -70,6 +88,12 @@ class GitHubStatusClient:
         timeout_s: tuple[float, float] = (3.05, 10.0),
         budget: TimeBudget | None = None,
         refused: Callable[[str], None] | None = None,
+        pacer: WritePacer | None = None,
+        pace_key: Callable[[str], str] = lambda repo: "token",
+        max_wait_s: float = 60.0,
+        count: Callable[[str], None] = lambda metric: None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.api_url = api_url.rstrip("/")
         self._token = token
@@ -79,6 +103,15 @@ class GitHubStatusClient:
         self.budget = budget
         # told of a repository whose token GitHub refused (the App's cache drops it)
         self.refused = refused
+        # content-creating requests wait their turn per installation (``pace_key``)
+        self.pacer = pacer
+        self.pace_key = pace_key
+        # the longest a throttled request or a paced write waits without a budget
+        self.max_wait_s = max_wait_s
+        self.reads = ConditionalReads()
+        self.count = count
+        self.clock = clock
+        self.sleep = sleep
 
     def _timeout(self) -> tuple[float, float]:
         """Each attempt's (connect, read) timeout: within what is left of the budget, shared
@@ -110,18 +143,13 @@ class GitHubStatusClient:
         url = f"{self.api_url}/repos/{repo}/compare/{base}...{head}"
         for page in range(1, limit // 100 + 2):
             try:
-                response = self.session.get(
-                    url,
-                    params={"per_page": 100, "page": page},
-                    headers=self._headers(repo),
-                    timeout=self._timeout(),
+                code, answer = self._request(
+                    "GET", url, repo, params={"per_page": 100, "page": page}
                 )
-            except (requests.RequestException, GitHubError) as exc:
-                problem = str(exc) if isinstance(exc, GitHubError) else type(exc).__name__
-                return Comparison(None, merge_base, f"GitHub unreachable: {problem}")
-            if response.status_code != 200:
-                return Comparison(None, merge_base, f"GitHub answered {response.status_code}")
-            answer = response.json()
+            except GitHubError as exc:
+                return Comparison(None, merge_base, str(exc))
+            if code != 200:
+                return Comparison(None, merge_base, f"GitHub answered {code}")
             if page == 1:
                 merge_base = merge_base_of(answer)
             listed = answer.get("files") if isinstance(answer, dict) else None
@@ -165,15 +193,10 @@ class GitHubStatusClient:
         """DELETE /repos/{repo}/issues/{number}/labels/{label}; a label already gone is
         no error."""
         url = f"{self.api_url}/repos/{repo}/issues/{number}/labels/{quote(label, safe='')}"
-        try:
-            response = self.session.delete(
-                url, headers=self._headers(repo), timeout=self._timeout()
-            )
-        except requests.RequestException as exc:
-            raise GitHubError(f"GitHub unreachable: {type(exc).__name__}") from exc
-        self._check_auth(response.status_code, repo)
-        if response.status_code not in (200, 404):
-            raise GitHubError(f"GitHub answered {response.status_code} removing {label!r}")
+        code, _ = self._request("DELETE", url, repo)
+        self._check_auth(code, repo)
+        if code not in (200, 404):
+            raise GitHubError(f"GitHub answered {code} removing {label!r}")
 
     def post(self, status: CommitStatus) -> None:
         body: dict[str, str] = {
@@ -184,16 +207,10 @@ class GitHubStatusClient:
         if status.target_url:
             body["target_url"] = status.target_url
         url = f"{self.api_url}/repos/{status.repo}/statuses/{status.sha}"
-        headers, timeout = self._headers(status.repo), self._timeout()
-        try:
-            response = self.session.post(url, json=body, headers=headers, timeout=timeout)
-        except requests.RequestException as exc:
-            raise GitHubError(f"GitHub unreachable: {type(exc).__name__}") from exc
-        self._check_auth(response.status_code, status.repo)
-        if response.status_code != 201:
-            raise GitHubError(
-                f"GitHub answered {response.status_code} for {status.repo}@{status.sha[:10]}"
-            )
+        code, _ = self._request("POST", url, status.repo, body=body)
+        self._check_auth(code, status.repo)
+        if code != 201:
+            raise GitHubError(f"GitHub answered {code} for {status.repo}@{status.sha[:10]}")
 
     def _check_auth(self, code: int, repo: str) -> None:
         """401: a token GitHub no longer takes; 403 with an App: the installation has no
@@ -202,14 +219,6 @@ class GitHubStatusClient:
             if self.refused is not None:
                 self.refused(repo)
             raise GitHubAuthError(f"GitHub answered {code} for {repo}: credentials refused")
-
-    def check_runs(self, repo: str, sha: str, name: str) -> list[dict[str, Any]]:
-        """The check runs named ``name`` on ``sha`` (GET .../commits/{sha}/check-runs)."""
-        url = f"{self.api_url}/repos/{repo}/commits/{sha}/check-runs"
-        params = {"check_name": name, "filter": "all", "per_page": 100}
-        answer = self._send("GET", url, repo, params=params)
-        runs = answer.get("check_runs")
-        return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
 
     def create_check_run(self, repo: str, body: dict[str, Any]) -> int:
         answer = self._send("POST", f"{self.api_url}/repos/{repo}/check-runs", repo, body=body)
@@ -269,20 +278,79 @@ class GitHubStatusClient:
         body: dict[str, Any] | None = None,
         params: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        headers, timeout = self._headers(repo), self._timeout()
-        try:
-            response = self.session.request(
-                method, url, json=body, params=params, headers=headers, timeout=timeout
-            )
-        except requests.RequestException as exc:
-            raise GitHubError(f"GitHub unreachable: {type(exc).__name__}") from exc
-        self._check_auth(response.status_code, repo)
-        if response.status_code == 404:
+        code, answer = self._request(method, url, repo, body=body, params=params)
+        self._check_auth(code, repo)
+        if code == 404:
             raise GitHubNotFoundError(f"GitHub answered 404 to {method} for {repo}")
-        if response.status_code not in (200, 201):
-            raise GitHubError(f"GitHub answered {response.status_code} to {method} for {repo}")
-        answer = response.json()
+        if code not in (200, 201):
+            raise GitHubError(f"GitHub answered {code} to {method} for {repo}")
         return answer if isinstance(answer, dict) else {}
+
+    def _request(
+        self,
+        method: str,
+        url: str,
+        repo: str,
+        *,
+        body: dict[str, Any] | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> tuple[int, Any]:
+        """One request, as GitHub's limits want it: a write waits its turn (the pacer), a
+        read that repeats is conditional (a 304 answers with the answer kept), and a
+        throttled answer is waited out as long as it asks, while there is time left;
+        GitHubRateLimitError when there is not. Its status code and JSON answer."""
+        content = method in CONTENT_METHODS
+        if content and self.pacer is not None:
+            waited = self.pacer.wait_turn(self.pace_key(repo), self._time_left())
+            if waited:
+                self.count("GitHubWritesPaced")
+        query = "&".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
+        cache_key = f"{url}?{query}"
+        for attempt in range(THROTTLE_RETRIES + 1):
+            headers, timeout = self._headers(repo), self._timeout()
+            etag = None if content else self.reads.etag(cache_key)
+            if etag is not None:
+                headers["If-None-Match"] = etag
+            try:
+                response = self.session.request(
+                    method, url, json=body, params=params, headers=headers, timeout=timeout
+                )
+            except requests.RequestException as exc:
+                raise GitHubError(f"GitHub unreachable: {type(exc).__name__}") from exc
+            wait = throttle_wait(response.status_code, response.headers, self.clock())
+            if wait is None:
+                return self._answer(method, response, cache_key, etag)
+            self.count("GitHubThrottled")
+            left = self._time_left()
+            if wait > left or attempt == THROTTLE_RETRIES:
+                raise GitHubRateLimitError(
+                    f"GitHub answered {response.status_code} to {method} for {repo}: "
+                    f"retry after {wait:.0f} s, {left:.0f} s left"
+                )
+            self.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _answer(
+        self, method: str, response: requests.Response, cache_key: str, etag: str | None
+    ) -> tuple[int, Any]:
+        if response.status_code == 304 and etag is not None:
+            self.count("GitHubNotModified")
+            return 200, self.reads.answer(cache_key)
+        try:
+            answer = response.json() if response.content else None
+        except ValueError:
+            answer = None
+        new_etag = response.headers.get("ETag")
+        if method == "GET" and response.status_code == 200 and new_etag:
+            self.reads.keep(cache_key, new_etag, answer)
+        return response.status_code, answer
+
+    def _time_left(self) -> float:
+        """How long a request may wait for its turn or a throttled answer: what is left of
+        the budget, at most ``max_wait_s``."""
+        if self.budget is None:
+            return self.max_wait_s
+        return min(self.budget.left(), self.max_wait_s)
 
 
 def _name(entry: dict[str, Any], field: str) -> bool:

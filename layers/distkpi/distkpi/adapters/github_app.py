@@ -2,22 +2,26 @@
 exchanged for an installation's token, which is cached until shortly before it expires.
 
 The installation of a repository comes from each delivery (`installation.id`), remembered
-per container, else from GET /repos/{repo}/installation. Neither the key, the JWT nor a
-token is ever logged or put into an error message.
+per container, else from GET /repos/{repo}/installation. With a ``store`` (the table), both
+the installation of a repository and each installation's token outlive the container: every
+function's containers share one token per installation until shortly before it expires.
+Neither the key, the JWT nor a token is ever logged or put into an error message.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol, TypeVar
 
 import requests
 
-from distkpi.exceptions import GitHubAuthError
+from distkpi.exceptions import GitHubAuthError, StorageError
 
 # GitHub refuses a JWT valid for more than 10 minutes, and one issued "in the future": its
 # clock and ours may differ by a minute
@@ -25,6 +29,8 @@ JWT_LIFETIME_S = 540
 CLOCK_SKEW_S = 60
 # an installation token lasts an hour; one with less than this left is renewed first
 RENEW_BEFORE_S = 300
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,17 @@ class AppCredentials:
             raise GitHubAuthError(
                 "the GitHub App secret is not JSON with app_id and private_key"
             ) from exc
+
+
+class TokenStore(Protocol):
+    """Where installations and their tokens are kept across containers (the table, where
+    an item goes when its token expires)."""
+
+    def installation(self, repo: str) -> int | None: ...
+    def keep_installation(self, repo: str, installation: int) -> None: ...
+    def token(self, installation: int) -> tuple[str, float] | None: ...
+    def keep_token(self, installation: int, token: str, expires_at: float) -> None: ...
+    def forget(self, repo: str, installation: int | None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -64,6 +81,7 @@ class AppAuth:
     timeout_s: tuple[float, float] = (3.05, 10.0)
     clock: Callable[[], float] = time.time  # when cached tokens expire
     jwt_clock: Callable[[], float] = time.time  # what a JWT says it was issued at
+    store: TokenStore | None = None  # None: tokens kept by this container only
     _tokens: dict[int, _Token] = field(default_factory=dict, init=False)
     _installations: dict[str, int] = field(default_factory=dict, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -78,23 +96,63 @@ class AppAuth:
         call asks for the installation and a token afresh."""
         with self._lock:
             installation = self._installations.pop(repo, None)
-            if installation is not None:
+        if installation is None:
+            installation = self._stored(lambda store: store.installation(repo))
+        if installation is not None:
+            with self._lock:
                 self._tokens.pop(installation, None)
+        self._keep(lambda store: store.forget(repo, installation))
 
-    def token_for(self, repo: str) -> str:
-        """An installation token that may act on ``repo``; GitHubAuthError when GitHub
-        refuses the App or the installation cannot reach the repository."""
+    def installation(self, repo: str) -> int:
+        """The App's installation on ``repo``: remembered, kept in the store, else asked."""
         installation = self._installations.get(repo)
+        if installation is not None:
+            return installation
+        installation = self._stored(lambda store: store.installation(repo))
         if installation is None:
             installation = self._installation_of(repo)
-            self.remember(repo, installation)
+            self._keep(lambda store: store.keep_installation(repo, installation))
+        self.remember(repo, installation)
+        return installation
+
+    def token_for(self, repo: str) -> str:
+        """An installation token that may act on ``repo``, renewed when less than
+        RENEW_BEFORE_S of it is left; GitHubAuthError when GitHub refuses the App or the
+        installation cannot reach the repository."""
+        installation = self.installation(repo)
         cached = self._tokens.get(installation)
+        if cached is None:
+            stored = self._stored(lambda store: store.token(installation))
+            cached = _Token(*stored) if stored is not None else None
         if cached is not None and cached.expires_at - self.clock() > RENEW_BEFORE_S:
+            with self._lock:
+                self._tokens[installation] = cached
             return cached.value
         token = self._exchange(installation)
         with self._lock:
             self._tokens[installation] = token
+        self._keep(lambda store: store.keep_token(installation, token.value, token.expires_at))
+        # a delivery's installation, which other containers then need not ask for
+        self._keep(lambda store: store.keep_installation(repo, installation))
         return token.value
+
+    def _stored(self, read: Callable[[TokenStore], T | None]) -> T | None:
+        """What the store keeps; None without a store or when it cannot be read (GitHub is
+        asked instead)."""
+        if self.store is None:
+            return None
+        try:
+            return read(self.store)
+        except StorageError:
+            return None
+
+    def _keep(self, write: Callable[[TokenStore], None]) -> None:
+        """A store that cannot be written leaves this container's copy, and another
+        container asks GitHub for its own."""
+        if self.store is None:
+            return
+        with contextlib.suppress(StorageError):
+            write(self.store)
 
     def jwt(self) -> str:
         import jwt  # cryptography's import time stays off the functions' cold start

@@ -10,7 +10,7 @@ from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import ClientError
 
 from distkpi.adapters.aws import client, error_code
-from distkpi.domain.layout import run_prefix
+from distkpi.domain.layout import EXPIRES_TAG, run_prefix
 from distkpi.exceptions import NotFoundError, StorageError
 
 if TYPE_CHECKING:
@@ -36,11 +36,14 @@ class S3RunStore:
         except ClientError as exc:
             raise StorageError(f"cannot write s3://{self.bucket}/{key}: {exc}") from exc
 
-    def upload_stream(self, stream: Any, key: str) -> None:
+    def upload_stream(self, stream: Any, key: str, *, expires: bool = False) -> None:
         """What ``stream`` reads, of any size, each byte read once and in order (it need only
-        have ``read``: one that cannot seek is read sequentially, never twice)."""
+        have ``read``: one that cannot seek is read sequentially, never twice). ``expires``:
+        tagged for the bucket's lifecycle rule, which deletes it after the stack's
+        LogRetentionDays (layout.EXPIRES_TAG)."""
+        extra = {"Tagging": EXPIRES_TAG} if expires else None
         try:
-            self.s3.upload_fileobj(stream, self.bucket, key)
+            self.s3.upload_fileobj(stream, self.bucket, key, ExtraArgs=extra)
         except (ClientError, S3UploadFailedError) as exc:
             raise StorageError(f"cannot write s3://{self.bucket}/{key}: {exc}") from exc
 

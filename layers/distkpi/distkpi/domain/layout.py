@@ -9,6 +9,11 @@ runs/<run_id>/<config>/pair-<p>/decision.json  the collector's signed decision o
 runs/<run_id>/kpis.json                    the run's KPIs (publisher)
 reports/<run_id>/index.html, *.png         the run's report (publisher)
 suites/<model>.yaml                        the suites a delivery runs (deploy)
+
+The files a manifest names (logs, GPU samples, traces, what a command left) are tagged
+EXPIRES_TAG when uploaded: the bucket's lifecycle rule deletes them after the stack's
+LogRetentionDays. Manifests (with each file's summary), run.json, kpis.json, decisions,
+reports and the site are not tagged and stay.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ REPORTS = "reports/"
 SUITES = "suites/"
 SITE = "site/"  # the history site the sweeper builds
 REPORT_PAGE = "index.html"
+# the object tag (as S3's Tagging header) of what expires after LogRetentionDays
+EXPIRES_KEY, EXPIRES_VALUE = "distkpi-retention", "logs"
+EXPIRES_TAG = f"{EXPIRES_KEY}={EXPIRES_VALUE}"
 
 _MANIFEST = re.compile(r"^runs/(?P<run>[^/]+)/(?P<config>[^/]+)/(?P<name>node-[^/]*\.json)$")
 _LOOK = re.compile(

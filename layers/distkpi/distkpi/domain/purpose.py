@@ -31,8 +31,6 @@ class Policy:
     # published as a commit's result: history, series, report, alerts, GitHub's status;
     # else given to the bisector (a step's side)
     published: bool
-    # GitHub is told it is running when its first node reports (a check run in progress)
-    started_on_github: bool
     # a push's regression found by it starts a bisection
     bisects: bool
     # its paired looks are judged (else each look goes on: nothing is decided early)
@@ -48,14 +46,14 @@ class Policy:
 
 
 POLICIES: dict[Purpose, Policy] = {
-    Purpose.COMMIT: Policy(True, True, True, True, True, True),
-    Purpose.CONFIRMATION: Policy(True, True, True, True, True, True),
+    Purpose.COMMIT: Policy(True, True, True, True, True),
+    Purpose.CONFIRMATION: Policy(True, True, True, True, True),
     Purpose.CALIBRATION: Policy(
-        True, True, True, False, False, False, context="distkpi/{model}/calibration"
+        True, True, False, False, False, context="distkpi/{model}/calibration"
     ),
-    Purpose.BISECTION_STEP: Policy(False, False, False, False, True, True),
+    Purpose.BISECTION_STEP: Policy(False, False, False, True, True),
     # its traces are reduced into the diagnosed run's folder; nothing about it is judged
-    Purpose.DIAGNOSIS: Policy(False, False, False, False, False, False, judged=False),
+    Purpose.DIAGNOSIS: Policy(False, False, False, False, False, judged=False),
 }
 
 

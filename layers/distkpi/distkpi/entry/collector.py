@@ -1,5 +1,10 @@
 """S3 ObjectCreated on runs/<run>/<config>/node-<i>.json: a node has reported; on
-runs/<run>/<config>/pair-<p>/node-<i>.json: a node of a paired run has done pair p."""
+runs/<run>/<config>/pair-<p>/node-<i>.json: a node of a paired run has done pair p.
+
+The notification takes only keys under runs/ ending .json (what S3's prefix and suffix
+rules can say); any other such key (run.json, kpis.json, a decision, a .json file a
+command left) is told apart by its name alone, before anything is read or wired, and
+counted (`ObjectsNotManifests`)."""
 
 from __future__ import annotations
 
@@ -15,7 +20,6 @@ from distkpi.exceptions import NotFoundError
 
 def handle_keys(keys: Iterable[str]) -> int:
     """Feed each node manifest key to the pipeline; returns how many were ours."""
-    settler = fanin().settler
     handled = 0
     for raw in keys:
         key = unquote_plus(raw)
@@ -25,6 +29,7 @@ def handle_keys(keys: Iterable[str]) -> int:
         found = manifest_key(key)
         if found is None:
             logger.info("object is not a node manifest", key=key)
+            count("ObjectsNotManifests")
             continue
         node = node_index(found.name)
         if node is None:
@@ -33,7 +38,7 @@ def handle_keys(keys: Iterable[str]) -> int:
             continue
         logger.append_keys(run_id=found.run_id)
         try:
-            settler.on_node_manifest(found.run_id, found.config, node)
+            fanin().settler.on_node_manifest(found.run_id, found.config, node)
         except NotFoundError:
             logger.warning("manifest of an unknown run, config or node ignored", key=key)
             count("ManifestsIgnored")

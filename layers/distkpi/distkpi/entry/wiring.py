@@ -20,9 +20,11 @@ from distkpi.adapters.dynamo import (
     PullRequestRepository,
     RunRepository,
 )
+from distkpi.adapters.dynamo.pacing import PaceSlots
 from distkpi.adapters.ec2 import InstanceCatalog
 from distkpi.adapters.github import GitHubStatusClient, TimeBudget
 from distkpi.adapters.github_app import AppAuth, AppCredentials
+from distkpi.adapters.github_limits import Rate, WritePacer
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.adapters.secrets import SecretReader
 from distkpi.adapters.suite_catalog import SuiteCatalog
@@ -134,11 +136,11 @@ class Wiring:
 
     @cached_property
     def runs(self) -> RunRepository:
-        return RunRepository(self.table)
+        return RunRepository(self.table, self.settings.retention_days)
 
     @cached_property
     def jobs(self) -> JobRepository:
-        return JobRepository(self.table)
+        return JobRepository(self.table, self.settings.retention_days)
 
     @cached_property
     def history(self) -> HistoryRepository:
@@ -209,11 +211,21 @@ class Wiring:
         secret_id = s.github_app_secret_id
         if secret_id is None:
             return None
+        from distkpi.adapters.dynamo.github_app import AppTokenRepository
+
         return AppAuth(
             s.github_api_url,
             lambda: AppCredentials.from_secret(self.secrets.get(secret_id)),
             timeout_s=(min(3.05, s.github_timeout_s), s.github_timeout_s),
+            store=AppTokenRepository(self.table),
         )
+
+    def github_writer(self, repo: str) -> str:
+        """Whose GitHub writes are paced together: the App's installation on ``repo``, else
+        the personal token's."""
+        if self.app_auth is not None:
+            return f"installation-{self.app_auth.installation(repo)}"
+        return "token"
 
     def github_token(self, repo: str) -> str:
         if self.app_auth is not None:
@@ -257,6 +269,16 @@ class Wiring:
             timeout_s=(min(3.05, s.github_timeout_s), s.github_timeout_s),
             budget=self.github_budget,
             refused=self.app_auth.forget if self.app_auth is not None else None,
+            pacer=WritePacer(
+                PaceSlots(self.table),
+                (
+                    Rate(s.github_write_interval_s, s.github_write_burst),
+                    Rate(s.github_write_hour_interval_s, s.github_write_hour_burst),
+                ),
+            ),
+            pace_key=self.github_writer,
+            max_wait_s=s.github_max_wait_s,
+            count=self.count,
         )
 
     @property

@@ -23,12 +23,11 @@ from distkpi.domain.kpis.runfolder import (
     read_manifest,
     with_golden,
 )
-from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import ConfigState
 from distkpi.domain.signing import ManifestKeys
 from distkpi.exceptions import ContractError, NotFoundError, StorageError
 from distkpi.services.finish import RunFinisher
-from distkpi.services.ports import Counter, Jobs, RunFolders, Runs, no_metrics, utcnow
+from distkpi.services.ports import Counter, Jobs, RunFolders, Runs, no_metrics
 from distkpi.services.statuses import StatusPublisher
 
 logger = Logger(child=True)
@@ -72,8 +71,6 @@ class ConfigSettler:
             reported=len(record.nodes_reported),
             expected=record.nodes_expected,
         )
-        if self.statuses is not None and self.statuses.checks:
-            self._first_node(run_id)
         if record.state is ConfigState.PENDING:
             if len(record.nodes_reported) < record.nodes_expected:
                 return
@@ -95,16 +92,6 @@ class ConfigSettler:
         except (ContractError, StorageError) as exc:
             return str(exc)
         return None
-
-    def _first_node(self, run_id: str) -> None:
-        """The run's check run goes `in_progress` with its first node, once (a bisection's
-        step has no check run)."""
-        if self.runs.mark_started(run_id, utcnow().isoformat(timespec="seconds")):
-            run = self.runs.get(run_id)
-            if run is not None and not policy_of(run).started_on_github:
-                return
-            assert self.statuses is not None
-            self.statuses.started(self._spec(run_id), "running: the first node has reported")
 
     def on_job_failed(self, job_id: str, reason: str) -> bool:
         """A Batch job FAILED: False when the job is not one of ours."""

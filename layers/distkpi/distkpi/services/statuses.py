@@ -106,12 +106,13 @@ class CommitStatuses:
 @dataclass
 class CheckRuns:
     """An App's reporter: one check run per run (`distkpi/<model>`, carrying the KPI table),
-    its id kept on the run's item when created so that an update needs no lookup."""
+    created once when the run starts and updated once with its verdict. Its id is kept when
+    it is created (on the run's item; a suite's with no run by its external id), so no
+    update asks GitHub for it: a check run whose id was never kept is created anew."""
 
     github: GitHub
     count: Counter = no_metrics
-    # None: every update finds its check run by name and external id first
-    ids: CheckRunIds | None = None
+    ids: CheckRunIds | None = None  # None: every post creates a check run
     step: ClassVar[str] = "check run"
 
     def result(
@@ -186,18 +187,15 @@ class CheckRuns:
         return self._post(run.repo, check, {"run_id": run.run_id}, run.run_id)
 
     def _post(self, repo: str, check: CheckRun, keys: dict[str, str], run_id: str | None) -> bool:
-        """Update the check run (by its kept id, else found by name and external id), else
-        create it; a run's id is kept for its next update."""
+        """Update the check run by its kept id, else create it and keep its id."""
         extra = {"state": check.conclusion or check.status, **keys}
         try:
-            kept = self._kept(run_id)
-            found = kept if kept is not None else self._find(repo, check)
-            if found is not None:
-                self.github.update_check_run(repo, found, check.body())
+            kept = self._kept(repo, check.external_id, run_id)
+            if kept is not None:
+                self.github.update_check_run(repo, kept, check.body())
             else:
-                found = self.github.create_check_run(repo, check.body())
-            if run_id is not None and found != kept:
-                self._keep(run_id, found)
+                created = self.github.create_check_run(repo, check.body())
+                self._keep(repo, check.external_id, run_id, created)
         except GitHubError as exc:
             failed(self.count, exc, "check run not posted", extra)
             return False
@@ -205,34 +203,29 @@ class CheckRuns:
         logger.info("check run posted", extra=extra)
         return True
 
-    def _kept(self, run_id: str | None) -> int | None:
-        if self.ids is None or run_id is None:
+    def _kept(self, repo: str, external_id: str, run_id: str | None) -> int | None:
+        if self.ids is None:
             return None
         try:
+            if run_id is None:
+                return self.ids.suite_check_run(repo, external_id)
             return self.ids.check_run(run_id)
         except StorageError:
-            logger.exception("check run id not read", extra={"run_id": run_id})
+            logger.exception("check run id not read", extra={"external_id": external_id})
             return None
 
-    def _find(self, repo: str, check: CheckRun) -> int | None:
-        """The check run's id by its name and external id (a run's from before ids were
-        kept, or a suite's)."""
-        found = [
-            c.get("id")
-            for c in self.github.check_runs(repo, check.head_sha, check.name)
-            if c.get("external_id") == check.external_id
-        ]
-        return found[0] if found and isinstance(found[0], int) else None
-
-    def _keep(self, run_id: str, check_run: int) -> None:
+    def _keep(self, repo: str, external_id: str, run_id: str | None, check_run: int) -> None:
         """The check run is posted whatever happens here: a failure to keep its id is
-        logged and counted, and the next update looks it up again."""
+        logged and counted, and the next post creates another."""
         if self.ids is None:
             return
         try:
-            self.ids.set_check_run(run_id, check_run)
+            if run_id is None:
+                self.ids.set_suite_check_run(repo, external_id, check_run)
+            else:
+                self.ids.set_check_run(run_id, check_run)
         except StorageError:
-            logger.exception("check run id not kept", extra={"run_id": run_id})
+            logger.exception("check run id not kept", extra={"external_id": external_id})
             self.count("CheckRunIdsNotKept")
 
 
@@ -252,7 +245,7 @@ class StatusPublisher:
     checks: bool = False
     # where people read the repository (a pull request's page), for action_required
     web_url: str = "https://github.com"
-    # where a run's check run id is kept (the runs' table); None: looked up at each update
+    # where check run ids are kept (the table); None: every post creates a check run
     check_run_ids: CheckRunIds | None = None
 
     def __post_init__(self) -> None:
@@ -301,11 +294,6 @@ class StatusPublisher:
             evaluation=evaluation,
             appendix=accepted_markdown(acceptance),
         )
-
-    def started(self, run: RunSpec, description: str) -> bool:
-        """The run's first node reported: its check run is `in_progress` (a commit status
-        stays `pending`, so nothing is posted)."""
-        return self.reporter.in_progress(run, description, description)
 
     def still_going(self, run: RunSpec, message: str) -> bool:
         """Say in a running run's check why pressing "Re-run" started nothing."""

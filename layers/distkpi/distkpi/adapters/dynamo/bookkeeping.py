@@ -3,6 +3,7 @@ request (deliveries seen: deliveries.py)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -17,16 +18,22 @@ PR_TTL_S = 90 * 24 * 3600
 
 
 class JobRepository:
-    def __init__(self, table: DynamoTable) -> None:
+    def __init__(self, table: DynamoTable, retention_days: int | None = None) -> None:
         self.table = table
+        # a job's item goes (TTL) this many days after it was submitted; None: never
+        self.retention_days = retention_days
 
     def record(self, job: JobRecord) -> None:
+        expiry = {}
+        if self.retention_days is not None:
+            expiry["expires_at"] = int(time.time()) + self.retention_days * 24 * 3600
         self.table.put(
             {
                 **keys.job(job.job_id),
                 "run_id": job.run_id,
                 "config": job.config,
                 "request": dict(job.request),
+                **expiry,
             }
         )
 

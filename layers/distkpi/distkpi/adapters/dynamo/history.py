@@ -10,7 +10,9 @@ from boto3.dynamodb.conditions import Key
 from distkpi.adapters.dynamo import keys
 from distkpi.adapters.dynamo.table import DynamoTable, to_dynamo
 from distkpi.domain.github.acceptance import Acceptance
-from distkpi.domain.records import HistoryRecord, ResetRecord, RunRecord, SeriesRecord
+from distkpi.domain.records import HistoryRecord, ResetRecord, RunRecord, SeriesRecord, is_published
+
+PR_SERIES_TTL_S = 90 * 24 * 3600  # as long as a pull request's runs are listed (bookkeeping)
 
 
 def history_item(record: HistoryRecord) -> dict[str, Any]:
@@ -115,10 +117,18 @@ class HistoryRepository:
         ]
 
     def record_series(self, series: SeriesRecord) -> None:
-        """The (repo, branch, model)'s latest run, for the site's index; an older run that
-        finishes late does not replace a newer one."""
+        """The (repo, branch, model)'s latest run: a branch's in the site's index (SERIES),
+        a pull request's, which the site never shows, in its repository's own partition,
+        for as long as its runs are listed (TTL); an older run that finishes late does not
+        replace a newer one."""
+        published = is_published(series.branch)
+        key = (keys.series_entry if published else keys.pull_request_series_entry)(
+            series.repo, series.branch, series.model
+        )
+        expiry = {} if published else {"expires_at": _epoch(series.finished_at) + PR_SERIES_TTL_S}
         item = {
-            **keys.series_entry(series.repo, series.branch, series.model),
+            **key,
+            **expiry,
             "repo": series.repo,
             "branch": series.branch,
             "model": series.model,
@@ -134,23 +144,17 @@ class HistoryRepository:
         )
 
     def series(self, repo: str | None = None) -> list[SeriesRecord]:
-        """Every history with its latest run (only ``repo``'s when given), by key."""
+        """Every branch's history with its latest run (only ``repo``'s when given), by key:
+        the site's index. A pull request's is in ``pull_request_series``."""
         condition: Any = Key("PK").eq(keys.SERIES)
         if repo is not None:
             condition = condition & Key("SK").begins_with(f"{repo}#")
-        return [
-            SeriesRecord(
-                str(i["repo"]),
-                str(i["branch"]),
-                str(i["model"]),
-                str(i["run_id"]),
-                str(i["state"]),
-                str(i["description"]),
-                str(i["finished_at"]),
-                i.get("site_built_at"),
-            )
-            for i in self.table.query(KeyConditionExpression=condition)
-        ]
+        return _series(self.table.query(KeyConditionExpression=condition))
+
+    def pull_request_series(self, repo: str) -> list[SeriesRecord]:
+        """``repo``'s pull requests' histories with their latest runs (within the TTL)."""
+        partition = keys.pull_request_series(repo)
+        return _series(self.table.query(KeyConditionExpression=Key("PK").eq(partition)))
 
     def mark_site_built(self, series: SeriesRecord, at: str) -> None:
         self.table.update(
@@ -158,3 +162,31 @@ class HistoryRepository:
             UpdateExpression="SET site_built_at = :at",
             ExpressionAttributeValues={":at": at},
         )
+
+
+def _epoch(at: str) -> int:
+    from datetime import UTC, datetime
+
+    try:
+        moment = datetime.fromisoformat(at.replace("Z", "+00:00"))
+    except ValueError:
+        return int(datetime.now(UTC).timestamp())
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp())
+
+
+def _series(items: Iterable[Mapping[str, Any]]) -> list[SeriesRecord]:
+    return [
+        SeriesRecord(
+            str(i["repo"]),
+            str(i["branch"]),
+            str(i["model"]),
+            str(i["run_id"]),
+            str(i["state"]),
+            str(i["description"]),
+            str(i["finished_at"]),
+            i.get("site_built_at"),
+        )
+        for i in items
+    ]

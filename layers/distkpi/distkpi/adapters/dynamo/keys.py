@@ -1,10 +1,10 @@
 """The key of every item kind in the one table (PK / SK), and of its two indexes.
 
-RUN#<run_id>                  / RUN                 a run
+RUN#<run_id>                  / RUN                 a run (TTL: RETENTION_DAYS)
                                 GSI1: COMMIT#<repo>#<sha> / <created>#<run_id>
                                 GSI2: RUNNING, then UNPUBLISHED / <time>#<run_id>
-RUN#<run_id>                  / CONFIG#<name>       one of its configs
-JOB#<job_id>                  / JOB                 the run and config a Batch job serves
+RUN#<run_id>                  / CONFIG#<name>       one of its configs (TTL, as the run)
+JOB#<job_id>                  / JOB                 the run and config a Batch job serves (TTL)
 DELIVERY                      / <function>#<hash>   a webhook delivery claimed, its answer
                                                     (Powertools' idempotency record, TTL)
 PR#<repo>#<number>            / <created>#<run_id>  a run of a pull request (TTL)
@@ -13,9 +13,14 @@ RESET#<repo>#<branch>#<model> / <at>#<config>       an audited baseline reset
 ALARM#<repo>#<branch>#<model> / ALARM               the configs alarmed of, the last pass
 BISECT#<repo>#<branch>#<model> / <bad run_id>       a bisection of a regression
 REGRESSION#<repo>#<branch>#<model> / <run>:<config>:<kpi>  a regression alerted on, its state
-SERIES                        / <repo>#<branch>#<model>  a history's latest run (site index)
+SERIES                        / <repo>#<branch>#<model>  a branch history's latest run (site index)
+PRSERIES#<repo>               / <branch>#<model>    a pull request's history's latest run (TTL)
 COMMENT#<repo>#<number>       / <suite>             a pull request's comment of a suite (TTL)
 CHAT#<repo>#<suite>           / <hour>              chat messages sent in that hour (TTL)
+CHECK#<repo>#<suite>@<sha>    / CHECK               a suite's check run with no run: its id (TTL)
+GHAPP#REPO#<repo>             / INSTALLATION        the App's installation on a repository (TTL)
+GHAPP#<installation>          / TOKEN               the installation's token, until it expires (TTL)
+PACE#<installation or token>  / PACE                the next free slot of GitHub writes (TTL)
 """
 
 from __future__ import annotations
@@ -105,3 +110,27 @@ def comment(repo: str, number: int, suite: str) -> Key:
 
 def chat_hour(suite: str, hour: str) -> Key:
     return {"PK": f"CHAT#{suite}", "SK": hour}
+
+
+def app_installation(repo: str) -> Key:
+    return {"PK": f"GHAPP#REPO#{repo}", "SK": "INSTALLATION"}
+
+
+def app_token(installation: int) -> Key:
+    return {"PK": f"GHAPP#{installation}", "SK": "TOKEN"}
+
+
+def pace(key: str) -> Key:
+    return {"PK": f"PACE#{key}", "SK": "PACE"}
+
+
+def suite_check(repo: str, external_id: str) -> Key:
+    return {"PK": f"CHECK#{repo}#{external_id}", "SK": "CHECK"}
+
+
+def pull_request_series(repo: str) -> str:
+    return f"PRSERIES#{repo}"
+
+
+def pull_request_series_entry(repo: str, branch: str, model: str) -> Key:
+    return {"PK": pull_request_series(repo), "SK": f"{branch}#{model}"}

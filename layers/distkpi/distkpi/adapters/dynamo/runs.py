@@ -3,8 +3,10 @@ never through locks in memory."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, fields
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.conditions import Key
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
     from distkpi.domain.kpis.engine import ConfigKpis
 
 TRIGGER_FIELDS = tuple(f.name for f in fields(Trigger))
+SUITE_CHECK_KEPT_S = 90 * 24 * 3600
+DAY_S = 24 * 3600
 
 
 def run_item(run: RunRecord) -> dict[str, Any]:
@@ -107,14 +111,24 @@ LOOK = "look_"  # a paired config's decision after pair p is its attribute look_
 
 
 class RunRepository:
-    def __init__(self, table: DynamoTable) -> None:
+    def __init__(self, table: DynamoTable, retention_days: int | None = None) -> None:
         self.table = table
+        # a run's items go (TTL) this many days after it was created; None: never
+        self.retention_days = retention_days
+
+    def _expiry(self, created_at: str) -> dict[str, int]:
+        if self.retention_days is None:
+            return {}
+        created = datetime.fromisoformat(created_at.replace("Z", "+00:00")).timestamp()
+        return {"expires_at": int(created) + self.retention_days * DAY_S}
 
     def create(self, run: RunRecord, configs: Mapping[str, int]) -> bool:
         """The run and one pending config per (name -> nodes); False if the run exists.
         No key is stored: each config's is derived (domain/signing.config_key)."""
+        expiry = self._expiry(run.created_at)
         created = self.table.conditional(
-            Item=to_dynamo(run_item(run)), ConditionExpression="attribute_not_exists(PK)"
+            Item=to_dynamo({**run_item(run), **expiry}),
+            ConditionExpression="attribute_not_exists(PK)",
         )
         if created is None:
             return False
@@ -124,6 +138,7 @@ class RunRepository:
                 "name": name,
                 "nodes_expected": nodes,
                 "state": ConfigState.PENDING.value,
+                **expiry,
             }
             self.table.conditional(Item=config, ConditionExpression="attribute_not_exists(PK)")
         return True
@@ -277,16 +292,17 @@ class RunRepository:
         )
         return response is not None
 
-    def mark_started(self, run_id: str, at: str) -> bool:
-        """The run's first node reported: True for the one caller that marked it."""
-        response = self.table.conditional(
-            Key=keys.run(run_id),
-            UpdateExpression="SET first_node_at = :at",
-            ConditionExpression="#status = :running AND attribute_not_exists(first_node_at)",
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":at": at, ":running": RunStatus.RUNNING.value},
-        )
-        return response is not None
+    def suite_check_run(self, repo: str, external_id: str) -> int | None:
+        """The id of a suite's check run with no run (its external id: suite@sha)."""
+        item = self.table.get(keys.suite_check(repo, external_id))
+        found = item.get("check_run") if item is not None else None
+        return int(found) if found is not None else None
+
+    def set_suite_check_run(self, repo: str, external_id: str, check_run: int) -> None:
+        """Kept as long as a commit's check runs matter to anyone (TTL)."""
+        at = int(time.time()) + SUITE_CHECK_KEPT_S
+        key = keys.suite_check(repo, external_id)
+        self.table.put({**key, "check_run": check_run, "expires_at": at})
 
     def check_run(self, run_id: str) -> int | None:
         """The run's check run id, kept when it was created; None before that (or for a run

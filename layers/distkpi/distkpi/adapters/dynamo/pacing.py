@@ -1,0 +1,52 @@
+"""The GitHub writers' slots per installation, shared by every container of every function
+(adapters/github_limits.Slots): one item per key holding the next free slot, moved by an
+atomic conditional update, so that no two writers get the same slot."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from distkpi.adapters.dynamo import keys
+from distkpi.adapters.dynamo.table import DynamoTable
+from distkpi.exceptions import StorageError
+
+KEPT_S = 3600  # an idle key's item goes (TTL); the next write starts it again
+ATTEMPTS = 5
+
+
+def _decimal(seconds: float) -> Decimal:
+    return Decimal(f"{seconds:.3f}")
+
+
+class PaceSlots:
+    def __init__(self, table: DynamoTable) -> None:
+        self.table = table
+
+    def claim(self, key: str, now: float, interval_s: float) -> float:
+        """The key's next slot when it is still ahead of ``now`` (moved on by one interval),
+        else ``now`` (the next slot set one interval after it)."""
+        values = {":i": _decimal(interval_s), ":now": _decimal(now)}
+        expires = {":exp": int(now) + KEPT_S}
+        for _ in range(ATTEMPTS):
+            moved = self.table.conditional(
+                Key=keys.pace(key),
+                UpdateExpression="SET next_slot = next_slot + :i, expires_at = :exp",
+                ConditionExpression="next_slot >= :now",
+                ExpressionAttributeValues={**values, **expires},
+                ReturnValues="UPDATED_NEW",
+            )
+            if moved is not None:
+                return float(moved["Attributes"]["next_slot"]) - interval_s
+            started = self.table.conditional(
+                Key=keys.pace(key),
+                UpdateExpression="SET next_slot = :next, expires_at = :exp",
+                ConditionExpression="attribute_not_exists(next_slot) OR next_slot < :now",
+                ExpressionAttributeValues={
+                    ":now": values[":now"],
+                    ":next": _decimal(now + interval_s),
+                    **expires,
+                },
+            )
+            if started is not None:
+                return now
+        raise StorageError(f"no GitHub write slot for {key} after {ATTEMPTS} attempts")
