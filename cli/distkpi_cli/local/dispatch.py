@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from distkpi.domain.layout import REPORT_PAGE, REPORTS, RUNS
+from distkpi.domain.layout import REPORT_PAGE, REPORTS, RUNS, SITE
 from distkpi.domain.records import RunRecord, RunStatus
 from distkpi_cli.confined import UnsafeNameError, confined
 from distkpi_cli.local.aws_stack import BUCKET
@@ -125,7 +125,9 @@ class Dispatcher:
         return found
 
     def copy_out(self, run_id: str) -> tuple[Path, Path]:
-        """The run folder and the report's page, on local disk."""
+        """The run folder and the report's page, on local disk, and the history site as the
+        publisher left it in the bucket (`<out>/site`, beside the reports its runs link)."""
         folder = self.download(f"{RUNS}{run_id}/")
         report = self.download(f"{REPORTS}{run_id}/") / REPORT_PAGE
+        self.download(SITE)
         return folder, report

@@ -165,6 +165,8 @@ class HistoryRecord:
     paired: Mapping[str, float] = field(default_factory=dict)
     # an A/A run of `distkpi calibrate` (its sha in both arms): read back by that command
     calibration: bool = False
+    # the run's verdict (success, failure, error); None for records from before it was kept
+    verdict: str | None = None
 
 
 @dataclass(frozen=True)

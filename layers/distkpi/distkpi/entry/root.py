@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     )
     from distkpi.services.publish import DrawReport, Publisher
     from distkpi.services.settle import ConfigSettler
-    from distkpi.services.site import SiteRefresher
+    from distkpi.services.site import SitePublisher
 
 
 class Adapters(Protocol):
@@ -149,6 +149,7 @@ class Services:
             self.stack.clock,
             self.alerts,
             bisector=self.bisector,
+            site=self.site,
         )
         if self.stack.draw is not None:
             publisher.draw = self.stack.draw
@@ -253,9 +254,9 @@ class Services:
         )
 
     @cached_property
-    def site(self) -> SiteRefresher:
-        from distkpi.services.site import SiteRefresher
+    def site(self) -> SitePublisher:
+        from distkpi.services.site import SitePublisher
 
-        return SiteRefresher(
-            self.stack.history, self.stack.store, self.stack.count, self.stack.clock
+        return SitePublisher(
+            self.stack.store, self.stack.history.resets, self.stack.count, self.stack.clock
         )

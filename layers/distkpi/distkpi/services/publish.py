@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
@@ -20,12 +20,15 @@ from distkpi.domain.kpis.runfolder import RunSource
 from distkpi.domain.layout import kpis_key, report_key
 from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord
-from distkpi.exceptions import StorageError
+from distkpi.exceptions import ConflictError, StorageError
 from distkpi.services.alerts import RegressionAlerts
 from distkpi.services.baseline import baseline_of
 from distkpi.services.bisect import Bisector
 from distkpi.services.ports import Clock, Counter, History, RunFolders, Runs, no_metrics, utcnow
 from distkpi.services.statuses import StatusPublisher
+
+if TYPE_CHECKING:
+    from distkpi.services.site import SitePublisher
 
 logger = Logger(child=True)
 
@@ -96,6 +99,7 @@ class Publisher:
     alerts: RegressionAlerts | None = None  # a stack with a regression topic
     bisector: Bisector | None = None  # a stack that submits jobs: bisects regressions
     draw: DrawReport = draw_report
+    site: SitePublisher | None = None  # a stack with a bucket: the history site's files
 
     def publish(self, run: RunRecord, baseline: Sequence[HistoryRow] | None = None) -> bool:
         """Publish a finished run's stored evaluation (its report drawn against ``baseline``,
@@ -118,13 +122,19 @@ class Publisher:
 
     @property
     def commit_steps(self) -> list[Step]:
-        """A commit's result: its history, kpis.json, the report, the team's alert before
-        GitHub (which may be down), the bisection of a push's regression, the status (or
-        check run: the stack's reporter)."""
+        """A commit's result: its history, kpis.json, the report, the history site's
+        files, the team's alert before GitHub (which may be down), the bisection of a push's
+        regression, the status (or check run: the stack's reporter)."""
         return [
             Step("history", self._history, OnFailure.RAISE),
             Step("kpis", self._kpis, OnFailure.RAISE),
             Step("report", self._report, OnFailure.GO_ON),
+            Step(
+                "history site",
+                self._site,
+                OnFailure.RETRY_LATER,
+                retried=(StorageError, ConflictError),
+            ),
             Step("alerts", self._alert, OnFailure.RETRY_LATER, retried=(StorageError,)),
             Step("bisection", self._bisect, OnFailure.GO_ON),
             Step(self.statuses.reporter.step, self._status, OnFailure.RETRY_LATER, retried=()),
@@ -164,6 +174,12 @@ class Publisher:
 
     def _report(self, p: Publication) -> None:
         p.report_written = self._write_report(p.run, p.baseline)
+
+    def _site(self, p: Publication) -> None:
+        """The run's points into the history site's files (a published branch's run); the
+        bucket refusing leaves the run to the sweeper, which publishes it again."""
+        if self.site is not None:
+            self.site.publish(p.run, p.evaluation, history_records(p.run, p.evaluation))
 
     def _alert(self, p: Publication) -> None:
         """Tell the team of a regression before GitHub; a topic that refuses (StorageError)
@@ -273,6 +289,7 @@ def history_records(run: RunRecord, evaluation: Evaluation) -> list[HistoryRecor
             judged=judged.get(c.name, {}),
             paired=first_pair_d(c, base) if c.pairs else {},
             calibration=run.spec.calibration,
+            verdict=evaluation.verdict.state.value,
         )
         for c in evaluation.kpis.configs
     ]

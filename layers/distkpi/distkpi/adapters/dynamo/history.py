@@ -28,6 +28,7 @@ def history_item(record: HistoryRecord) -> dict[str, Any]:
         "judged": {kpi: dict(judged) for kpi, judged in record.judged.items()},
         "paired": dict(record.paired),
         "calibration": record.calibration,
+        **({"verdict": record.verdict} if record.verdict is not None else {}),
     }
 
 
@@ -49,6 +50,7 @@ def history_record(item: Mapping[str, Any]) -> HistoryRecord:
         judged=item.get("judged") or {},
         paired={str(k): float(v) for k, v in (item.get("paired") or {}).items()},
         calibration=bool(item.get("calibration", False)),
+        verdict=None if item.get("verdict") is None else str(item["verdict"]),
     )
 
 
