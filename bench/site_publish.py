@@ -1,6 +1,6 @@
 """What publishing one run into the history site costs, per run of history: the per-run
 update of the site's JSON files (services/site.py) beside the full rebuild the sweeper did
-before it (reporting/site.py's SVG pages), both on a moto server over HTTP.
+before it (distkpi_cli/site_pages.py's SVG pages), both on a moto server over HTTP.
 
     python bench/site_publish.py [--runs 100 10000 100000] [--old 100 1000] [--rate 100]
                                  [--publishes 5] [--smoke]
@@ -224,7 +224,7 @@ def _evaluated(run: RunRecord) -> tuple[Any, list[HistoryRecord]]:
 
 
 def old_row(endpoint: str, runs: int, rate: int) -> str:
-    from distkpi.reporting.site import REPORT_URL, build_series, write_index
+    from distkpi_cli.site_pages import REPORT_URL, build_series, write_index
 
     s3, dynamodb = stack(endpoint)
     table = DynamoTable(TABLE, dynamodb.Table(TABLE))
@@ -285,7 +285,7 @@ def main() -> int:
             for runs in args.runs:
                 print(publish_row(endpoint, runs, args.rate, args.publishes), flush=True)
             if args.old:
-                print("\nThe full rebuild the sweeper did before (reporting/site.py):\n")
+                print("\nThe full rebuild the sweeper did before (distkpi_cli/site_pages.py):\n")
                 head = "| runs of history | rebuild (s) | ms per run | S3 requests"
                 print(head + " | DynamoDB requests |")
                 print("| ---: | ---: | ---: | ---: | ---: |")

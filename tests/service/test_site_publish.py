@@ -251,9 +251,11 @@ def test_a_rebuild_from_the_table_writes_what_the_runs_published_one_by_one() ->
     runs = published_runs(pipeline, 4, days_apart=0.5)
     site = Site()
     found = {r.run_id: (r, r.evaluation) for r in runs if r.evaluation is not None}
-    built = rebuild(
-        pipeline.history, site, runs=lambda r: found.get(r), app=APP, now="2026-12-02T00:00:00"
-    )
+
+    def finished(run_id: str) -> tuple[RunRecord, Evaluation] | None:
+        return found.get(run_id)
+
+    built = rebuild(pipeline.history, site, runs=finished, app=APP, now="2026-12-02T00:00:00")
     assert (built.histories, built.runs, built.chunks, built.run_files) == (1, 4, 2, 4)
     for month in ("2026-11", "2026-12"):
         name = f"api/series/PaddlePaddle/Paddle/develop/resnet50/{month}.json"

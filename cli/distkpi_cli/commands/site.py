@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None:
         raise UsageError("give --out DIR (or --rebuild with --out DIR or --bucket B)")
     from distkpi.adapters.dynamo import HistoryRepository
-    from distkpi.reporting.site import FolderSite, build_site
+    from distkpi_cli.site_pages import FolderSite, build_site
 
     out = Path(args.out)
     with open_table(args) as table:
@@ -50,9 +50,9 @@ def rebuild(args: argparse.Namespace) -> int:
     from distkpi.adapters.dynamo import HistoryRepository, RunRepository
     from distkpi.domain.records import RunRecord
     from distkpi.reporting.app_files import read_app
-    from distkpi.reporting.site import FolderSite
     from distkpi.services.site import BucketSite
     from distkpi.services.site import rebuild as rebuild_site
+    from distkpi_cli.site_pages import FolderSite
 
     if (args.out is None) == (args.bucket is None):
         raise UsageError("--rebuild writes to one place: give --out DIR or --bucket B")

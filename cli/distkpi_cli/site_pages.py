@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Protocol
 
 from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord, is_published
-from distkpi.reporting import site_view
-from distkpi.reporting.site_view import (
+from distkpi_cli import site_view
+from distkpi_cli.site_view import (
     LABELS,
     TABLE_RUNS,
     Chart,
