@@ -118,9 +118,9 @@ def test_the_bucket_refuses_plain_http_and_expires_old_versions(template: dict[s
     assert deny["Effect"] == "Deny"
     assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     assert site["Fn::If"][0] == "HostsSite" and site["Fn::If"][2] == {"Ref": "AWS::NoValue"}
-    rules = resources_of_type(template, "AWS::S3::Bucket")["RunsBucket"][
-        "LifecycleConfiguration"
-    ]["Rules"]
+    rules = resources_of_type(template, "AWS::S3::Bucket")["RunsBucket"]["LifecycleConfiguration"][
+        "Rules"
+    ]
     assert all(rule["NoncurrentVersionExpiration"]["NoncurrentDays"] > 0 for rule in rules)
     # the site's files are rewritten by every run: their old versions last a day
     assert [r["NoncurrentVersionExpiration"]["NoncurrentDays"] for r in rules] == [30, 1]

@@ -13,6 +13,8 @@ from distkpi_cli.commands.common import Subcommands, UsageError, open_table, tab
 
 def run(args: argparse.Namespace) -> int:
     if args.rebuild:
+        if (args.out is None) == (args.bucket is None):
+            raise UsageError("--rebuild writes to one place: give --out DIR or --bucket B")
         return rebuild(args)
     if args.bucket is not None:
         raise UsageError("--bucket is where --rebuild writes: give --rebuild, or --out alone")
@@ -54,8 +56,6 @@ def rebuild(args: argparse.Namespace) -> int:
     from distkpi.services.site import rebuild as rebuild_site
     from distkpi_cli.site_pages import FolderSite
 
-    if (args.out is None) == (args.bucket is None):
-        raise UsageError("--rebuild writes to one place: give --out DIR or --bucket B")
     with open_table(args) as table:
         repository = RunRepository(table)
 
