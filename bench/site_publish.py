@@ -3,12 +3,13 @@ update of the site's JSON files (services/site.py) beside the full rebuild the s
 before it (distkpi_cli/site_pages.py's SVG pages), both on a moto server over HTTP.
 
     python bench/site_publish.py [--runs 100 10000 100000] [--old 100 1000] [--rate 100]
-                                 [--publishes 5] [--smoke]
+                                 [--publishes 3] [--smoke]
 
 For each N of --runs: the bucket's site/api/ is seeded with N runs of one model's history
-(the seed's four configs, --rate runs a day, so a month's chunk holds about 30 x rate runs
-whatever N is), as `distkpi site --rebuild` writes it; then --publishes new runs are
-published one after the other, each a real evaluation of the seed's suite, through
+(the seed's four configs, --rate runs a day), as `distkpi site --rebuild` writes it, ending
+248 runs into a month so that the next publishes write into a part of the month's chunk
+as full as parts get (about 1,000 points); then --publishes new runs are published one
+after the other, each a real evaluation of the seed's suite, through
 SitePublisher on S3 (conditional writes) with the resets read from the table. Reported: the
 median and the slowest publish's wall time, and the S3 and DynamoDB requests each made.
 For each N of --old: the same history in the table, and one full rebuild of the old pages
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import logging
 import os
 import random
@@ -46,6 +48,7 @@ from distkpi.domain.kpis.engine import ConfigKpis, RunKpis  # noqa: E402
 from distkpi.domain.planning.jobs import run_spec_for  # noqa: E402
 from distkpi.domain.planning.suites import load_suite  # noqa: E402
 from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord  # noqa: E402
+from distkpi.reporting import api  # noqa: E402
 from distkpi.reporting.app_files import AppFiles  # noqa: E402
 from distkpi.services.site import BucketSite, SitePublisher, rebuild  # noqa: E402
 from distkpi_cli.local.aws_stack import aws_environment, local_client  # noqa: E402
@@ -54,13 +57,17 @@ from distkpi_cli.local.template import load_template, table_definition  # noqa: 
 REPO, BRANCH, MODEL = "PaddlePaddle/Paddle", "develop", "resnet50"
 TABLE, BUCKET = "bench-site", "bench-site-bucket"
 SEED = {"1x1": (1, 120.0), "1x8": (8, 720.0), "2x8-4ps": (16, 1300.0), "4x8-8ps": (32, 2400.0)}
-START = datetime(2020, 1, 1, tzinfo=UTC)
+# the history ends 248 runs into a month: the first publishes write a part as full as a
+# part gets (about CHUNK_POINTS points), the dearest case, whatever N is
+MONTH = datetime(2026, 11, 1, tzinfo=UTC)
+FILLED = 248
 SUITE = load_suite(ROOT / "infra" / "suites" / "resnet50.yaml")
 APP = AppFiles({}, "bench")  # the application's copy is a deploy's cost, not a run's
 
 
-def at(i: int, rate: int) -> str:
-    return (START + timedelta(days=i / rate)).isoformat(timespec="milliseconds")
+def at(i: int, rate: int, runs: int) -> str:
+    """Run i of ``runs`` (later ones published after them), ``rate`` a day."""
+    return (MONTH + timedelta(days=(i - runs + FILLED) / rate)).isoformat(timespec="milliseconds")
 
 
 def config_values(config: str, i: int, rng: random.Random) -> dict[str, Any]:
@@ -92,7 +99,7 @@ class SyntheticHistory:
         for i in reversed(range(self.runs)):
             rng = random.Random(i)
             sha = hashlib.sha1(str(i).encode()).hexdigest()
-            when = at(i, self.rate)
+            when = at(i, self.rate, self.runs)
             for config in SEED:
                 values = config_values(config, i, rng)
                 judged = {
@@ -120,10 +127,11 @@ class SyntheticHistory:
     def series(self, repo: str | None = None) -> list[SeriesRecord]:
         del repo
         last = f"run-{self.runs - 1:06d}"
-        return [SeriesRecord(REPO, BRANCH, MODEL, last, "success", "ok", at(self.runs, self.rate))]
+        finished = at(self.runs - 1, self.rate, self.runs)
+        return [SeriesRecord(REPO, BRANCH, MODEL, last, "success", "ok", finished)]
 
 
-def new_run(i: int, rate: int) -> RunRecord:
+def new_run(i: int, rate: int, runs: int) -> RunRecord:
     """Run i, judged by the suite against nothing (the publish does not read the history)."""
     sha = hashlib.sha1(f"new-{i}".encode()).hexdigest()
     trigger = Trigger(REPO, sha, f"refs/heads/{BRANCH}", BRANCH, "push", BRANCH)
@@ -137,7 +145,7 @@ def new_run(i: int, rate: int) -> RunRecord:
             "configs": {c: config_values(c, i, rng) for c in SEED},
         }
     )
-    when = at(i, rate)
+    when = at(i, rate, runs)
     return RunRecord(
         run_id=run_id,
         trigger=trigger,
@@ -183,36 +191,40 @@ def stack(endpoint: str) -> tuple[Any, Any]:
 
 
 def publish_row(endpoint: str, runs: int, rate: int, publishes: int) -> str:
-    s3, dynamodb = stack(endpoint)
+    s3, _ = stack(endpoint)
     started = time.perf_counter()
     built = rebuild(
         SyntheticHistory(runs, rate), BucketSite(S3RunStore(BUCKET, s3)), change_points=False
     )
     seeded = time.perf_counter() - started
     counted = Requests()
-    store = S3RunStore(BUCKET, counted.watch(s3, "s3"))
-    table = DynamoTable(TABLE, dynamodb.Table(TABLE))
-    counted.watch(dynamodb.meta.client, "dynamodb")
+    watched = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    store = S3RunStore(BUCKET, counted.watch(watched, "s3"))
+    resource = boto3.resource("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+    table = DynamoTable(TABLE, resource.Table(TABLE))
+    counted.watch(resource.meta.client, "dynamodb")
     site = SitePublisher(store, HistoryRepository(table).resets, app=lambda: APP)
-    site.publish(new_run(runs, rate), *_evaluated(new_run(runs, rate)))  # the app, copied once
+    run = new_run(runs - 1, rate, runs)  # the last seeded, again: the index gets its app key
+    site.publish(run, *_evaluated(run))
     counted.take()
-    times, sent = [], []
-    for k in range(1, publishes + 1):
-        run = new_run(runs + k, rate)
+    times, sent, parts = [], [], []
+    for k in range(publishes):
+        run = new_run(runs + k, rate, runs)
         began = time.perf_counter()
         site.publish(run, *_evaluated(run))
         times.append(time.perf_counter() - began)
         sent.append(counted.take())
-    chunk = max(
-        len(o["Key"]) and s3.head_object(Bucket=BUCKET, Key=o["Key"])["ContentLength"]
-        for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="site/api/series/").get("Contents", [])
-    )
+        key = "site/api/" + api.series_path(REPO, BRANCH, MODEL)
+        head = json.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+        parts.append(max(c["points"] for c in head["chunks"] if c["to"] == run.finished_at))
+    listed = s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix="site/api/")
+    largest = max(o["Size"] for page in listed for o in page.get("Contents", []))
     s3_requests = sorted({s.get("s3", 0) for s in sent})
     dynamo = sorted({s.get("dynamodb", 0) for s in sent})
     return (
         f"| {runs} | {built.chunks} | {statistics.median(times) * 1000:.0f} | "
         f"{max(times) * 1000:.0f} | {'/'.join(map(str, s3_requests))} | "
-        f"{'/'.join(map(str, dynamo))} | {chunk / 1e6:.1f} | {seeded:.0f} |"
+        f"{'/'.join(map(str, dynamo))} | {max(parts)} | {largest / 1e6:.2f} | {seeded:.0f} |"
     )
 
 
@@ -229,7 +241,7 @@ def old_row(endpoint: str, runs: int, rate: int) -> str:
     s3, dynamodb = stack(endpoint)
     table = DynamoTable(TABLE, dynamodb.Table(TABLE))
     history = HistoryRepository(table)
-    synthetic = SyntheticHistory(runs, rate)
+    synthetic = SyntheticHistory(runs, rate)  # as published
     batch: list[HistoryRecord] = []
     for record in synthetic.history():
         batch.append(record)
@@ -259,7 +271,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, nargs="+", default=[100, 10000, 100000])
     parser.add_argument("--old", type=int, nargs="*", default=[100, 1000])
     parser.add_argument("--rate", type=int, default=100, help="runs a day (default: 100)")
-    parser.add_argument("--publishes", type=int, default=5)
+    parser.add_argument("--publishes", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="small sizes: that it runs")
     args = parser.parse_args()
     if args.smoke:
@@ -279,9 +291,10 @@ def main() -> int:
             print("\nOne run published into the site's files (services/site.py):\n")
             print(
                 "| runs of history | chunks | publish, median (ms) | slowest (ms) "
-                "| S3 requests | DynamoDB requests | largest file (MB) | seeding (s) |"
+                "| S3 requests | DynamoDB requests | points in the part written "
+                "| largest file (MB) | seeding (s) |"
             )
-            print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+            print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
             for runs in args.runs:
                 print(publish_row(endpoint, runs, args.rate, args.publishes), flush=True)
             if args.old:

@@ -83,6 +83,8 @@ def test_a_published_push_writes_its_points_the_head_the_index_and_its_run_file(
             "to": run.finished_at,
             "points": 4,
             "runs": 1,
+            "month": "2026-11",
+            "part": 1,
         }
     ]
     assert {k["name"]: k["direction"] for k in head["kpis"]}["throughput"] == "higher"

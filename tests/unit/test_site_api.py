@@ -94,8 +94,8 @@ def test_a_head_written_from_an_older_chunk_never_shrinks_what_a_newer_one_recor
         older, api.points_of([record(2, "1x8", 700.0, "2026-11-02T00:00:00")])
     )
     head = api.empty_series("PaddlePaddle/Paddle", "develop", "resnet50")
-    head = api.updated_series(head, api.chunk_entry(path, newer), newer)
-    late = api.updated_series(head, api.chunk_entry(path, older), older)  # the slower writer
+    head = api.updated_series(head, api.chunk_entry(path, newer, "2026-11", 1), newer)
+    late = api.updated_series(head, api.chunk_entry(path, older, "2026-11", 1), older)  # slower
     assert (
         late["chunks"]
         == head["chunks"]
@@ -106,6 +106,8 @@ def test_a_head_written_from_an_older_chunk_never_shrinks_what_a_newer_one_recor
                 "to": "2026-11-02T00:00:00",
                 "points": 2,
                 "runs": 2,
+                "month": "2026-11",
+                "part": 1,
             }
         ]
     )
@@ -159,3 +161,31 @@ def test_a_sparkline_is_the_last_thirty_throughputs_of_one_config_oldest_first()
         "config": "1x8",
         "values": [float(i) for i in range(10, 40)],
     }
+
+
+def test_a_busy_month_goes_on_in_parts_and_a_run_published_again_finds_its_own() -> None:
+    key = ("PaddlePaddle/Paddle", "develop", "resnet50")
+    runs = [
+        [record(i, c, 700.0, f"2026-11-01T{i // 60:02d}:{i % 60:02d}") for c in ("1x1", "1x8")]
+        for i in range(api.CHUNK_POINTS // 2 + 3)  # two points a run: a part and a bit
+    ]
+    head = api.empty_series(*key)
+    parts: dict[int, list[api.Point]] = {}
+    placed = {}
+    for run in runs:
+        points = api.points_of(run)
+        part = api.part_for(head, "2026-11", points[0]["finished_at"])
+        parts[part] = api.merged_points(parts.get(part, []), points)
+        path = api.chunk_path(*key, "2026-11", part)
+        head = api.updated_series(head, api.chunk_entry(path, parts[part], "2026-11", part), points)
+        placed[run[0].run_id] = part
+    assert [len(p) for _, p in sorted(parts.items())] == [api.CHUNK_POINTS, 6]
+    assert [c["path"].rsplit("/", 1)[1] for c in head["chunks"]] == [
+        "2026-11.json",
+        "2026-11.2.json",
+    ]
+    for run in (runs[0], runs[api.CHUNK_POINTS // 2 - 1], runs[-1]):  # published again
+        at = run[0].finished_at
+        assert api.part_for(head, "2026-11", at) == placed[run[0].run_id]
+    every = [p for _, part in sorted(parts.items()) for p in part]
+    assert api.split_month(every) == [parts[1], parts[2]]  # as the rebuild splits it

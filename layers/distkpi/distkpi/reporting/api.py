@@ -4,11 +4,12 @@ api/index.json                                          every published history,
 api/series/<owner>/<name>/<branch>/<model>.json         a history's head: KPIs, configs,
                                                         hardware, its chunks, its marks
 api/series/<owner>/<name>/<branch>/<model>/<YYYY-MM>.json  its points of one month, oldest first
+                                                        (a busy month goes on in YYYY-MM.2.json)
 api/runs/<run_id>.json                                  one run: its KPIs and their judgement
 
 Pure: history records, runs and resets in, plain dicts out. Every update is a function of
 the file as read and what one run adds, so a writer that lost a conditional write reads the
-file again and applies the same update (services/site_api.py); applying it twice changes
+file again and applies the same update (services/site.py); applying it twice changes
 nothing (points are keyed by run and config, marks by what they mark)."""
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ SPARKLINE_RUNS = 30
 # a change point is looked for in a config's last this many values of a KPI in a chunk
 CHANGE_WINDOW = 64
 CHANGE_MIN = 8  # and only with at least this many (as the old pages did)
+# a month's chunk holds about this many points (whole runs); a busy month goes on in parts
+# (YYYY-MM.2.json, ...), so that no file, and no publish's read and write of it, outgrows it
+CHUNK_POINTS = 1000
 REPORT_LINK = "../reports/{run_id}/index.html"  # from the site's root: the bucket's layout
 UNKNOWN = "unknown"
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -66,9 +70,11 @@ def series_path(repo: str, branch: str, model: str) -> str:
     return series_base(repo, branch, model) + ".json"
 
 
-def chunk_path(repo: str, branch: str, model: str, month: str) -> str:
-    """A history's points of one month (YYYY-MM), relative to api/."""
-    return f"{series_base(repo, branch, model)}/{month}.json"
+def chunk_path(repo: str, branch: str, model: str, month: str, part: int = 1) -> str:
+    """A history's points of one month (YYYY-MM), relative to api/: its first part, or
+    another of a busy month's."""
+    name = month if part == 1 else f"{month}.{part}"
+    return f"{series_base(repo, branch, model)}/{name}.json"
 
 
 def run_path(run_id: str) -> str:
@@ -159,14 +165,48 @@ def empty_series(repo: str, branch: str, model: str) -> dict[str, Any]:
     }
 
 
-def chunk_entry(path: str, points: Sequence[Point]) -> dict[str, Any]:
+def chunk_entry(path: str, points: Sequence[Point], month: str, part: int) -> dict[str, Any]:
     return {
         "path": path,
         "from": points[0]["finished_at"],
         "to": points[-1]["finished_at"],
         "points": len(points),
         "runs": len({p["run_id"] for p in points}),
+        "month": month,
+        "part": part,
     }
+
+
+def part_for(head: Mapping[str, Any], month: str, finished_at: str) -> int:
+    """The part of its month a run finished at ``finished_at`` goes into: the last part that
+    starts no later than it (the first when none does), or a new one after a full last part
+    it is newer than. A part's range never reaches into the next one's, so a run published
+    again finds the part that holds it."""
+    parts = sorted(
+        (c for c in head["chunks"] if c.get("month", c["from"][:7]) == month),
+        key=lambda c: c.get("part", 1),
+    )
+    if not parts:
+        return 1
+    started = [c for c in parts if str(c["from"]) <= finished_at]
+    target = started[-1] if started else parts[0]
+    number = int(target.get("part", 1))
+    last = target is parts[-1]
+    if last and target["points"] >= CHUNK_POINTS and finished_at > str(target["to"]):
+        return number + 1
+    return number
+
+
+def split_month(points: Sequence[Point]) -> list[list[Point]]:
+    """A month's points (oldest first) as parts of whole runs, each of at least
+    CHUNK_POINTS points but the last: as runs published one by one fill them."""
+    parts: list[list[Point]] = [[]]
+    for p in points:
+        full = len(parts[-1]) >= CHUNK_POINTS and parts[-1][-1]["run_id"] != p["run_id"]
+        if full and p["finished_at"] > parts[-1][-1]["finished_at"]:
+            parts.append([])
+        parts[-1].append(p)
+    return parts
 
 
 def _mark_key(m: Mapping[str, Any]) -> tuple[str, ...]:
@@ -186,9 +226,10 @@ def updated_series(
     marks: Iterable[Mapping[str, Any]] = (),
     accuracy_direction: str = "higher",
 ) -> dict[str, Any]:
-    """The head with a chunk's entry as written (``points``: what it holds). Chunks only
-    grow, so an entry's counts and range only widen: a writer that saw an older version of
-    the chunk never shrinks what a later one recorded."""
+    """The head with a chunk's entry as written and ``points`` (the run's: their KPIs,
+    configs and hardware join the head's). Chunks only grow, so an entry's counts and range
+    only widen: a writer that saw an older version of the chunk never shrinks what a later
+    one recorded."""
     out = dict(head)
     chunks = {c["path"]: dict(c) for c in head["chunks"]}
     old = chunks.get(entry["path"])
@@ -199,6 +240,8 @@ def updated_series(
             "to": max(old["to"], entry["to"]),
             "points": max(old["points"], entry["points"]),
             "runs": max(old.get("runs", 0), entry["runs"]),
+            "month": entry["month"],
+            "part": entry["part"],
         }
     chunks[entry["path"]] = dict(entry)
     out["chunks"] = sorted(chunks.values(), key=lambda c: (c["from"], c["path"]))
@@ -212,15 +255,22 @@ def updated_series(
     return out
 
 
-def change_point_marks(points: Sequence[Point], kpis: Iterable[str] | None = None) -> list:
-    """Per config and KPI, the last step change (E-Divisive, as the verdicts use) of its last
-    CHANGE_WINDOW values in ``points`` (a chunk, oldest first), as a mark at the first point
-    after it."""
+def change_point_marks(
+    points: Sequence[Point],
+    kpis: Iterable[str] | None = None,
+    configs: Iterable[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Per config and KPI (of ``configs`` and ``kpis``, else all), the last step change
+    (E-Divisive, as the verdicts use) of its last CHANGE_WINDOW values in ``points`` (a
+    chunk, oldest first), as a mark at the first point after it."""
     from distkpi.domain.judging.changepoints import last_change_point  # numpy: not at import
 
     wanted = set(kpis) if kpis is not None else None
+    of = set(configs) if configs is not None else None
     series: dict[tuple[str, str], list[Point]] = {}
     for p in points:
+        if of is not None and p["config"] not in of:
+            continue
         for name, v in p["kpis"].items():
             if v["value"] is not None and (wanted is None or name in wanted):
                 series.setdefault((p["config"], name), []).append(p)

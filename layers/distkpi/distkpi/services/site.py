@@ -59,19 +59,27 @@ class SitePublisher:
         if not is_published(branch) or not records:
             return False
         points = api.points_of(records)
-        path = api.chunk_path(repo, branch, model, api.month_of(points[0]["finished_at"]))
+        at, month = points[0]["finished_at"], api.month_of(points[0]["finished_at"])
+        head_name = api.series_path(repo, branch, model)
+        found = self._read(head_name)
+        current = json.loads(found[0]) if found else api.empty_series(repo, branch, model)
+        part = api.part_for(current, month, at)
+        path = api.chunk_path(repo, branch, model, month, part)
         chunk = self._update(
             path, lambda: api.chunk([]), lambda c: api.chunk(api.merged_points(c["points"], points))
         )
         held = chunk["points"]
-        marks = api.change_point_marks(held, api.judged_kpis(held))
+        configs = {p["config"] for p in points}
+        marks = api.change_point_marks(held, api.judged_kpis(points), configs)
         marks += api.reset_marks(self.resets(repo, branch, model))
         direction = run.spec.accuracy_direction.value
-        entry = api.chunk_entry(path, held)
+        entry = api.chunk_entry(path, held, month, part)
         head = self._update(
-            api.series_path(repo, branch, model),
+            head_name,
             lambda: api.empty_series(repo, branch, model),
-            lambda h: api.updated_series(h, entry, held, marks, direction),
+            lambda h: api.updated_series(h, entry, points, marks, direction),
+            read=found,
+            was_read=True,
         )
         latest = {
             "run_id": run.run_id,
@@ -105,6 +113,9 @@ class SitePublisher:
         self._update(api.INDEX, lambda: api.empty_index(""), lambda i: {**i, "app": app.digest})
         logger.info("history site application copied", files=len(app.files))
 
+    def _read(self, name: str) -> tuple[bytes, str] | None:
+        return self.store.read_tagged(self.prefix + api.API + name)
+
     def _put(self, name: str, data: bytes, content_type: str) -> None:
         self.store.put_bytes(self.prefix + api.API + name, data, content_type)
 
@@ -115,13 +126,15 @@ class SitePublisher:
         change: Callable[[Doc], Doc],
         *,
         always: bool = False,
+        read: tuple[bytes, str] | None = None,
+        was_read: bool = False,
     ) -> Doc:
-        """Read api/<name>, apply ``change``, write it back only over the version read; on
-        losing, read it again and apply again. A change that changes nothing is not
-        written (unless ``always``)."""
+        """Read api/<name> (unless ``was_read``: then it is ``read``), apply ``change``,
+        write it back only over the version read; on losing, read it again and apply again.
+        A change that changes nothing is not written (unless ``always``)."""
         key = self.prefix + api.API + name
-        for _ in range(ATTEMPTS):
-            found = self.store.read_tagged(key)
+        for attempt in range(ATTEMPTS):
+            found = read if attempt == 0 and was_read else self.store.read_tagged(key)
             current = json.loads(found[0]) if found is not None else empty()
             updated = change(current)
             if found is not None and updated == current and not always:
@@ -233,15 +246,18 @@ def rebuild(
         latest: Doc | None = None
         run_ids: set[str] = set()
         for month, records in _months(history.history(*key)):
-            points = api.merged_points([], api.points_of(records))
-            path = api.chunk_path(*key, month)
-            writer.write(api.API + path, _dumps(api.chunk(points)), JSON)
-            chunks += 1
-            marks = _rebuilt_marks(points, change_points) + resets
-            head = api.updated_series(head, api.chunk_entry(path, points), points, marks)
+            for part, points in enumerate(
+                api.split_month(api.merged_points([], api.points_of(records))), 1
+            ):
+                path = api.chunk_path(*key, month, part)
+                writer.write(api.API + path, _dumps(api.chunk(points)), JSON)
+                chunks += 1
+                marks = _rebuilt_marks(points, change_points) + resets
+                entry = api.chunk_entry(path, points, month, part)
+                head = api.updated_series(head, entry, points, marks)
+                run_ids |= {p["run_id"] for p in points}
             if latest is None:
                 latest, newest = api.latest_of(points), points
-            run_ids |= {p["run_id"] for p in points}
         if latest is None:
             continue
         writer.write(api.API + api.series_path(*key), _dumps(head), JSON)
