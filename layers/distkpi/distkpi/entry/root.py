@@ -176,6 +176,7 @@ class Services:
             alerts,
             count=self.stack.count,
             clock=self.stack.clock,
+            site=self.site,
         )
 
     @cached_property

@@ -102,6 +102,22 @@ class SitePublisher:
         logger.info("history site updated", run_id=run.run_id, chunk=path, points=len(held))
         return True
 
+    def mark(self, repo: str, branch: str, model: str, mark: Mapping[str, Any]) -> bool:
+        """A mark (a bisection's culprit) on a published history's head; False where the
+        history has no head (not published, or nothing published yet)."""
+        name = api.series_path(repo, branch, model)
+        found = self._read(name)
+        if not is_published(branch) or found is None:
+            return False
+        self._update(
+            name,
+            lambda: api.empty_series(repo, branch, model),
+            lambda h: {**h, "marks": api.merged_marks(h["marks"], [mark])},
+            read=found,
+            was_read=True,
+        )
+        return True
+
     def _refresh_app(self, deployed: str | None) -> None:
         """Copy the application into the site's root when its files are not the ones there
         (a new deploy), then record which are."""
