@@ -17,6 +17,7 @@ import pytest
 
 from distkpi.domain.judging.evaluation import Evaluation
 from distkpi.domain.records import ResetRecord, RunRecord
+from distkpi.exceptions import StorageError
 from distkpi.reporting import api
 from distkpi.reporting.app_files import AppFiles
 from distkpi.services.publish import history_records
@@ -271,3 +272,39 @@ def test_a_rebuild_from_the_table_writes_what_the_runs_published_one_by_one() ->
     for name, data in site.files.items():
         if name.startswith("api/runs/"):
             assert json.loads(data) == read(pipeline.store, f"site/{name}")
+
+
+class Refusing(FakeRunFolders):
+    """A bucket that refuses the site's conditional writes while ``down``."""
+
+    down: bool = True
+
+    def put_if(self, key: str, data: bytes, content_type: str, etag: str | None) -> bool:
+        if self.down:
+            raise StorageError(f"cannot write {key}: SlowDown")
+        return super().put_if(key, data, content_type, etag)
+
+
+def test_a_bucket_refusing_the_site_leaves_the_run_to_the_sweeper_which_adds_it() -> None:
+    pipeline = Pipeline(store=Refusing())
+    run_id = start(pipeline)
+    report_all(pipeline, run_id)
+    assert pipeline.runs.unpublished() == [run_id]  # the status waits for the site
+    assert [s for s, _ in pipeline.states()] == ["pending"]
+    pipeline.store.down = False  # type: ignore[attr-defined]
+    pipeline.clock.advance(600)
+    assert pipeline.publisher.republish_unpublished() == 1
+    assert [s for s, _ in pipeline.states()] == ["pending", "success"]
+    points = read(pipeline.store, f"{SERIES}/2026-11.json")["points"]
+    assert {p["run_id"] for p in points} == {run_id} and len(points) == 4
+
+
+def test_a_fault_of_the_site_itself_is_counted_and_the_status_still_goes_out() -> None:
+    pipeline = Pipeline()
+    pipeline.services.site.resets = lambda *_: 1 / 0  # type: ignore[assignment,misc,return-value]
+    run_id = start(pipeline)
+    report_all(pipeline, run_id)
+    assert [s for s, _ in pipeline.states()] == ["pending", "success"]
+    assert pipeline.runs.unpublished() == []
+    assert pipeline.counts.totals["SiteFailures"] == 1
+    assert not any(k.startswith("site/api/runs/") for k in pipeline.store.objects)

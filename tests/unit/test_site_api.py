@@ -189,3 +189,8 @@ def test_a_busy_month_goes_on_in_parts_and_a_run_published_again_finds_its_own()
         assert api.part_for(head, "2026-11", at) == placed[run[0].run_id]
     every = [p for _, part in sorted(parts.items()) for p in part]
     assert api.split_month(every) == [parts[1], parts[2]]  # as the rebuild splits it
+
+
+def test_a_number_json_cannot_hold_is_null() -> None:
+    doc = {"kpis": {"final_loss": {"value": float("nan")}}, "values": [1.0, float("inf")]}
+    assert api.finite(doc) == {"kpis": {"final_loss": {"value": None}}, "values": [1.0, None]}

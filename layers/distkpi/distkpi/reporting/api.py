@@ -14,6 +14,7 @@ nothing (points are keyed by run and config, marks by what they mark)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,17 @@ _POINT_VERDICT = {
     "improved": "improved",
 }
 Point = dict[str, Any]
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite number in it as None (JSON has neither)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
 
 
 def path_part(text: str) -> str:

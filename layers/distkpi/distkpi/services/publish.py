@@ -177,9 +177,17 @@ class Publisher:
 
     def _site(self, p: Publication) -> None:
         """The run's points into the history site's files (a published branch's run); the
-        bucket refusing leaves the run to the sweeper, which publishes it again."""
-        if self.site is not None:
+        bucket refusing leaves the run to the sweeper, which publishes it again; any other
+        failure is logged and counted, and the publication goes on."""
+        if self.site is None:
+            return
+        try:
             self.site.publish(p.run, p.evaluation, history_records(p.run, p.evaluation))
+        except (StorageError, ConflictError):
+            raise
+        except Exception:  # the site is a view: a fault of its own never holds the status
+            logger.exception("history site not updated", run_id=p.run.run_id)
+            self.count("SiteFailures")
 
     def _alert(self, p: Publication) -> None:
         """Tell the team of a regression before GitHub; a topic that refuses (StorageError)

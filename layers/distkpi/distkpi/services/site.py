@@ -35,7 +35,9 @@ Doc = dict[str, Any]
 
 
 def _dumps(doc: Mapping[str, Any]) -> bytes:
-    return json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+    """Compact JSON that any reader parses: a NaN or infinite number (a loss that diverged)
+    is null."""
+    return json.dumps(api.finite(doc), separators=(",", ":"), allow_nan=False).encode()
 
 
 @dataclass
