@@ -264,10 +264,6 @@ class FakeHistory:
     def series(self, repo: str | None = None) -> list[SeriesRecord]:
         return [s for k, s in sorted(self.series_records.items()) if repo in (None, s.repo)]
 
-    def mark_site_built(self, series: SeriesRecord, at: str) -> None:
-        key = (series.repo, series.branch, series.model)
-        self.series_records[key] = replace(self.series_records[key], site_built_at=at)
-
 
 class FakeJobs:
     def __init__(self) -> None:

@@ -181,7 +181,6 @@ class SeriesRecord:
     state: str
     description: str
     finished_at: str
-    site_built_at: str | None = None
 
 
 @dataclass(frozen=True)

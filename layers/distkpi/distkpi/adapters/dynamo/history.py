@@ -132,14 +132,6 @@ class HistoryRepository:
                 str(i["state"]),
                 str(i["description"]),
                 str(i["finished_at"]),
-                i.get("site_built_at"),
             )
             for i in self.table.query(KeyConditionExpression=condition)
         ]
-
-    def mark_site_built(self, series: SeriesRecord, at: str) -> None:
-        self.table.update(
-            Key=keys.series_entry(series.repo, series.branch, series.model),
-            UpdateExpression="SET site_built_at = :at",
-            ExpressionAttributeValues={":at": at},
-        )
