@@ -22,6 +22,7 @@ from distkpi.reporting import api
 from distkpi.reporting.app_files import AppFiles
 from distkpi.services.publish import history_records
 from distkpi.services.site import SitePublisher, rebuild
+from distkpi_cli.site_pages import FolderSite
 from tests.fakes import Clock, Counts, FakeRunFolders
 from tests.service.pipeline import THROUGHPUT, Pipeline, report_all, start
 
@@ -239,20 +240,13 @@ def test_the_application_is_copied_once_per_version_of_its_files() -> None:
     assert read(store, "site/api/index.json")["app"] == "app-2"
 
 
-class Site:
-    def __init__(self) -> None:
-        self.files: dict[str, bytes] = {}
-
-    def write(self, name: str, data: bytes, content_type: str) -> None:
-        del content_type
-        self.files[name] = data
-
-
-def test_a_rebuild_from_the_table_writes_what_the_runs_published_one_by_one() -> None:
+def test_a_rebuild_from_the_table_writes_what_the_runs_published_one_by_one(
+    tmp_path: Path,
+) -> None:
     pipeline = Pipeline()
     pipeline.clock.now = datetime(2026, 11, 30, 23, 0, tzinfo=UTC)
     runs = published_runs(pipeline, 4, days_apart=0.5)
-    site = Site()
+    site = FolderSite(tmp_path)
     found = {r.run_id: (r, r.evaluation) for r in runs if r.evaluation is not None}
 
     def finished(run_id: str) -> tuple[RunRecord, Evaluation] | None:
@@ -262,16 +256,20 @@ def test_a_rebuild_from_the_table_writes_what_the_runs_published_one_by_one() ->
     assert (built.histories, built.runs, built.chunks, built.run_files) == (1, 4, 2, 4)
     for month in ("2026-11", "2026-12"):
         name = f"api/series/PaddlePaddle/Paddle/develop/resnet50/{month}.json"
-        assert json.loads(site.files[name]) == read(pipeline.store, f"site/{name}")
-    head = json.loads(site.files["api/series/PaddlePaddle/Paddle/develop/resnet50.json"])
+        assert json.loads((tmp_path / name).read_text()) == read(pipeline.store, f"site/{name}")
+    head = json.loads(
+        (tmp_path / "api/series/PaddlePaddle/Paddle/develop/resnet50.json").read_text()
+    )
     assert head == read(pipeline.store, f"{SERIES}.json")
-    index = json.loads(site.files["api/index.json"])
+    assert (tmp_path / "index.html").read_bytes() == APP.files["index.html"]
+    index = json.loads((tmp_path / "api/index.json").read_text())
     published = read(pipeline.store, "site/api/index.json")
     assert index["histories"][0]["latest"] == published["histories"][0]["latest"]
     assert index["histories"][0]["runs"] == 4
-    for name, data in site.files.items():
-        if name.startswith("api/runs/"):
-            assert json.loads(data) == read(pipeline.store, f"site/{name}")
+    written = sorted((tmp_path / "api" / "runs").iterdir())
+    assert [p.stem for p in written] == sorted(found)
+    for path in written:
+        assert json.loads(path.read_text()) == read(pipeline.store, f"site/api/runs/{path.name}")
 
 
 class Refusing(FakeRunFolders):
