@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 CHECKOV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV)/.installed
 
-.PHONY: demo test lint typecheck unit integration e2e slow bench clean lock package
+.PHONY: demo test lint typecheck unit integration e2e slow browser bench clean lock package docs
 
 # the layer's lock is the tests' constraints: they run the versions that are deployed
 $(STAMP): pyproject.toml layers/distkpi/requirements.txt
@@ -19,6 +19,17 @@ $(CHECKOV_STAMP):
 	$(PYTHON) -m venv $(CHECKOV)
 	$(CHECKOV)/bin/pip install --quiet checkov==3.3.30
 	touch $(CHECKOV_STAMP)
+
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[docs]' -c layers/distkpi/requirements.txt
+	touch $(DOCS_STAMP)
+
+# the documentation site in out/site-docs: the reference pages written from the code first,
+# then MkDocs with warnings as errors (a broken link or anchor, a page left out of the nav)
+docs: $(DOCS_STAMP)
+	$(BIN)/python -m distkpi_cli.reference
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 demo: $(STAMP)
 	$(BIN)/distkpi local
@@ -49,14 +60,22 @@ e2e: $(STAMP)
 
 # the tests of minutes, kept out of make test: every attack on the real node, every bench
 # script's smoke run, the diagnosis on profiled training, the LLM suite, calibration and
-# bisection end to end. CI runs it after make test
+# bisection end to end, the history application in headless chromium (tests/browser).
+# CI runs it after make test
 slow: $(STAMP)
-	$(PYTEST) tests -m slow
+	$(PYTEST) tests -m "slow or browser"
 
-# lint and types side by side (one core each), then the tiers in turn (each on every core)
+# the history application's pages in Debian's headless chromium; their screenshots are
+# saved in out/browser-screenshots/
+browser: $(STAMP)
+	$(PYTEST) tests/browser
+
+# lint and types side by side (one core each), then the three tiers in one pytest run on
+# every core: the minutes-long end-to-end tests are handed out first, the seconds-long ones
+# fill the cores around them, and the workers start once rather than once per tier
 test: $(STAMP) $(CHECKOV_STAMP)
 	$(MAKE) -j2 --output-sync=target lint typecheck
-	$(MAKE) unit integration e2e
+	$(PYTEST) tests/e2e tests/integration tests/service tests/unit -m "not slow"
 
 # layers/distkpi/requirements.txt from requirements.in, at the versions the tests install
 lock: $(STAMP)

@@ -21,6 +21,7 @@ from distkpi.domain.commit_status import CommitStatus
 from distkpi.domain.github.alerts import AlarmState
 from distkpi.domain.github.commits import Comparison
 from distkpi.domain.github.deliveries import Once
+from distkpi.domain.github.pr_comment import KeptComment
 from distkpi.domain.layout import run_prefix
 from distkpi.domain.planning.suites import BrokenSuite, Suite, parse_deployed_suites
 from distkpi.domain.records import (
@@ -34,7 +35,13 @@ from distkpi.domain.records import (
     RunStatus,
     SeriesRecord,
 )
-from distkpi.exceptions import GitHubError, LaunchError, NotFoundError
+from distkpi.exceptions import (
+    ChatError,
+    GitHubError,
+    GitHubNotFoundError,
+    LaunchError,
+    NotFoundError,
+)
 
 if TYPE_CHECKING:
     from distkpi.domain.judging.evaluation import Evaluation
@@ -403,6 +410,10 @@ class FakeGitHub:
         self.commits: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self.asked: list[str] = []  # each compare and commit lookup, in order
         self.down = False
+        # each pull request comment as it stands: id -> repo, number, body, edits
+        self.comments: dict[int, dict[str, Any]] = {}
+        # files of the repository at a commit: (path, ref) -> text
+        self.files: dict[tuple[str, str], str] = {}
 
     def _answer(self) -> None:
         if self.down:
@@ -456,6 +467,25 @@ class FakeGitHub:
         self._answer()
         self.checks[check_run].update(body)
 
+    def create_issue_comment(self, repo: str, number: int, body: str) -> int:
+        self._answer()
+        comment_id = max(self.comments, default=0) + 1
+        self.comments[comment_id] = {"repo": repo, "number": number, "body": body, "edits": 0}
+        return comment_id
+
+    def update_issue_comment(self, repo: str, comment_id: int, body: str) -> None:
+        self._answer()
+        comment = self.comments.get(comment_id)
+        if comment is None or comment["repo"] != repo:
+            raise GitHubNotFoundError("GitHub answered 404 to PATCH")
+        comment.update(body=body, edits=comment["edits"] + 1)
+
+    def file_text(self, repo: str, path: str, ref: str) -> str | None:
+        del repo
+        self.asked.append(f"contents {path}@{ref}")
+        self._answer()
+        return self.files.get((path, ref))
+
 
 class FakeAlarms:
     def __init__(self) -> None:
@@ -498,6 +528,42 @@ class FakeBisections:
                 return False
             self.stored[self._key(bisection)] = replace(bisection, revision=bisection.revision + 1)
             return True
+
+
+class FakeComments:
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, int, str], KeptComment] = {}
+
+    def get(self, repo: str, number: int, suite: str) -> KeptComment | None:
+        return self.kept.get((repo, number, suite))
+
+    def keep(self, repo: str, number: int, suite: str, comment: KeptComment) -> None:
+        self.kept[(repo, number, suite)] = comment
+
+
+class FakeChat:
+    """Records each message; while ``down``, refuses as Slack's 503 would."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.down = False
+
+    def post(self, message: dict[str, Any]) -> None:
+        if self.down:
+            raise ChatError("Slack answered 503")
+        self.messages.append(message)
+
+
+class FakeChatQuota:
+    def __init__(self) -> None:
+        self.sent: dict[tuple[str, str], int] = {}
+
+    def take(self, suite: str, hour: str) -> int:
+        self.sent[(suite, hour)] = self.sent.get((suite, hour), 0) + 1
+        return self.sent[(suite, hour)]
+
+    def taken(self, suite: str, hour: str) -> int:
+        return self.sent.get((suite, hour), 0)
 
 
 class FakeTopic:

@@ -28,7 +28,7 @@ def read_history_csv(path: Path) -> list[HistoryRow]:
         raise ContractError(f"{path}: missing column(s) {', '.join(missing)}")
     if "status" not in frame.columns:
         frame["status"] = "ok"
-    for optional in ("hardware", "gpu_hours", "paired_d"):  # files from before runs had them
+    for optional in ("hardware", "gpu_hours", "paired_d", "layout"):  # older files have none
         if optional not in frame.columns:
             frame[optional] = None
     for number in ("value", "gpu_hours", "paired_d"):
@@ -52,6 +52,7 @@ def read_history_csv(path: Path) -> list[HistoryRow]:
             gpu_hours=None if pd.isna(r["gpu_hours"]) else float(r["gpu_hours"]),
             paired_d=None if pd.isna(r["paired_d"]) else float(r["paired_d"]),
             calibration=str(r["calibration"]).lower() == "true",
+            layout=None if pd.isna(r["layout"]) else str(r["layout"]),
         )
         for r in frame.to_dict(orient="records")
     ]

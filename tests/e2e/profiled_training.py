@@ -1,4 +1,4 @@
-"""A short data-parallel training on CPU (2 gloo workers), profiled the way the README tells
+"""A short data-parallel training on CPU (2 gloo workers), profiled the way the diagnose guide tells
 a user to: `python profiled_training.py VARIANT` with DISTKPI_PROFILE_DIR and
 DISTKPI_PROFILE_STEPS set. VARIANT is what a head commit changed against `base`: `comm` adds
 an all_reduce per step, `compute` more computation, `data` a slow data loader."""
@@ -44,7 +44,7 @@ def worker(rank: int, variant: str, port: int) -> None:
     extra = torch.randn(16_000_000)
     weight = torch.randn(256, 256) / 16
 
-    # the README's lines
+    # the lines docs/how-to/diagnose.md shows
     folder = os.environ.get("DISTKPI_PROFILE_DIR")  # set only when the job wants a trace
     prof = folder and torch.profiler.profile(
         record_shapes=True,  # the bytes of each collective

@@ -1,4 +1,4 @@
-"""Real CPU training (2 gloo workers) profiled as the README tells, base against a head that
+"""Real CPU training (2 gloo workers) profiled as the diagnose guide tells, base against a head that
 changed one thing: the diagnosis names that thing. And the reference job writes its traces."""
 
 from __future__ import annotations

@@ -160,6 +160,7 @@ def test_pushes_build_a_history_the_pull_request_is_judged_against(tmp_path: Pat
     )
     assert json.loads((api / f"runs/{push.run_id}.json").read_text())["verdict"] == push.state
     assert not (api / f"runs/{pull.run_id}.json").exists()
+    assert (api / f"runs/{push.run_id}.js").is_file()  # its twin, for the pages on file://
     report = api.parent / json.loads((api / f"runs/{push.run_id}.json").read_text())["report"]
     assert report.resolve() == push.report.resolve()
 

@@ -8,7 +8,7 @@ pushed to develop, each paired with its first parent. The benchmark is a real pr
 real checkout, built by the suite's setup, but it prints the throughput its commit's
 speed.txt names rather than measuring it: a verdict on seconds-long CPU runs of a shared
 machine would test the machine's noise, not the looks (`make demo`'s suites train for real;
-the README shows a paired run of infra/suites/local-paired.yaml). With no paired history yet,
+the verdicts page shows a paired run of infra/suites/local-paired.yaml). With no paired history yet,
 the verdict falls back to the suite's tolerance, and says so."""
 
 from __future__ import annotations

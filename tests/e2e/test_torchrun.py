@@ -1,7 +1,8 @@
-"""The README's torchrun suite through `distkpi local`: a script of one's own started by the
-environment's `torchrun` (a console script), its KPIs read with the suite's own patterns.
-As root in a clone other users cannot enter, the code's user runs the environment's readable
-twin (local/codeenv.py); its torchrun failed there with `Permission denied`."""
+"""The torchrun suite of the own-benchmark tutorial through `distkpi local`: a script of
+one's own started by the environment's `torchrun` (a console script), its KPIs read with the
+suite's own patterns. As root in a clone other users cannot enter, the code's user runs the
+environment's readable twin (local/codeenv.py); its torchrun failed there with
+`Permission denied`."""
 
 from __future__ import annotations
 

@@ -30,8 +30,14 @@ def subscribed_queue() -> str:
 
 
 def alerts(url: str) -> list[dict[str, Any]]:
-    found = boto3.client("sqs").receive_message(QueueUrl=url, MaxNumberOfMessages=10)
-    return [json.loads(m["Body"]) for m in found.get("Messages", [])]
+    """The alerts published since the last call. Each is deleted once read: left in the
+    queue, it would come back after the visibility timeout (30 s), which a loaded machine's
+    next pushes outlast."""
+    sqs = boto3.client("sqs")
+    found = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+    for message in found:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return [json.loads(m["Body"]) for m in found]
 
 
 def push(stack: Stack, sha: str, before: str, scale: float) -> str:

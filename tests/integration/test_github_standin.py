@@ -26,6 +26,10 @@ ROUTES = [
     ("GET", f"{REPO}/git/commits/{SHA}"),
     ("GET", f"{REPO}/compare/{SHA}...{SHA}"),
     ("DELETE", f"{REPO}/issues/7/labels/ok-to-test"),
+    ("POST", f"{REPO}/issues/7/comments"),
+    ("GET", f"{REPO}/issues/7/comments"),
+    ("PATCH", f"{REPO}/issues/comments/1"),
+    ("GET", f"{REPO}/contents/.github/CODEOWNERS"),
 ]
 
 

@@ -29,6 +29,9 @@ from tests.fakes import (
     Counts,
     FakeAlarms,
     FakeBisections,
+    FakeChat,
+    FakeChatQuota,
+    FakeComments,
     FakeDeliveries,
     FakeGitHub,
     FakeHistory,
@@ -64,6 +67,10 @@ class Pipeline:
     checks: bool = False  # signed in as a GitHub App: check runs instead of statuses
     alarms: FakeAlarms = field(default_factory=FakeAlarms)
     topic: FakeTopic = field(default_factory=FakeTopic)
+    comments: FakeComments = field(default_factory=FakeComments)
+    chat: FakeChat | None = None  # a stack with a chat webhook: a test gives one
+    chat_quota: FakeChatQuota = field(default_factory=FakeChatQuota)
+    chat_per_hour: int = 6
     bisections: FakeBisections = field(default_factory=FakeBisections)
     deliveries: FakeDeliveries = field(default_factory=FakeDeliveries)
     pull_requests: FakePullRequests = field(default_factory=FakePullRequests)

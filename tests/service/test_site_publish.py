@@ -252,7 +252,9 @@ def test_a_rebuild_from_the_table_writes_what_the_runs_published_one_by_one(
     def finished(run_id: str) -> tuple[RunRecord, Evaluation] | None:
         return found.get(run_id)
 
-    built = rebuild(pipeline.history, site, runs=finished, app=APP, now="2026-12-02T00:00:00")
+    built = rebuild(
+        pipeline.history, site, runs=finished, app=APP, now="2026-12-02T00:00:00", twins=True
+    )
     assert (built.histories, built.runs, built.chunks, built.run_files) == (1, 4, 2, 4)
     for month in ("2026-11", "2026-12"):
         name = f"api/series/PaddlePaddle/Paddle/develop/resnet50/{month}.json"
@@ -262,11 +264,13 @@ def test_a_rebuild_from_the_table_writes_what_the_runs_published_one_by_one(
     )
     assert head == read(pipeline.store, f"{SERIES}.json")
     assert (tmp_path / "index.html").read_bytes() == APP.files["index.html"]
+    # what the application reads from file://: each JSON file's twin script beside it
+    assert (tmp_path / "api/index.js").read_text().startswith('distkpiLoaded("index.json",')
     index = json.loads((tmp_path / "api/index.json").read_text())
     published = read(pipeline.store, "site/api/index.json")
     assert index["histories"][0]["latest"] == published["histories"][0]["latest"]
     assert index["histories"][0]["runs"] == 4
-    written = sorted((tmp_path / "api" / "runs").iterdir())
+    written = sorted((tmp_path / "api" / "runs").glob("*.json"))
     assert [p.stem for p in written] == sorted(found)
     for path in written:
         assert json.loads(path.read_text()) == read(pipeline.store, f"site/api/runs/{path.name}")

@@ -136,7 +136,7 @@ def test_a_golden_copy_changed_after_upload_is_not_judged(tmp_path: Path) -> Non
 
 def test_without_a_nodes_copy_the_run_folders_own_golden_json_is_read(tmp_path: Path) -> None:
     run = run_spec(golden=WANTED)
-    (tmp_path / "golden.json").write_bytes(RAW)  # put there by hand, as README says
+    (tmp_path / "golden.json").write_bytes(RAW)  # put there by hand, as the KPIs page says
     evidence = with_golden(LocalRunSource(tmp_path), run, folder_with(tmp_path, b"{}", None))
     assert evidence.golden == GOLDEN
     (tmp_path / "golden.json").unlink()

@@ -55,6 +55,7 @@ DOMAIN_BELOW = {
     "planning": SHARED | {"github", "judging", "kpis", "records"},
     "bisect": SHARED | {"github", "judging", "kpis", "records", "planning"},
     "purpose": SHARED | {"records"},
+    "chat": SHARED | {"github", "judging", "kpis", "records", "planning", "bisect"},
 }
 
 

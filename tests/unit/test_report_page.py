@@ -197,3 +197,15 @@ def test_a_pull_requests_run_joins_its_own_history_and_a_bisection_step_none() -
     ) in page(build_report(rec, []))
     step = replace(record(local_run(), []), bisection="local-bbbbbbbbbb-1")
     assert "<p>A bisection step: it joins no history.</p>" in page(build_report(step, []))
+
+
+def test_a_report_links_its_point_on_the_history_and_the_comparison_with_its_baseline() -> None:
+    history = earlier_runs([(1.0, 1.0)] * 3)  # run-0, run-1, run-2 of develop
+    html = page(build_report(record(local_run(), history), history))
+    assert (
+        '<a class="app-point" href="../../model.html?repo=local%2Fdemo&amp;branch=develop&amp;'
+        f'model=local&amp;run={RUN_ID}">'
+    ) in html
+    assert f'<a class="app-compare" href="../../compare.html?a=run-2&amp;b={RUN_ID}">' in html
+    first = page(build_report(record(local_run(), []), []))
+    assert 'class="app-point"' in first and 'class="app-compare"' not in first

@@ -23,7 +23,8 @@ from distkpi.domain.planning.suites import load_suite
 ROOT = Path(__file__).resolve().parents[2]
 LOCAL = load_suite(ROOT / "infra" / "suites" / "local.yaml")
 SHA = "cdba9292d1c18a08a8ca116b3d7f3d60e3e8f0a1"
-# the throughput (samples/s) of the local suite's 1x1 and 1x2 in the README's `make demo`
+# the throughput (samples/s) of the local suite's 1x1 and 1x2 in the first-run tutorial's
+# `make demo`
 THROUGHPUT = {"1x1": 4167.1, "1x2": 6578.2}
 
 
@@ -109,7 +110,7 @@ def test_every_run_of_one_commit_counts_only_where_the_suite_says() -> None:
 
 def test_five_runs_of_one_commit_are_a_test_of_the_machines_own_noise() -> None:
     rng = random.Random(7)
-    # 10 runs at the 20% run-to-run noise of this machine under load (README: calibrate)
+    # 10 runs at the 20% run-to-run noise of this machine under load (docs/how-to/calibrate.md)
     scales = [(math.exp(0.2 * rng.gauss(0, 1)), math.exp(0.2 * rng.gauss(0, 1))) for _ in range(10)]
     history = earlier_runs(scales)
     unchanged = evaluate(local_run(0.8, 0.8), history, LOCAL.verdict, 0.05)

@@ -31,7 +31,8 @@ def add(sub: Subcommands) -> None:
     p.add_argument(
         "run_folder",
         metavar="RUN_FOLDER",
-        help="holds base/ and head/, each with a folder of traces per role (README)",
+        help="holds base/ and head/, each with a folder of traces per role "
+        "(docs/how-to/diagnose.md)",
     )
     p.add_argument("--json", action="store_true", help="the diagnosis contract as JSON")
     p.set_defaults(func=run)

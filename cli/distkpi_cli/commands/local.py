@@ -39,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
     from distkpi_cli.local.demo import dry_run, print_result, run_local
     from distkpi_cli.local.state import StateFolder
 
-    source = Path(args.repo) if args.repo else None
+    # absolute: the nodes clone it from folders of their own
+    source = Path(args.repo).resolve() if args.repo else None
     state = StateFolder(Path(args.state))
     default = CALIBRATED_SUITE if args.action == "calibrate" else DEFAULT_SUITE
     args.suite = args.suite or default

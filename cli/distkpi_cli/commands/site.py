@@ -80,6 +80,7 @@ def rebuild(args: argparse.Namespace) -> int:
             branch=args.branch,
             app=read_app(),
             now=datetime.now(UTC).isoformat(timespec="seconds"),
+            twins=args.out is not None,  # a folder is read from file://
         )
     print(
         f"{where}: {built.histories} histories, {built.runs} runs, {built.chunks} chunk(s), "

@@ -29,16 +29,29 @@ class RunningStack:
     github: str
     pid: int
     aws: dict[str, Any]
+    chat: str = ""  # the chat stand-in's URL, for reading back what it was posted
 
     def to_json(self) -> dict[str, Any]:
-        return {"endpoint": self.endpoint, "github": self.github, "pid": self.pid, "aws": self.aws}
+        return {
+            "endpoint": self.endpoint,
+            "github": self.github,
+            "pid": self.pid,
+            "aws": self.aws,
+            "chat": self.chat,
+        }
 
 
 def running(state: StateFolder) -> RunningStack | None:
     """The stack `distkpi local up` keeps for ``state``, if it is up and answers."""
     try:
         data = json.loads(state.up_file.read_text())
-        up = RunningStack(str(data["endpoint"]), str(data["github"]), int(data["pid"]), data["aws"])
+        up = RunningStack(
+            str(data["endpoint"]),
+            str(data["github"]),
+            int(data["pid"]),
+            data["aws"],
+            str(data.get("chat") or ""),
+        )
         os.kill(up.pid, 0)
         requests.get(f"{up.endpoint}/moto-api/", timeout=2)
     except (OSError, ValueError, KeyError, TypeError, requests.RequestException):

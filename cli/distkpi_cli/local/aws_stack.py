@@ -39,6 +39,7 @@ GITHUB_APP_SECRET_ID = "distkpi-local-github-app"
 REPORT_LINK_SECRET_ID = "distkpi-local-report-links"
 MANIFEST_SECRET_ID = "distkpi-local-manifest-master"
 REGRESSION_TOPIC = "distkpi-local-regressions"
+CHAT_WEBHOOK_SECRET_ID = "distkpi-local-chat-webhook"
 
 
 @dataclass(frozen=True)
@@ -265,9 +266,18 @@ def create_local_aws(
     )
 
 
-def function_environment(aws: LocalAws | Provisioned, github_url: str) -> dict[str, str]:
-    """The handlers' settings, as template.yaml gives them in AWS."""
+def add_chat_webhook(aws: LocalAws, url: str) -> None:
+    """The chat stand-in's URL as the stack's chat webhook secret."""
+    aws.client("secretsmanager").create_secret(Name=CHAT_WEBHOOK_SECRET_ID, SecretString=url)
+
+
+def function_environment(
+    aws: LocalAws | Provisioned, github_url: str, *, chat: bool = False
+) -> dict[str, str]:
+    """The handlers' settings, as template.yaml gives them in AWS (``chat``: with the chat
+    webhook's secret, add_chat_webhook)."""
     return {
+        "CHAT_WEBHOOK_SECRET_ARN": CHAT_WEBHOOK_SECRET_ID if chat else "",
         "TABLE_NAME": TABLE,
         "BUCKET_NAME": BUCKET,
         "WEBHOOK_SECRET_ID": WEBHOOK_SECRET_ID,

@@ -56,6 +56,9 @@ class LocalResult:
     # the bisections of the pushes' regressions (Bisection.summary()): with --push-from,
     # or when a push started one
     bisections: list[dict[str, Any]] | None = None
+    # the pull requests' comments as they stand, and what the chat stand-in was posted
+    comments: list[dict[str, Any]] = field(default_factory=list)
+    chat: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -70,6 +73,8 @@ class LocalResult:
             "runs": [r.kpis.to_json() for r in self.runs],
             **({"checks": self.checks} if self.checks is not None else {}),
             **({"bisections": self.bisections} if self.bisections is not None else {}),
+            **({"comments": self.comments} if self.comments else {}),
+            **({"chat": self.chat} if self.chat else {}),
         }
 
 
@@ -174,6 +179,8 @@ def run_local(
             time.monotonic() - stack.started,
             checks_of(stack.github) if github_app else None,
             bisections if bisections or push_from else None,
+            list(stack.github.comments),
+            list(stack.chat.messages) if stack.chat is not None else [],
         )
 
 
@@ -310,6 +317,19 @@ def _result(dispatch: Dispatcher, run: RunRecord) -> RunResult:
     )
 
 
+def print_notices(result: LocalResult, out: TextIO) -> None:
+    """Each pull request comment as it stands (its headline), each chat message's text."""
+    for comment in result.comments:
+        head = comment["body"].splitlines()[1] if "\n" in comment["body"] else ""
+        print(
+            f"pull request #{comment['number']} comment {comment['id']} "
+            f"(edited {comment['edits']} time(s)): {head}",
+            file=out,
+        )
+    for message in result.chat:
+        print(f"chat: {message.get('text', '')}", file=out)
+
+
 def print_result(result: LocalResult, out: TextIO = sys.stdout) -> None:
     """The earlier runs in a line each, then the last run's table, judgements and verdict,
     where its files are, and every status GitHub received."""
@@ -352,6 +372,7 @@ def print_result(result: LocalResult, out: TextIO = sys.stdout) -> None:
                 file=out,
             )
         print(f"  {b['gpu_hours']:.3g} GPU-hours\n", file=out)
+    print_notices(result, out)
     if result.checks is not None:
         print("check runs GitHub holds:", file=out)
         for check in result.checks:

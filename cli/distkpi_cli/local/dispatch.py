@@ -129,5 +129,15 @@ class Dispatcher:
         publisher left it in the bucket (`<out>/site`, beside the reports its runs link)."""
         folder = self.download(f"{RUNS}{run_id}/")
         report = self.download(f"{REPORTS}{run_id}/") / REPORT_PAGE
-        self.download(SITE)
+        with_twins(self.download(SITE) / "api")
         return folder, report
+
+
+def with_twins(api: Path) -> None:
+    """Each JSON file of a site's api/ folder with its `.js` twin beside it, which the
+    application reads from file:// (reporting/app_twins.py)."""
+    from distkpi.reporting.app_twins import twin, twin_name
+
+    for path in sorted(api.rglob("*.json")):
+        name = path.relative_to(api).as_posix()
+        (api / twin_name(name)).write_bytes(twin(name, path.read_bytes()))

@@ -1,9 +1,10 @@
-"""A GitHub stand-in on 127.0.0.1: accepts and records commit statuses, check runs and label
-removals from pull requests, and answers compare requests (the merge base, and the files
-from the git repository it serves or as it is given them) and Git commit requests (their
-parents, from that repository), like the REST API. A repository dispatch it answers 204,
-then delivers the signed repository_dispatch webhook, as GitHub does, to its ``webhook``;
-any other event it delivers signed when asked (``deliver``).
+"""A GitHub stand-in on 127.0.0.1: accepts and records commit statuses, check runs, label
+removals from pull requests and their comments (created, listed, edited), answers a file's
+contents at a commit from the repository it serves, and compare requests (the merge base,
+and the files from the git repository it serves or as it is given them) and Git commit
+requests (their parents, from that repository), like the REST API. A repository dispatch
+it answers 204, then delivers the signed repository_dispatch webhook, as GitHub does, to
+its ``webhook``; any other event it delivers signed when asked (``deliver``).
 As a GitHub App's host it generates the App's key pair, checks each JWT's RS256 signature,
 issues installation tokens that expire, and takes only those."""
 
@@ -44,6 +45,15 @@ CHECK_RUN_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/check-run
 GIT_COMMIT_PATH = re.compile(
     r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/git/commits/(?P<sha>[0-9a-f]{40})$"
 )
+ISSUE_COMMENTS_PATH = re.compile(
+    r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/issues/(?P<number>[0-9]+)/comments$"
+)
+ISSUE_COMMENT_PATH = re.compile(
+    r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/issues/comments/(?P<id>[0-9]+)$"
+)
+CONTENTS_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/contents/(?P<path>.+)$")
+MAX_COMMENT = 65_536  # GitHub refuses a longer issue comment body (422)
+COMMENTER = "distkpi[bot]"  # the login the stand-in's comments are by
 DISPATCHES_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/dispatches$")
 MAX_CLIENT_PAYLOAD_KEYS = 10  # GitHub's limit on client_payload's top-level properties
 MAX_EVENT_TYPE = 100
@@ -173,6 +183,10 @@ class GitHubStandIn:
         self.statuses: list[dict[str, Any]] = []
         self.check_runs: list[dict[str, Any]] = []
         self.removed_labels: list[dict[str, Any]] = []
+        # each pull request's comments as they stand now (id, repo, number, body, edits)
+        self.comments: list[dict[str, Any]] = []
+        # files served at every commit before the repository's own: {path: text}
+        self.files: dict[str, str] = {}
         # what GET /repos/{o}/{r}/compare/{base}...{head} lists (every range alike); None:
         # the repository's own changes, or 404 without one
         self.changed_files: list[str] | None = None
@@ -268,6 +282,10 @@ class GitHubStandIn:
             Route("POST", CHECK_RUNS_PATH, self._create_check),
             Route("POST", STATUS_PATH, self._status),
             Route("POST", DISPATCHES_PATH, self._dispatch),
+            Route("POST", ISSUE_COMMENTS_PATH, self._create_comment),
+            Route("GET", ISSUE_COMMENTS_PATH, self._list_comments),
+            Route("PATCH", ISSUE_COMMENT_PATH, self._update_comment),
+            Route("GET", CONTENTS_PATH, self._contents),
             Route("PATCH", CHECK_RUN_PATH, self._update_check),
             Route("GET", INSTALLATION_PATH, self._installation, token=False),
             Route("GET", COMMIT_CHECKS_PATH, self._list_checks),
@@ -300,6 +318,7 @@ class GitHubStandIn:
         """What a `distkpi local` attached to `distkpi local up` reads back."""
         kept = {"statuses": self.statuses, "checks": self.check_runs}
         kept["deliveries"] = self.deliveries
+        kept["comments"] = self.comments
         with self._lock:
             found = kept.get(name)
             return (404, {"message": "Not Found"}) if found is None else (200, list(found))
@@ -370,6 +389,61 @@ class GitHubStandIn:
             and (name is None or c["name"] == name)
         ]
         return 200, {"total_count": len(found), "check_runs": found[::-1]}
+
+    def _create_comment(self, request: Request) -> tuple[int, Any]:
+        """POST /repos/{owner}/{repo}/issues/{number}/comments."""
+        body = _comment_body(request.raw)
+        if isinstance(body, tuple):
+            return body
+        with self._lock:
+            now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+            comment = {
+                "id": len(self.comments) + 1,
+                "repo": request.repo,
+                "number": int(request.match["number"]),
+                "body": body,
+                "user": {"login": COMMENTER, "type": "Bot"},
+                "created_at": now,
+                "updated_at": now,
+                "edits": 0,
+            }
+            self.comments.append(comment)
+            return 201, dict(comment)
+
+    def _list_comments(self, request: Request) -> tuple[int, Any]:
+        number = int(request.match["number"])
+        with self._lock:
+            return 200, [
+                dict(c) for c in self.comments if (c["repo"], c["number"]) == (request.repo, number)
+            ]
+
+    def _update_comment(self, request: Request) -> tuple[int, Any]:
+        """PATCH /repos/{owner}/{repo}/issues/comments/{id}: 404 for one it never made (or
+        of another repository), as for a comment deleted on GitHub."""
+        body = _comment_body(request.raw)
+        if isinstance(body, tuple):
+            return body
+        with self._lock:
+            index = int(request.match["id"]) - 1
+            if not 0 <= index < len(self.comments) or self.comments[index]["repo"] != request.repo:
+                return 404, {"message": "Not Found"}
+            comment = self.comments[index]
+            comment.update(body=body, edits=comment["edits"] + 1)
+            return 200, dict(comment)
+
+    def _contents(self, request: Request) -> tuple[int, Any]:
+        """GET /repos/{owner}/{repo}/contents/{path}?ref=: a file of the repository it
+        serves, base64 as GitHub sends it."""
+        import base64
+
+        ref = request.query.get("ref", ["HEAD"])[0]
+        text = self.files.get(unquote(request.match["path"]))
+        if text is None and self.repository is not None:
+            text = GitRepository(self.repository).file_at(ref, unquote(request.match["path"]))
+        if text is None:
+            return 404, {"message": "Not Found"}
+        content = base64.b64encode(text.encode()).decode()
+        return 200, {"type": "file", "encoding": "base64", "content": content}
 
     def _compare(self, request: Request) -> tuple[int, Any]:
         if self.changed_files is None and self.repository is None:
@@ -604,3 +678,20 @@ class RemoteStandIn:
     @property
     def deliveries(self) -> list[dict[str, Any]]:
         return self._get("/_standin/deliveries")
+
+    @property
+    def comments(self) -> list[dict[str, Any]]:
+        return self._get("/_standin/comments")
+
+
+def _comment_body(raw: bytes) -> str | tuple[int, Any]:
+    """An issue comment's `body`, or GitHub's refusal."""
+    body, refused = _json(raw)
+    if refused is not None:
+        return refused
+    text = body.get("body") if isinstance(body, dict) else None
+    if not isinstance(text, str) or not text:
+        return 422, {"message": "Invalid request: body is required"}
+    if len(text) > MAX_COMMENT:
+        return 422, {"message": "Validation Failed: body is too long (maximum is 65536 characters)"}
+    return text

@@ -30,9 +30,11 @@ from distkpi_cli.local.aws_stack import (
     MANIFEST_SECRET_ID,
     TABLE,
     LocalAws,
+    add_chat_webhook,
     create_local_aws,
     function_environment,
 )
+from distkpi_cli.local.chat_standin import ChatStandIn, RemoteChat
 from distkpi_cli.local.github_standin import GitHubApp, GitHubStandIn, RemoteStandIn
 from distkpi_cli.local.handlers import (
     LambdaContext,
@@ -58,6 +60,9 @@ class LocalStack:
     github: GitHubStandIn | RemoteStandIn
     handlers: dict[str, ModuleType]
     progress: TextIO
+    # the chat webhook's stand-in, recording what alerts posted (read over HTTP when attached
+    # to `distkpi local up`; None: an up from before it had one)
+    chat: ChatStandIn | RemoteChat | None = None
     events_delivered: int = 0
     started: float = field(default_factory=time.monotonic)
 
@@ -194,11 +199,12 @@ def _attached(up: RunningStack, suite: Path, progress: TextIO) -> Iterator[Local
         aws.client("s3").put_object(
             Bucket=BUCKET, Key=f"{SUITES}{suite.name}", Body=suite.read_bytes()
         )
-        os.environ.update(function_environment(aws, up.github))
+        os.environ.update(function_environment(aws, up.github, chat=bool(up.chat)))
         from distkpi.entry import wiring
 
         wiring.reset()
-        yield LocalStack(root, aws, RemoteStandIn(up.github), load_handlers(root), progress)
+        chat = RemoteChat(up.chat) if up.chat else None
+        yield LocalStack(root, aws, RemoteStandIn(up.github), load_handlers(root), progress, chat)
         wiring.reset()
 
 
@@ -220,6 +226,7 @@ def _local_stack(
     server.start()
     app = GitHubApp() if github_app else None
     github = GitHubStandIn(app=app, port=port + 1 if port else 0, repository=repository)
+    chat = ChatStandIn(port=port + 2 if port else 0)
     loaded: list[tuple[int, int]] = []
 
     def restore(client: Callable[[str], Any]) -> None:
@@ -239,12 +246,13 @@ def _local_stack(
                 lock=functools.partial(server.lock, server.url),
             )
             github.token = aws.github_token
-            os.environ.update(function_environment(aws, github.start()))
+            add_chat_webhook(aws, chat.start())
+            os.environ.update(function_environment(aws, github.start(), chat=True))
             # the handlers' logger takes its level from this environment when first imported
             from distkpi.entry import wiring
 
             wiring.reset()
-            stack = LocalStack(root, aws, github, load_handlers(root), progress)
+            stack = LocalStack(root, aws, github, load_handlers(root), progress, chat)
             github.webhook, github.webhook_secret = stack.receive, aws.webhook_secret
             if state is not None and loaded:
                 items, objects = loaded[0]
@@ -253,5 +261,6 @@ def _local_stack(
             wiring.reset()
     finally:
         github.stop()
+        chat.stop()
         server.stop()
         boto3.DEFAULT_SESSION = None  # it keeps the stack's credentials it found

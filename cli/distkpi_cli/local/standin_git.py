@@ -37,6 +37,13 @@ class GitRepository:
         )
         return found.strip() if found else None
 
+    def file_at(self, ref: str, path: str) -> str | None:
+        """A file's text at commit ``ref`` (None: no such commit or file)."""
+        sha = self.commit_of(ref)
+        if sha is None or path.startswith(("-", "/")) or ".." in path.split("/"):
+            return None
+        return self._git("show", f"{sha}:{path}")
+
     def compare(self, base_ref: str, head_ref: str, files: list[dict[str, Any]] | None) -> Any:
         """GET /repos/{o}/{r}/compare/{base}...{head}, or None where GitHub answers 404 (an
         unknown commit, or no common ancestor). ``files``: listed as given instead of git's."""

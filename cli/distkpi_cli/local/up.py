@@ -15,6 +15,7 @@ from types import FrameType
 from typing import TextIO
 
 from distkpi_cli.local.attach import RunningStack, running
+from distkpi_cli.local.chat_standin import ChatStandIn
 from distkpi_cli.local.stack import local_stack
 from distkpi_cli.local.state import StateError, StateFolder
 
@@ -39,7 +40,11 @@ def serve(
     )
     with opened as stack:
         held = RunningStack(
-            stack.aws.endpoint, stack.github.url, os.getpid(), dataclasses.asdict(stack.aws)
+            stack.aws.endpoint,
+            stack.github.url,
+            os.getpid(),
+            dataclasses.asdict(stack.aws),
+            stack.chat.base_url if isinstance(stack.chat, ChatStandIn) else "",
         )
         # it holds the stack's key: its owner's alone
         fd = os.open(state.up_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)

@@ -2,9 +2,9 @@
 
 AWS Batch tells a node its index, the node count and the main node's address (to the other
 nodes only); the launcher's DISTKPI_* variables say the config. The node runner adds every
-node's address and port from the rendezvous, and exports what the frameworks expect (the
-table is in the README): generic DISTKPI_*, PyTorch's MASTER_*/NNODES/NODE_RANK, and
-PaddlePaddle fleet's role-maker variables.
+node's address and port from the rendezvous, and exports what the frameworks expect
+(docs/tutorials/your-benchmark.md has the table): generic DISTKPI_*, PyTorch's
+MASTER_*/NNODES/NODE_RANK, and PaddlePaddle fleet's role-maker variables.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Who this node is, from the variables `distkpi node` exports (README: your own benchmark)."""
+"""Who this node is, from the variables `distkpi node` exports
+(docs/tutorials/your-benchmark.md)."""
 
 from __future__ import annotations
 

@@ -12,8 +12,9 @@ data is, so that a step is compute-bound. Its mode follows the node runner's var
   local rank 0 reports the node's throughput (its own times the node's workers);
 - parameter servers: fleet's parameter-server mode from PaddleCloudRoleMaker's variables
   (TRAINING_ROLE, PADDLE_PSERVERS_IP_PORT_LIST, PADDLE_PORT, ...), GEO-SGD (the only mode
-  whose synchronous path does not crash on CPU in 2.6.2; README). The trainers meet at
-  fleet's gloo barrier (PADDLE_GLOO_HTTP_ENDPOINT) and the first stops the servers.
+  whose synchronous path does not crash on CPU in 2.6.2; docs/tutorials/your-benchmark.md).
+  The trainers meet at fleet's gloo barrier (PADDLE_GLOO_HTTP_ENDPOINT) and the first stops
+  the servers.
 
 It prints Paddle's own lines, the ones the seed's CE parsed, one per pass:
 `Pass = N, Training performance = X imgs/s, Train accuracy = A, Test accuracy = B`, then

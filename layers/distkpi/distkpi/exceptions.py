@@ -33,6 +33,10 @@ class GitHubError(DistkpiError):
     """GitHub refused a request or could not be reached after retries."""
 
 
+class GitHubNotFoundError(GitHubError):
+    """GitHub answered 404: what was asked for is not there (a deleted comment, no file)."""
+
+
 class GitHubAuthError(GitHubError):
     """GitHub refused the App's JWT, or the installation has no access to the repository."""
 
@@ -43,3 +47,8 @@ class SignatureError(DistkpiError):
 
 class CalibrationError(DistkpiError):
     """A/A jobs that the fleet's noise cannot be measured from (too few jobs or runs)."""
+
+
+class ChatError(DistkpiError):
+    """The chat (Slack's incoming webhook) refused a message or could not be reached; the
+    message never names the webhook's URL, which is a secret."""

@@ -47,6 +47,10 @@ class FunctionSettings(BaseModel):
     alert_topic_arn: Annotated[str | None, Field(alias="ALERT_TOPIC_ARN")] = None
     # a GitHub App's id and private key (JSON): check runs instead of commit statuses
     github_app_secret_id: Annotated[str | None, Field(alias="GITHUB_APP_SECRET_ID")] = None
+    # a secret holding Slack's incoming-webhook URL: alerts go to that channel too
+    chat_webhook_secret_id: Annotated[str | None, Field(alias="CHAT_WEBHOOK_SECRET_ARN")] = None
+    # the chat's rate limit: messages per suite and hour (services/chat.py)
+    chat_messages_per_hour: Annotated[int, Field(alias="CHAT_MESSAGES_PER_HOUR", ge=1)] = 6
     # the webhook's GitHub calls, in all, per delivery; unset: no bound but the timeouts
     github_budget_s: Annotated[float | None, Field(alias="GITHUB_BUDGET_S", gt=0)] = None
 
@@ -57,6 +61,7 @@ class FunctionSettings(BaseModel):
         "reports_url",
         "report_link_secret_id",
         "alert_topic_arn",
+        "chat_webhook_secret_id",
         mode="before",
     )
     @classmethod

@@ -1,9 +1,11 @@
 """GitHub over the REST API (github.com or GitHub Enterprise): commit statuses or check runs,
-a change's files and merge base, a commit's parents, and taking the approval label off a
-pull request."""
+a change's files and merge base, a commit's parents, taking the approval label off a pull
+request, a pull request's comments, and a file's text at a commit (CODEOWNERS)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +18,7 @@ from urllib3.util.retry import Retry
 
 from distkpi.domain.commit_status import CommitStatus, clip
 from distkpi.domain.github.commits import Comparison, merge_base_of, parents_of
-from distkpi.exceptions import GitHubAuthError, GitHubError
+from distkpi.exceptions import GitHubAuthError, GitHubError, GitHubNotFoundError
 
 RETRY_ON = (429, 500, 502, 503, 504)
 
@@ -216,6 +218,35 @@ class GitHubStatusClient:
         url = f"{self.api_url}/repos/{repo}/check-runs/{check_run}"
         self._send("PATCH", url, repo, body=body)
 
+    def create_issue_comment(self, repo: str, number: int, body: str) -> int:
+        """POST /repos/{repo}/issues/{number}/comments (a pull request is an issue): the
+        new comment's id."""
+        url = f"{self.api_url}/repos/{repo}/issues/{number}/comments"
+        answer = self._send("POST", url, repo, body={"body": body})
+        return int(answer.get("id") or 0)
+
+    def update_issue_comment(self, repo: str, comment_id: int, body: str) -> None:
+        """PATCH /repos/{repo}/issues/comments/{comment_id}; GitHubNotFoundError when the
+        comment is gone (deleted by a person)."""
+        url = f"{self.api_url}/repos/{repo}/issues/comments/{comment_id}"
+        self._send("PATCH", url, repo, body={"body": body})
+
+    def file_text(self, repo: str, path: str, ref: str) -> str | None:
+        """A file's text at commit ``ref`` (GET /repos/{repo}/contents/{path}?ref=); None
+        when there is no such file there, GitHubError when GitHub refuses or is down."""
+        url = f"{self.api_url}/repos/{repo}/contents/{quote(path)}"
+        try:
+            answer = self._send("GET", url, repo, params={"ref": ref})
+        except GitHubNotFoundError:
+            return None
+        content = answer.get("content")
+        if answer.get("encoding") != "base64" or not isinstance(content, str):
+            return None  # a folder, a link or a file over GitHub's 1 MB for this endpoint
+        try:
+            return base64.b64decode(content).decode("utf-8", errors="replace")
+        except (binascii.Error, ValueError) as exc:
+            raise GitHubError(f"GitHub's contents of {path} are not base64") from exc
+
     def _send(
         self,
         method: str,
@@ -233,6 +264,8 @@ class GitHubStatusClient:
         except requests.RequestException as exc:
             raise GitHubError(f"GitHub unreachable: {type(exc).__name__}") from exc
         self._check_auth(response.status_code, repo)
+        if response.status_code == 404:
+            raise GitHubNotFoundError(f"GitHub answered 404 to {method} for {repo}")
         if response.status_code not in (200, 201):
             raise GitHubError(f"GitHub answered {response.status_code} to {method} for {repo}")
         answer = response.json()

@@ -4,12 +4,17 @@ and what a run has cost lately."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from distkpi.domain.judging.history import HistoryRow
 from distkpi.domain.judging.settings import ALL_KPIS
 from distkpi.domain.kpis import catalogue
 from distkpi.domain.records import HistoryRecord
+
+
+def layout_text(layout: Mapping[str, int]) -> str | None:
+    """A layout as one column's text, in the order the suite's fields have: "tp=2 pp=4 dp=8"."""
+    return " ".join(f"{k}={v}" for k, v in layout.items()) or None
 
 
 def rows_from_records(records: Iterable[HistoryRecord]) -> list[HistoryRow]:
@@ -30,6 +35,7 @@ def rows_from_records(records: Iterable[HistoryRecord]) -> list[HistoryRow]:
             gpu_hours=r.kpis.gpu_hours,
             paired_d=r.paired.get(kpi),
             calibration=r.calibration,
+            layout=layout_text(r.kpis.layout),
         )
         for r in records
         for kpi in ALL_KPIS

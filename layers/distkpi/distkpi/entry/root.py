@@ -19,13 +19,18 @@ if TYPE_CHECKING:
     from distkpi.domain.signing import ManifestKeys
     from distkpi.services.alerts import RegressionAlerts
     from distkpi.services.bisect import Bisector
+    from distkpi.services.chat import ChatAlerts
     from distkpi.services.deadlines import RunDeadlines
     from distkpi.services.finish import RunFinisher
     from distkpi.services.looks import PairedLooks
+    from distkpi.services.owners import SuiteOwners
     from distkpi.services.ports import (
         Alarms,
         Bisections,
+        Chat,
+        ChatQuota,
         Clock,
+        Comments,
         Counter,
         Deliveries,
         GitHub,
@@ -38,6 +43,7 @@ if TYPE_CHECKING:
         SuiteSource,
         Topic,
     )
+    from distkpi.services.pr_comments import PullRequestComments
     from distkpi.services.publish import DrawReport, Publisher
     from distkpi.services.settle import ConfigSettler
     from distkpi.services.site import SitePublisher
@@ -77,6 +83,15 @@ class Adapters(Protocol):
     @property
     def topic(self) -> Topic | None: ...
     # a stack that submits jobs (the webhook, the fan-in, the sweeper); None otherwise
+    # a pull request's comment per suite; the chat (None: a stack without a webhook)
+    @property
+    def comments(self) -> Comments: ...
+    @property
+    def chat(self) -> Chat | None: ...
+    @property
+    def chat_quota(self) -> ChatQuota: ...
+    @property
+    def chat_per_hour(self) -> int: ...
     @property
     def launcher(self) -> JobLauncher | None: ...
     @property
@@ -134,6 +149,42 @@ class Services:
             self.stack.report_url,
             self.stack.github_web_url,
             self.stack.count,
+            owners=self.owners,
+            chat=self.chat,
+        )
+
+    @cached_property
+    def owners(self) -> SuiteOwners:
+        from distkpi.services.owners import SuiteOwners
+
+        return SuiteOwners(self.stack.github, self.stack.catalog, self.stack.count)
+
+    @cached_property
+    def chat(self) -> ChatAlerts | None:
+        from distkpi.services.chat import ChatAlerts
+
+        if self.stack.chat is None:
+            return None
+        return ChatAlerts(
+            self.stack.chat,
+            self.stack.chat_quota,
+            self.stack.chat_per_hour,
+            self.stack.count,
+            self.stack.clock,
+        )
+
+    @cached_property
+    def pr_comments(self) -> PullRequestComments:
+        from distkpi.services.pr_comments import PullRequestComments
+
+        return PullRequestComments(
+            self.stack.github,
+            self.stack.comments,
+            self.stack.catalog,
+            self.stack.pull_requests,
+            self.stack.report_url,
+            self.stack.github_web_url,
+            self.stack.count,
         )
 
     @cached_property
@@ -150,6 +201,7 @@ class Services:
             self.alerts,
             bisector=self.bisector,
             site=self.site,
+            comments=self.pr_comments,
         )
         if self.stack.draw is not None:
             publisher.draw = self.stack.draw

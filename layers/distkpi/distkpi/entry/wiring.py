@@ -46,6 +46,8 @@ from distkpi.settings import (
 if TYPE_CHECKING:
     from distkpi.adapters.dynamo.alarms import AlarmRepository
     from distkpi.adapters.dynamo.bisections import BisectionRepository
+    from distkpi.adapters.dynamo.notices import ChatQuotaRepository, CommentRepository
+    from distkpi.adapters.slack import SlackWebhook
     from distkpi.adapters.sns import AlertTopic
     from distkpi.services.deadlines import RunDeadlines
     from distkpi.services.looks import PairedLooks
@@ -159,6 +161,31 @@ class Wiring:
 
         arn = self.settings.alert_topic_arn
         return AlertTopic(arn) if arn else None
+
+    @cached_property
+    def comments(self) -> CommentRepository:
+        from distkpi.adapters.dynamo.notices import CommentRepository
+
+        return CommentRepository(self.table)
+
+    @cached_property
+    def chat(self) -> SlackWebhook | None:
+        from distkpi.adapters.slack import SlackWebhook
+
+        secret_id = self.settings.chat_webhook_secret_id
+        if secret_id is None:
+            return None
+        return SlackWebhook(lambda: self.secrets.get(secret_id))
+
+    @cached_property
+    def chat_quota(self) -> ChatQuotaRepository:
+        from distkpi.adapters.dynamo.notices import ChatQuotaRepository
+
+        return ChatQuotaRepository(self.table)
+
+    @property
+    def chat_per_hour(self) -> int:
+        return self.settings.chat_messages_per_hour
 
     @cached_property
     def bisections(self) -> BisectionRepository:

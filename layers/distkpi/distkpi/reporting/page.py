@@ -6,6 +6,7 @@ import base64
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
+from urllib.parse import urlencode
 
 from distkpi.domain.judging.history import HistoryRow
 from distkpi.domain.judging.statistics import Judgement, KpiVerdict
@@ -14,6 +15,8 @@ from distkpi.domain.kpis.engine import ConfigKpis, ConfigStatus, RunKpis
 from distkpi.domain.records import RunRecord, is_published
 from distkpi.reporting.charts import speedup_chart, throughput_history_chart
 
+# the history application (reporting/app/) from reports/<run_id>/index.html: the site's root
+APP = "../../"
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 14px; }
@@ -122,6 +125,30 @@ def _problems(configs: Sequence[ConfigKpis]) -> str:
     return f"<h2>Problems</h2><ul>{items}</ul>" if items else ""
 
 
+def baseline_run(history: Sequence[HistoryRow], run_id: str) -> str | None:
+    """The newest run of the history a run was judged against (not the run itself)."""
+    earlier = [row for row in history if row.run_id != run_id]
+    return max(earlier, key=lambda row: row.finished_at).run_id if earlier else None
+
+
+def app_links(record: RunRecord, history: Sequence[HistoryRow]) -> str:
+    """Links into the history application: this run's point on its model's charts, and the
+    comparison with the newest run of the history it was judged against."""
+    if record.bisection is not None:
+        return ""
+    where = {"repo": record.trigger.repo, "branch": record.history_branch, "model": record.model}
+    point = f"{APP}model.html?{urlencode({**where, 'run': record.run_id})}"
+    links = [f'<a class="app-point" href="{escape(point)}">this run on the history\'s charts</a>']
+    baseline = baseline_run(history, record.run_id)
+    if baseline is not None:
+        compare = f"{APP}compare.html?{urlencode({'a': baseline, 'b': record.run_id})}"
+        links.append(
+            f'<a class="app-compare" href="{escape(compare)}">compare with {escape(baseline)}, '
+            "the newest run of its baseline</a>"
+        )
+    return f"<p>In the history: {' &middot; '.join(links)}</p>"
+
+
 def _img(name: str, png: bytes, alt: str) -> str:
     data = base64.b64encode(png).decode()
     return f'<p><img src="data:image/png;base64,{data}" alt="{escape(alt)}" title="{name}"></p>'
@@ -176,6 +203,7 @@ def build_report(
 <p>run {escape(run.run_id)} &middot; {escape(trigger.event)} on {escape(trigger.branch)}
 &middot; judged against {escape(trigger.base_branch)}, on the same hardware &middot;
 finished {escape(record.finished_at or "")}{cost}</p>
+{app_links(record, history)}
 {_failed(run.run_id, run.configs, logs)}
 <h2>KPIs</h2>{_kpi_table(run)}
 <h2>Against the baseline</h2><p>{escape(history_note(record, judgements))}</p>

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from distkpi.domain.github.alerts import AlarmState
     from distkpi.domain.github.commits import Comparison
     from distkpi.domain.github.deliveries import Once
+    from distkpi.domain.github.pr_comment import KeptComment
     from distkpi.domain.judging.evaluation import Evaluation
     from distkpi.domain.kpis.engine import ConfigKpis
     from distkpi.domain.kpis.runfolder import RunSource
@@ -152,6 +153,14 @@ class GitHub(Protocol):
     def check_runs(self, repo: str, sha: str, name: str) -> list[dict[str, Any]]: ...
     def create_check_run(self, repo: str, body: dict[str, Any]) -> int: ...
     def update_check_run(self, repo: str, check_run: int, body: dict[str, Any]) -> None: ...
+    def create_issue_comment(self, repo: str, number: int, body: str) -> int: ...
+    def update_issue_comment(self, repo: str, comment_id: int, body: str) -> None:
+        """GitHubNotFoundError when the comment is gone."""
+        ...
+
+    def file_text(self, repo: str, path: str, ref: str) -> str | None:
+        """A file's text at a commit; None when it has no such file."""
+        ...
 
 
 class Alarms(Protocol):
@@ -171,3 +180,26 @@ class Bisections(Protocol):
 
 class Topic(Protocol):
     def publish(self, subject: str, message: str) -> None: ...
+
+
+class Comments(Protocol):
+    """The comment distkpi keeps per pull request and suite: its id and what it shows."""
+
+    def get(self, repo: str, number: int, suite: str) -> KeptComment | None: ...
+    def keep(self, repo: str, number: int, suite: str, comment: KeptComment) -> None: ...
+
+
+class ChatQuota(Protocol):
+    """Messages counted per suite and hour (``hour``: `YYYY-MM-DDTHH`), for the rate limit."""
+
+    def take(self, suite: str, hour: str) -> int:
+        """Count one more message in that hour; how many there are now, this one included."""
+        ...
+
+    def taken(self, suite: str, hour: str) -> int: ...
+
+
+class Chat(Protocol):
+    def post(self, message: dict[str, Any]) -> None:
+        """ChatError when the chat refused it or could not be reached."""
+        ...

@@ -25,6 +25,7 @@ from distkpi.services.alerts import RegressionAlerts
 from distkpi.services.baseline import baseline_of
 from distkpi.services.bisect import Bisector
 from distkpi.services.ports import Clock, Counter, History, RunFolders, Runs, no_metrics, utcnow
+from distkpi.services.pr_comments import PullRequestComments
 from distkpi.services.statuses import StatusPublisher
 
 if TYPE_CHECKING:
@@ -100,6 +101,7 @@ class Publisher:
     bisector: Bisector | None = None  # a stack that submits jobs: bisects regressions
     draw: DrawReport = draw_report
     site: SitePublisher | None = None  # a stack with a bucket: the history site's files
+    comments: PullRequestComments | None = None  # a pull request's comment per suite
 
     def publish(self, run: RunRecord, baseline: Sequence[HistoryRow] | None = None) -> bool:
         """Publish a finished run's stored evaluation (its report drawn against ``baseline``,
@@ -124,7 +126,8 @@ class Publisher:
     def commit_steps(self) -> list[Step]:
         """A commit's result: its history, kpis.json, the report, the history site's
         files, the team's alert before GitHub (which may be down), the bisection of a push's
-        regression, the status (or check run: the stack's reporter)."""
+        regression, the pull request's comment (before the status, so that GitHub being down
+        redoes both), the status (or check run: the stack's reporter)."""
         return [
             Step("history", self._history, OnFailure.RAISE),
             Step("kpis", self._kpis, OnFailure.RAISE),
@@ -137,6 +140,7 @@ class Publisher:
             ),
             Step("alerts", self._alert, OnFailure.RETRY_LATER, retried=(StorageError,)),
             Step("bisection", self._bisect, OnFailure.GO_ON),
+            Step("pull request comment", self._comment, OnFailure.GO_ON),
             Step(self.statuses.reporter.step, self._status, OnFailure.RETRY_LATER, retried=()),
         ]
 
@@ -205,6 +209,11 @@ class Publisher:
         except Exception:
             logger.exception("bisection not started", run_id=p.run.run_id)
             self.count("BisectionFailures")
+
+    def _comment(self, p: Publication) -> None:
+        """The pull request's comment; it logs and counts its own failure."""
+        if self.comments is not None:
+            self.comments.after(p.run, report=p.report_written)
 
     def _status(self, p: Publication) -> bool:
         verdict = p.evaluation.verdict

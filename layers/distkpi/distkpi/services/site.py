@@ -21,6 +21,7 @@ from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord, is_
 from distkpi.exceptions import ConflictError
 from distkpi.reporting import api
 from distkpi.reporting.app_files import AppFiles, app_files
+from distkpi.reporting.app_twins import twin, twin_name
 from distkpi.services.ports import Clock, Counter, RunFolders, no_metrics, utcnow
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 logger = Logger(child=True)
 
 JSON = "application/json"
+TWIN = "text/javascript; charset=utf-8"
 ATTEMPTS = 25  # conditional writes of one file before giving up (each lost one re-reads)
 Doc = dict[str, Any]
 
@@ -233,6 +235,40 @@ def _rebuilt_marks(points: Sequence[api.Point], change_points: bool) -> list[Doc
     return marks
 
 
+@dataclass
+class _Rebuilt:
+    """One history as rebuilt: its head, its newest chunk's points, its runs, its chunks."""
+
+    head: Doc
+    newest: list[api.Point] = field(default_factory=list)
+    run_ids: set[str] = field(default_factory=set)
+    chunks: int = 0
+
+
+def _rebuild_history(
+    history: HistoryReader,
+    key: tuple[str, str, str],
+    write: Callable[[str, Mapping[str, Any]], None],
+    change_points: bool,
+) -> _Rebuilt:
+    """A history's chunks, newest month first, and its head (not written)."""
+    done = _Rebuilt(api.empty_series(*key))
+    resets = api.reset_marks(history.resets(*key))
+    for month, records in _months(history.history(*key)):
+        parts = api.split_month(api.merged_points([], api.points_of(records)))
+        for part, points in enumerate(parts, 1):
+            path = api.chunk_path(*key, month, part)
+            write(path, api.chunk(points))
+            marks = _rebuilt_marks(points, change_points) + resets
+            entry = api.chunk_entry(path, points, month, part)
+            done.head = api.updated_series(done.head, entry, points, marks)
+            done.run_ids |= {p["run_id"] for p in points}
+            done.chunks += 1
+        if not done.newest:
+            done.newest = parts[-1]
+    return done
+
+
 def rebuild(
     history: HistoryReader,
     writer: SiteWriter,
@@ -244,10 +280,19 @@ def rebuild(
     app: AppFiles | None = None,
     now: str = "",
     change_points: bool = True,
+    twins: bool = False,
 ) -> Rebuilt:
     """Every file of the site from the table: each history's chunks, head and index line
     (each history read once, a month held at a time), each run's file where ``runs`` finds
-    its record, and the application."""
+    its record, and the application; with ``twins`` (a site read from a folder, file://)
+    each JSON file's `.js` twin beside it."""
+
+    def write(name: str, doc: Mapping[str, Any]) -> None:
+        data = _dumps(doc)
+        writer.write(api.API + name, data, JSON)
+        if twins:
+            writer.write(api.API + twin_name(name), twin(name, data), TWIN)
+
     listed = [
         s
         for s in history.series(repo)
@@ -257,38 +302,23 @@ def rebuild(
     index = api.empty_index(now)
     total_runs = chunks = run_files = 0
     for series in listed:
-        key = (series.repo, series.branch, series.model)
-        head = api.empty_series(*key)
-        resets = api.reset_marks(history.resets(*key))
-        newest: list[api.Point] = []
-        latest: Doc | None = None
-        run_ids: set[str] = set()
-        for month, records in _months(history.history(*key)):
-            for part, points in enumerate(
-                api.split_month(api.merged_points([], api.points_of(records))), 1
-            ):
-                path = api.chunk_path(*key, month, part)
-                writer.write(api.API + path, _dumps(api.chunk(points)), JSON)
-                chunks += 1
-                marks = _rebuilt_marks(points, change_points) + resets
-                entry = api.chunk_entry(path, points, month, part)
-                head = api.updated_series(head, entry, points, marks)
-                run_ids |= {p["run_id"] for p in points}
-            if latest is None:
-                latest, newest = api.latest_of(points), points
-        if latest is None:
+        done = _rebuild_history(
+            history, (series.repo, series.branch, series.model), write, change_points
+        )
+        if not done.newest:
             continue
-        writer.write(api.API + api.series_path(*key), _dumps(head), JSON)
-        index = api.updated_index(index, head, latest, api.sparkline(newest, None), now)
-        total_runs += len(run_ids)
-        for run_id in sorted(run_ids) if runs is not None else ():
+        write(api.series_path(series.repo, series.branch, series.model), done.head)
+        spark = api.sparkline(done.newest, None)
+        index = api.updated_index(index, done.head, api.latest_of(done.newest), spark, now)
+        total_runs, chunks = total_runs + len(done.run_ids), chunks + done.chunks
+        for run_id in sorted(done.run_ids) if runs is not None else ():
             found = runs(run_id)  # type: ignore[misc]
             if found is not None:
-                writer.write(api.API + api.run_path(run_id), _dumps(api.run_file(*found)), JSON)
+                write(api.run_path(run_id), api.run_file(*found))
                 run_files += 1
     if app is not None:
         for name, data in app.files.items():
             writer.write(name, data, app.content_type(name))
         index["app"] = app.digest
-    writer.write(api.API + api.INDEX, _dumps(index), JSON)
+    write(api.INDEX, index)
     return Rebuilt(len(listed), total_runs, chunks, run_files)

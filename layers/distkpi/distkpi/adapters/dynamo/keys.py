@@ -13,6 +13,8 @@ RESET#<repo>#<branch>#<model> / <at>#<config>       an audited baseline reset
 ALARM#<repo>#<branch>#<model> / ALARM               the configs alarmed of, the last pass
 BISECT#<repo>#<branch>#<model> / <bad run_id>       a bisection of a regression
 SERIES                        / <repo>#<branch>#<model>  a history's latest run (site index)
+COMMENT#<repo>#<number>       / <suite>             a pull request's comment of a suite (TTL)
+CHAT#<repo>#<suite>           / <hour>              chat messages sent in that hour (TTL)
 """
 
 from __future__ import annotations
@@ -86,3 +88,11 @@ SERIES = "SERIES"
 
 def series_entry(repo: str, branch: str, model: str) -> Key:
     return {"PK": SERIES, "SK": f"{repo}#{branch}#{model}"}
+
+
+def comment(repo: str, number: int, suite: str) -> Key:
+    return {"PK": f"COMMENT#{repo}#{number}", "SK": suite}
+
+
+def chat_hour(suite: str, hour: str) -> Key:
+    return {"PK": f"CHAT#{suite}", "SK": hour}

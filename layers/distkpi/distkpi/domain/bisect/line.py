@@ -5,7 +5,7 @@ A merge is one step on that line: the commits it brought in are not searched one
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from distkpi.domain.github.webhook import SHA
@@ -18,13 +18,22 @@ class Commit:
     sha: str
     author: str
     title: str
+    # the author's GitHub account, when GitHub knows it (alerts mention it); not what makes
+    # two commits the same
+    login: str = field(default="", compare=False)
 
     def to_json(self) -> dict[str, str]:
-        return {"sha": self.sha, "author": self.author, "title": self.title}
+        kept = {"sha": self.sha, "author": self.author, "title": self.title}
+        return {**kept, "login": self.login} if self.login else kept
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Commit:
-        return cls(str(data["sha"]), str(data.get("author", "")), str(data.get("title", "")))
+        return cls(
+            str(data["sha"]),
+            str(data.get("author", "")),
+            str(data.get("title", "")),
+            str(data.get("login", "")),
+        )
 
 
 @dataclass(frozen=True)
@@ -44,9 +53,10 @@ def _dict(value: Any) -> dict[str, Any]:
 def _commit(entry: dict[str, Any]) -> Commit:
     details = _dict(entry.get("commit"))
     message = details.get("message")
-    name = _dict(details.get("author")).get("name") or _dict(entry.get("author")).get("login")
+    login = _dict(entry.get("author")).get("login")
+    name = _dict(details.get("author")).get("name") or login
     title = message.split("\n", 1)[0] if isinstance(message, str) else ""
-    return Commit(str(entry["sha"]), str(name or ""), title)
+    return Commit(str(entry["sha"]), str(name or ""), title, str(login or ""))
 
 
 def _first_parents(commits: Sequence[Any]) -> dict[str, tuple[str | None, dict[str, Any]]]:

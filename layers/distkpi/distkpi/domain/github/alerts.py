@@ -106,3 +106,12 @@ def alert_message(
         lines.append(f"Report: {report_url}")
     subject = f"distkpi: {run.model} regressed on {run.repo} {run.branch}"
     return AlertMessage(subject[:SUBJECT_LIMIT], "\n".join(lines) + "\n")
+
+
+def with_mentions(message: AlertMessage, mentions: Iterable[str]) -> AlertMessage:
+    """The message with a last line naming who it is for (owners, a culprit's author: names
+    checked as GitHub logins or teams, codeowners.mentions, never a log's text)."""
+    named = " ".join(mentions)
+    if not named:
+        return message
+    return AlertMessage(message.subject, f"{message.body}\nFor: {named}\n")

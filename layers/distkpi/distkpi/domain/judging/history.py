@@ -28,6 +28,7 @@ HISTORY_COLUMNS = (
     "gpu_hours",
     "paired_d",
     "calibration",
+    "layout",
 )
 
 
@@ -52,6 +53,8 @@ class HistoryRow:
     # an A/A run of `distkpi calibrate`: in the paired history each such run counts, not
     # only the commit's latest
     calibration: bool = False
+    # the config's parallel layout where its suite states one: "tp=2 pp=4 dp=8"
+    layout: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {c: getattr(self, c) for c in HISTORY_COLUMNS}

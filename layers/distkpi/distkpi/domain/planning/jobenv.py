@@ -1,14 +1,15 @@
 """The job environment: every DISTKPI_* variable that passes between the launcher, the node
 runner and the code under test, named here once, and the launcher's part as one model.
 
-People script against these names and values (the README's table): a name or a value's
-format never changes here without a note there. The launcher writes `JobEnvironment`
+People script against these names and values (the table in
+docs/tutorials/your-benchmark.md): a name or a value's format never changes here without a
+note there. The launcher writes `JobEnvironment`
 (domain/planning/jobs.py); the node reads its part once (distkpi_cli/node/settings.py) and
 gives the code what `framework_environment` adds (distkpi_cli/node/placement.py).
 
 A new job variable: its name here, a field of `JobEnvironment` written in `variables()`
 when the launcher sets it, a field of `NodeSettings` when the node reads it, and a row in
-the README's table.
+the table in docs/tutorials/your-benchmark.md.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ class JobEnvironment:
     manifest_key: str | None = None
 
     def variables(self) -> dict[str, str]:
-        """The job's variables, each name and value as the README's table says."""
+        """The job's variables, each name and value as the table in
+        docs/tutorials/your-benchmark.md says."""
         env = {
             RUN_ID: self.run_id,
             CONFIG: self.config,

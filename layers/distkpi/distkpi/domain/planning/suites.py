@@ -36,6 +36,8 @@ from distkpi.domain.contracts import (
     layout_problem,
     require_unique_names,
 )
+from distkpi.domain.github.codeowners import OWNER_PATTERN
+from distkpi.domain.github.comment_mode import CommentMode
 from distkpi.domain.judging.settings import VerdictSettings
 from distkpi.domain.patterns import DeclaredMetrics
 from distkpi.domain.planning.sizing import PserverResources, TrainerResources
@@ -91,6 +93,18 @@ class BisectSettings(BaseModel):
     # unset: enough for its range, ceil(log2(commits)), at most MAX_BISECT_RUNS
     max_runs: Annotated[int, Field(ge=1, le=16)] | None = None
 
+
+class AlertSettings(BaseModel):
+    """Which of a suite's results alert its owners (suite `alert:`), besides the default
+    branch's regressions and their bisections' culprits, which always do."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # a pull request's failure too (its run's verdict `failure`)
+    pull_requests: bool = False
+
+
+Owner = Annotated[str, Field(pattern=OWNER_PATTERN)]
 
 DEFAULT_SOURCE = "https://github.com/{repo}.git"
 NO_SOURCE = "none"
@@ -148,6 +162,11 @@ class Suite(BaseModel):
     golden: Annotated[str, Field(min_length=1)] | None = None
     verdict: VerdictSettings = Field(default_factory=VerdictSettings)
     bisect: BisectSettings = Field(default_factory=BisectSettings)
+    # when its pull-request comment is written (domain/github/pr_comment.py)
+    comment: CommentMode = CommentMode.ON_CHANGE
+    # who its alerts mention: GitHub logins or @org/team; unset: CODEOWNERS for `paths`
+    owners: Annotated[tuple[Owner, ...], Field(min_length=1)] | None = None
+    alert: AlertSettings = Field(default_factory=AlertSettings)
     # what a trainer node asks for per GPU, and a parameter-server node (never a GPU);
     # unset: the stack's defaults
     resources: TrainerResources | None = None
