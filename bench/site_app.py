@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from site_build import seed  # noqa: E402
 
 from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord  # noqa: E402
-from distkpi.reporting.site import FolderSite, build_series  # noqa: E402
+from distkpi_cli.site_pages import FolderSite, build_series  # noqa: E402
 from tests.browser.site_fixture import RESNET, History, write_site  # noqa: E402
 
 STATIC_PAGE_RUNS = 500

@@ -5,6 +5,7 @@ concurrency, IAM as deployed, real event shapes) stays in tests/integration."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import itertools
 import threading
@@ -290,10 +291,6 @@ class FakeHistory:
             if repo in (None, s.repo) and is_published(s.branch)
         ]
 
-    def mark_site_built(self, series: SeriesRecord, at: str) -> None:
-        key = (series.repo, series.branch, series.model)
-        self.series_records[key] = replace(self.series_records[key], site_built_at=at)
-
 
 class FakeJobs:
     def __init__(self) -> None:
@@ -330,12 +327,17 @@ class FakePullRequests:
         return list(self.entries.get((repo, number), {}).values())
 
 
+def _etag(data: bytes) -> str:
+    return '"' + hashlib.md5(data, usedforsecurity=False).hexdigest() + '"'
+
+
 @dataclass
 class FakeRunFolders:
     """The bucket as a dict of keys to bytes."""
 
     bucket: str = "distkpi-runs"
     objects: dict[str, bytes] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def run(self, run_id: str) -> FakeRunSource:
         return FakeRunSource(self, run_prefix(run_id))
@@ -348,6 +350,21 @@ class FakeRunFolders:
     def put_bytes(self, key: str, data: bytes, content_type: str = "application/json") -> None:
         del content_type
         self.objects[key] = data
+
+    def read_tagged(self, key: str) -> tuple[bytes, str] | None:
+        with self.lock:
+            data = self.objects.get(key)
+            return None if data is None else (data, _etag(data))
+
+    def put_if(self, key: str, data: bytes, content_type: str, etag: str | None) -> bool:
+        """As S3: atomic, the ETag the MD5 of the bytes."""
+        del content_type
+        with self.lock:
+            current = self.objects.get(key)
+            if (None if current is None else _etag(current)) != etag:
+                return False
+            self.objects[key] = data
+            return True
 
     def suites(self) -> tuple[list[Suite], list[BrokenSuite]]:
         """The suites under suites/, read as the SuiteCatalog reads them."""

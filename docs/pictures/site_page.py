@@ -22,8 +22,8 @@ from chromium import screenshot  # noqa: E402
 from site_build import TABLE, seed  # noqa: E402
 
 from distkpi.adapters.dynamo import DynamoTable, HistoryRepository  # noqa: E402
-from distkpi.reporting.site import FolderSite, build_site  # noqa: E402
 from distkpi_cli.local.template import load_template, table_definition  # noqa: E402
+from distkpi_cli.site_pages import FolderSite, build_site  # noqa: E402
 
 PICTURE = ROOT / "docs" / "pictures" / "site-page.png"
 

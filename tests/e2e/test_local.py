@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import shutil
 from pathlib import Path
 
@@ -149,6 +150,19 @@ def test_pushes_build_a_history_the_pull_request_is_judged_against(tmp_path: Pat
     assert throughput.baseline == pytest.approx(push.kpis.config("1x1").throughput)
     assert throughput.verdict.value in ("pass", "regressed", "improved")
     assert pull.report.read_text().count("<img") == 2
+    # the push is in the history site's files beside the reports; the pull request is not
+    api = tmp_path / "out" / "site" / "api"
+    (line,) = json.loads((api / "index.json").read_text())["histories"]
+    assert (line["repo"], line["branch"], line["latest"]["run_id"]) == (
+        "local/demo",
+        "develop",
+        push.run_id,
+    )
+    assert json.loads((api / f"runs/{push.run_id}.json").read_text())["verdict"] == push.state
+    assert not (api / f"runs/{pull.run_id}.json").exists()
+    assert (api / f"runs/{push.run_id}.js").is_file()  # its twin, for the pages on file://
+    report = api.parent / json.loads((api / f"runs/{push.run_id}.json").read_text())["report"]
+    assert report.resolve() == push.report.resolve()
 
 
 SPEED = """

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 import threading
 import time
@@ -90,6 +91,15 @@ def test_history_lasts_across_runs_and_local_up_and_the_site_shows_it(
     svg = (site / chart.group(1)).read_text()
     for run in (earlier, later):
         assert f"../reports/{run.run_id}/index.html" in svg
+    # the site's JSON files rebuilt from the saved folder: what the runs published
+    rebuilt = tmp_path / "rebuilt"
+    on_state = ["--local", "--state", str(state.path)]
+    assert main(["site", "--rebuild", *on_state, "--out", str(rebuilt)]) == 0
+    (line,) = json.loads((rebuilt / "api" / "index.json").read_text())["histories"]
+    assert line["runs"] == 2 and line["latest"]["run_id"] == later.run_id
+    for run in (earlier, later):
+        ran = json.loads((rebuilt / "api" / "runs" / f"{run.run_id}.json").read_text())
+        assert ran["verdict"] == run.state
 
 
 def test_a_second_stack_on_the_folder_is_refused_and_a_damaged_one_named(

@@ -141,7 +141,7 @@ def test_the_cli_lists_bisections_and_history_marks_the_culprit(
     history = ["history", "--repo", REPO, "--model", MODEL, "--table", TABLE, "--format", "csv"]
     assert main([*history, "--kpi", "throughput"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].endswith(",paired_d,calibration,culprit")
+    assert lines[0].endswith(",paired_d,calibration,layout,culprit")
     marked = [line for line in lines[1:] if line.split(",")[6] == "push-9"]
     assert len(marked) == 4 and all(line.endswith(f",{culprit}") for line in marked)
     assert all(line.endswith(",") for line in lines[1:] if line not in marked)

@@ -399,16 +399,12 @@ def test_a_run_past_its_deadline_is_settled_as_error_and_its_jobs_stopped(
     lost = f"runs/{run_id}/2x8-4ps/node-5.json"
     stack.s3.delete_object(Bucket=BUCKET, Key=lost)
     deliver_all(stack, [k for k in keys if k != lost and "/4x8-8ps/" not in k], copies=1)
-    assert sweep(stack) == {
-        "timed_out": 0,
-        "republished": 0,
-        "site_rebuilt": 0,
-    }  # 8 hours have not passed
+    assert sweep(stack) == {"timed_out": 0, "republished": 0}  # 8 hours have not passed
     assert final_statuses(stack) == []
 
     monkeypatch.setenv("RUN_TIMEOUT_S", "0")
     wiring.reset()
-    assert sweep(stack) == {"timed_out": 1, "republished": 0, "site_rebuilt": 0}
+    assert sweep(stack) == {"timed_out": 1, "republished": 0}
     (final,) = final_statuses(stack)
     assert final["state"] == "error"
     assert final["description"] == (
@@ -433,7 +429,7 @@ def test_a_run_past_its_deadline_is_settled_as_error_and_its_jobs_stopped(
         == ("timed out: no result 0h after the run started")
     )
     assert reasons["1x1"] != reasons["2x8-4ps"]
-    assert sweep(stack) == {"timed_out": 0, "republished": 0, "site_rebuilt": 0}
+    assert sweep(stack) == {"timed_out": 0, "republished": 0}
     assert len(final_statuses(stack)) == 1
 
 
@@ -449,7 +445,7 @@ def test_one_broken_overdue_run_does_not_keep_the_others_from_their_deadline(
     )
     monkeypatch.setenv("RUN_TIMEOUT_S", "0")
     wiring.reset()
-    assert sweep(stack) == {"timed_out": 1, "republished": 0, "site_rebuilt": 1}
+    assert sweep(stack) == {"timed_out": 1, "republished": 0}
     assert [s["state"] for s in final_statuses(stack)] == ["error"]
     assert stack.table.get_item(Key={"PK": f"RUN#{fine}", "SK": "RUN"})["Item"]["status"] == "done"
     assert "overdue run not settled" in caplog.text
@@ -468,14 +464,14 @@ def test_the_sweeper_settles_overdue_runs_only_while_a_runs_budget_is_left(
     left = iter([200_000, 100_000, 100_000])  # ms: one run's budget, then less than one
     context = LambdaContext(remaining_ms=lambda: next(left))
     swept = stack.handlers["sweeper"].lambda_handler({"source": "aws.events"}, context)
-    assert swept == {"timed_out": 1, "republished": 0, "site_rebuilt": 0}
+    assert swept == {"timed_out": 1, "republished": 0}
     status = {
         run: stack.table.get_item(Key={"PK": f"RUN#{run}", "SK": "RUN"})["Item"]["status"]
         for run in (first, second)
     }
     assert status == {first: "done", second: "running"}  # the oldest first
-    # the next sweep settles the push, and develop's history page is drawn
-    assert sweep(stack) == {"timed_out": 1, "republished": 0, "site_rebuilt": 1}
+    # the next sweep settles the push
+    assert sweep(stack) == {"timed_out": 1, "republished": 0}
 
 
 def test_a_report_that_cannot_be_drawn_leaves_the_status_without_a_link(
@@ -502,7 +498,9 @@ def test_github_answering_500_then_201_posts_once(stack: Stack) -> None:
     stack.github.fail_next(500)
     deliver_all(stack, run_all_nodes(stack, run_id), copies=1)
     assert len(final_statuses(stack)) == 1
-    assert stack.github.requests == 3  # pending, then 500 and its retry
+    # the pending status, the pull request's comment (500, then its retry), the final status
+    assert stack.github.requests == 4
+    assert len(stack.github.comments) == 1
 
 
 def test_github_down_still_stores_the_kpis_and_the_status_goes_out_later(
@@ -525,8 +523,8 @@ def test_github_down_still_stores_the_kpis_and_the_status_goes_out_later(
     stack.github.start()
     monkeypatch.setenv("GITHUB_API_URL", stack.github.url)
     wiring.reset()
-    assert sweep(stack) == {"timed_out": 0, "republished": 1, "site_rebuilt": 0}
-    assert sweep(stack) == {"timed_out": 0, "republished": 0, "site_rebuilt": 0}
+    assert sweep(stack) == {"timed_out": 0, "republished": 1}
+    assert sweep(stack) == {"timed_out": 0, "republished": 0}
     (final,) = final_statuses(stack)
     assert final["state"] == "success" and final["sha"] == SHA
     run = stack.table.get_item(Key={"PK": f"RUN#{run_id}", "SK": "RUN"})["Item"]

@@ -95,6 +95,13 @@ def test_eight_commits_name_the_culprit_in_three_steps() -> None:
     assert {(r.kpi, r.culprit, r.diagnosis) for r in regressed} == {
         (kpi, LINE[5], ended.why) for kpi in ("throughput", "speedup", "efficiency")
     }
+    # the culprit is marked on the history site where its regression showed
+    head = json.loads(
+        pipeline.store.objects["site/api/series/PaddlePaddle/Paddle/develop/resnet50.json"]
+    )
+    (culprit,) = [m for m in head["marks"] if m["kind"] == "culprit"]
+    assert (culprit["sha"], culprit["run_id"], culprit["config"]) == (LINE[5], bad_run, SLOW)
+    assert culprit["text"].startswith(f"culprit {LINE[5][:10]}: ")
     # each step's GPU-hours are its configs' (none here: these manifests name no hardware)
     assert [s.gpu_hours for s in ended.steps] == [0.0, 0.0, 0.0]
     # the steps posted no status, joined no history and were not superseded

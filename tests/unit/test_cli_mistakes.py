@@ -316,3 +316,25 @@ def test_judge_without_pandas_is_refused_with_the_install_line(
         "distkpi judge: --history needs pandas, which is not installed: "
         "pip install 'distkpi[analysis]'\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["site"], "give --out DIR (or --rebuild with --out DIR or --bucket B)"),
+        (
+            ["site", "--out", "x", "--bucket", "b"],
+            "--bucket is where --rebuild writes: give --rebuild, or --out alone",
+        ),
+        (["site", "--rebuild"], "--rebuild writes to one place: give --out DIR or --bucket B"),
+        (
+            ["site", "--rebuild", "--out", "x", "--bucket", "b"],
+            "--rebuild writes to one place: give --out DIR or --bucket B",
+        ),
+    ],
+)
+def test_site_says_where_it_writes_before_reading_the_table(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*argv, "--table", "no-such-table"]) == 2
+    assert capsys.readouterr().err == f"distkpi site: {message}\n"

@@ -163,4 +163,4 @@ def test_a_diagnosis_run_is_never_judged_published_or_repeated() -> None:
     assert purpose_of(record) is Purpose.DIAGNOSIS
     policy = policy_of(record)
     assert not (policy.judged or policy.published or policy.confirms or policy.bisects)
-    assert not (policy.started_on_github or policy.judges_looks or policy.repeated_by_rerun)
+    assert not (policy.judges_looks or policy.repeated_by_rerun)

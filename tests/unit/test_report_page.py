@@ -17,9 +17,9 @@ from distkpi.domain.planning.jobs import run_spec_for
 from distkpi.domain.planning.suites import load_suite
 from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord
 from distkpi.reporting.page import build_report
-from distkpi.reporting.site import FolderSite, build_site, kpi_chart, runs_of
 from distkpi.services.publish import failed_logs
 from distkpi_cli.localfs import LocalRunSource
+from distkpi_cli.site_pages import FolderSite, build_site, kpi_chart, runs_of
 from tests.unit.test_short_history import earlier_runs, local_run
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ import sys
 from dataclasses import replace
 
 from distkpi.domain.records import ResetRecord, SeriesRecord
-from distkpi.reporting import site_view
-from distkpi.reporting.site_view import Line, runs_of
+from distkpi_cli import site_view
+from distkpi_cli.site_view import Line, runs_of
 from tests.unit.test_report_page import RUN_ID, history_records
 
 SERIES = SeriesRecord("local/demo", "develop", "local", RUN_ID, "failure", "regressed", "t")
@@ -70,7 +70,7 @@ def test_the_index_lists_every_history_and_the_links_that_find_no_file() -> None
 
 def test_the_view_is_computed_without_matplotlib() -> None:
     code = (
-        "import sys; from distkpi.reporting import site_view; "
+        "import sys; from distkpi_cli import site_view; "
         "from tests.unit.test_report_page import RUN_ID, history_records; "
         "from tests.unit.test_site_view import SERIES, report; "
         "site_view.page(SERIES, 1, list(site_view.runs_of(history_records(RUN_ID))), False, "

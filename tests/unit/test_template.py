@@ -114,17 +114,52 @@ def test_containers_cannot_reach_the_instance_role(template: dict[str, Any]) -> 
 
 def test_the_bucket_refuses_plain_http_and_expires_old_versions(template: dict[str, Any]) -> None:
     (policy,) = resources_of_type(template, "AWS::S3::BucketPolicy").values()
-    (deny,) = policy["PolicyDocument"]["Statement"]
+    deny, site = policy["PolicyDocument"]["Statement"]
     assert deny["Effect"] == "Deny"
     assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert site["Fn::If"][0] == "HostsSite" and site["Fn::If"][2] == {"Ref": "AWS::NoValue"}
     rules = resources_of_type(template, "AWS::S3::Bucket")["RunsBucket"]["LifecycleConfiguration"][
         "Rules"
     ]
-    (rule,) = [r for r in rules if r["Id"] == "old-versions-and-unfinished-uploads"]
-    assert rule["NoncurrentVersionExpiration"]["NoncurrentDays"] > 0
+    by_id = {r["Id"]: r for r in rules}
+    assert by_id["old-versions-and-unfinished-uploads"]["NoncurrentVersionExpiration"] == {
+        "NoncurrentDays": 30
+    }
+    # the site's files are rewritten by every run: their old versions last a day
+    assert by_id["site-old-versions"]["NoncurrentVersionExpiration"] == {"NoncurrentDays": 1}
+    assert by_id["site-old-versions"]["Prefix"] == "site/"
     assert resources_of_type(template, "AWS::DynamoDB::Table")["RunsTable"][
         "DeletionProtectionEnabled"
     ]
+
+
+def test_the_site_is_served_through_cloudfront_only_when_asked_and_the_bucket_stays_private(
+    template: dict[str, Any],
+) -> None:
+    assert template["Parameters"]["HostSite"]["Default"] == "false"
+    assert template["Conditions"]["HostsSite"] == {"Fn::Equals": [{"Ref": "HostSite"}, "true"]}
+    resources = template["Resources"]
+    for name in ("SiteOriginAccessControl", "SiteDistribution"):
+        assert resources[name]["Condition"] == "HostsSite"
+    access = resources["SiteOriginAccessControl"]["Properties"]
+    assert access["OriginAccessControlConfig"]["SigningBehavior"] == "always"
+    config = resources["SiteDistribution"]["Properties"]["DistributionConfig"]
+    (origin,) = config["Origins"]
+    assert origin["OriginPath"] == "/site"
+    assert origin["OriginAccessControlId"] == {"Fn::GetAtt": ["SiteOriginAccessControl", "Id"]}
+    assert origin["S3OriginConfig"] == {"OriginAccessIdentity": ""}
+    assert config["DefaultCacheBehavior"]["ViewerProtocolPolicy"] == "redirect-to-https"
+    assert [b["PathPattern"] for b in config["CacheBehaviors"]] == ["api/*"]
+    (policy,) = resources_of_type(template, "AWS::S3::BucketPolicy").values()
+    allowed = policy["PolicyDocument"]["Statement"][1]["Fn::If"][1]
+    assert allowed["Principal"] == {"Service": "cloudfront.amazonaws.com"}
+    assert allowed["Action"] == "s3:GetObject"
+    assert allowed["Resource"] == {"Fn::Sub": "${RunsBucket.Arn}/site/*"}
+    assert "AWS:SourceArn" in allowed["Condition"]["StringEquals"]
+    block = resources_of_type(template, "AWS::S3::Bucket")["RunsBucket"][
+        "PublicAccessBlockConfiguration"
+    ]
+    assert all(block.values())
 
 
 def test_alarms_watch_the_dead_letter_queue_and_the_failure_metrics(

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from distkpi.domain.layout import REPORT_PAGE, REPORTS, RUNS
+from distkpi.domain.layout import REPORT_PAGE, REPORTS, RUNS, SITE
 from distkpi.domain.records import RunRecord, RunStatus
 from distkpi_cli.confined import UnsafeNameError, confined
 from distkpi_cli.local.aws_stack import BUCKET
@@ -125,7 +125,19 @@ class Dispatcher:
         return found
 
     def copy_out(self, run_id: str) -> tuple[Path, Path]:
-        """The run folder and the report's page, on local disk."""
+        """The run folder and the report's page, on local disk, and the history site as the
+        publisher left it in the bucket (`<out>/site`, beside the reports its runs link)."""
         folder = self.download(f"{RUNS}{run_id}/")
         report = self.download(f"{REPORTS}{run_id}/") / REPORT_PAGE
+        with_twins(self.download(SITE) / "api")
         return folder, report
+
+
+def with_twins(api: Path) -> None:
+    """Each JSON file of a site's api/ folder with its `.js` twin beside it, which the
+    application reads from file:// (reporting/app_twins.py)."""
+    from distkpi.reporting.app_twins import twin, twin_name
+
+    for path in sorted(api.rglob("*.json")):
+        name = path.relative_to(api).as_posix()
+        (api / twin_name(name)).write_bytes(twin(name, path.read_bytes()))

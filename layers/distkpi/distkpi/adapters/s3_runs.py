@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 MISSING = {"NoSuchKey", "404", "NotFound"}
+# a conditional write that lost: changed (412), raced (409), or gone since it was read
+LOST = {"PreconditionFailed", "412", "ConditionalRequestConflict", "409", *MISSING}
 
 
 class S3RunStore:
@@ -35,6 +37,38 @@ class S3RunStore:
             self.s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
         except ClientError as exc:
             raise StorageError(f"cannot write s3://{self.bucket}/{key}: {exc}") from exc
+
+    def read_tagged(self, key: str) -> tuple[bytes, str] | None:
+        try:
+            response = self.s3.get_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if error_code(exc) in MISSING:
+                return None
+            raise StorageError(f"cannot read s3://{self.bucket}/{key}: {exc}") from exc
+        with closing(response["Body"]) as body:
+            return body.read(), response["ETag"]
+
+    def put_if(self, key: str, data: bytes, content_type: str, etag: str | None) -> bool:
+        """S3's conditional write: If-Match the ETag read, or If-None-Match * for a new
+        object; 412 (or 409, a concurrent conditional write) means another writer won."""
+        try:
+            if etag is not None:
+                self.s3.put_object(
+                    Bucket=self.bucket, Key=key, Body=data, ContentType=content_type, IfMatch=etag
+                )
+            else:
+                self.s3.put_object(
+                    Bucket=self.bucket,
+                    Key=key,
+                    Body=data,
+                    ContentType=content_type,
+                    IfNoneMatch="*",
+                )
+        except ClientError as exc:
+            if error_code(exc) in LOST:
+                return False
+            raise StorageError(f"cannot write s3://{self.bucket}/{key}: {exc}") from exc
+        return True
 
     def upload_stream(self, stream: Any, key: str, *, expires: bool = False) -> None:
         """What ``stream`` reads, of any size, each byte read once and in order (it need only

@@ -170,6 +170,8 @@ class HistoryRecord:
     calibration: bool = False
     # the run's regressed KPIs accepted (who, when, why), when they were
     accepted: Acceptance | None = None
+    # the run's verdict (success, failure, error); None for records from before it was kept
+    verdict: str | None = None
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,6 @@ class SeriesRecord:
     state: str
     description: str
     finished_at: str
-    site_built_at: str | None = None
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from distkpi.services.publish import DrawReport, Publisher
     from distkpi.services.regressions import RegressionLedger
     from distkpi.services.settle import ConfigSettler
-    from distkpi.services.site import SiteRefresher
+    from distkpi.services.site import SitePublisher
 
 
 class Adapters(Protocol):
@@ -229,6 +229,7 @@ class Services:
             self.stack.clock,
             self.alerts,
             bisector=self.bisector,
+            site=self.site,
             comments=self.pr_comments,
             # where jobs can be submitted, a regression's diagnosis job is started
             diagnose=self.starter.diagnose if self.stack.launcher is not None else None,
@@ -260,6 +261,7 @@ class Services:
             count=self.stack.count,
             clock=self.stack.clock,
             diagnose_culprit=self.starter.diagnose_culprit,
+            site=self.site,
         )
 
     @cached_property
@@ -338,9 +340,9 @@ class Services:
         )
 
     @cached_property
-    def site(self) -> SiteRefresher:
-        from distkpi.services.site import SiteRefresher
+    def site(self) -> SitePublisher:
+        from distkpi.services.site import SitePublisher
 
-        return SiteRefresher(
-            self.stack.history, self.stack.store, self.stack.count, self.stack.clock
+        return SitePublisher(
+            self.stack.store, self.stack.history.resets, self.stack.count, self.stack.clock
         )

@@ -1,32 +1,20 @@
-"""A schedule: post the final statuses of runs that ended while GitHub was down, settle the
-runs past their deadline, and rebuild the history site's stale pages."""
+"""A schedule: post the final statuses of runs that ended while GitHub was down (their
+history site files with them), and settle the runs past their deadline. The history site
+is updated by each run's publication, never rebuilt here."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from distkpi.entry.observability import count, logger
+from distkpi.entry.observability import logger
 from distkpi.entry.wiring import sweeper
-from distkpi.services import deadlines, publish, site  # noqa: F401 - loaded at init, not on the first event
-
-SITE_BUDGET_S = 60.0  # what rebuilding the stale pages may take at most (bench/site_build.py)
+from distkpi.services import deadlines, publish  # noqa: F401 - loaded at init, not on the first event
 
 
 def handle_schedule(time_left: Callable[[], float]) -> dict[str, int]:
     """The statuses GitHub missed first (quick, and people wait for them), then the overdue
-    runs while the invocation has a run's budget left (the rest wait for the next sweep),
-    then the site with what is left of it."""
+    runs while the invocation has a run's budget left (the rest wait for the next sweep)."""
     posted = sweeper().publisher.republish_unpublished()
     timed_out = sweeper().deadlines.expire_overdue(time_left)
-    rebuilt = 0
-    if time_left() < SITE_BUDGET_S:
-        logger.warning("history site left for the next sweep", seconds_left=time_left())
-        count("SiteDeferred")
-    else:
-        try:
-            rebuilt = sweeper().site.refresh()
-        except Exception:  # the site is a view: it never holds back the statuses
-            logger.exception("history site not rebuilt")
-            count("SiteFailures")
-    logger.info("sweep done", timed_out=timed_out, republished=posted, site_rebuilt=rebuilt)
-    return {"timed_out": timed_out, "republished": posted, "site_rebuilt": rebuilt}
+    logger.info("sweep done", timed_out=timed_out, republished=posted)
+    return {"timed_out": timed_out, "republished": posted}

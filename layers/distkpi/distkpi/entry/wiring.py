@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from distkpi.services.looks import PairedLooks
     from distkpi.services.publish import DrawReport, Publisher
     from distkpi.services.settle import ConfigSettler
-    from distkpi.services.site import SiteRefresher
 
 
 class Wiring:
@@ -364,10 +363,6 @@ class SweeperWiring(BatchWiring):
     @property
     def deadlines(self) -> RunDeadlines:
         return self.services.deadlines
-
-    @property
-    def site(self) -> SiteRefresher:
-        return self.services.site
 
 
 def build_webhook(settings: WebhookSettings, own_url: str | None = None) -> WebhookWiring:

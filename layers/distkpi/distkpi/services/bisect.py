@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger
 
@@ -46,6 +47,9 @@ from distkpi.services.ports import (
 )
 from distkpi.services.statuses import StatusPublisher
 
+if TYPE_CHECKING:
+    from distkpi.services.site import SitePublisher
+
 logger = Logger(child=True)
 
 # RunStarter.start_step(bad run, step run id, sha, configs, good) and cancel_step(run, why)
@@ -71,6 +75,7 @@ class Bisector:
     clock: Clock = field(default=utcnow)
     # starts the culprit's diagnosis job against its parent (None: no diagnosis)
     diagnose_culprit: DiagnoseCulprit | None = None
+    site: SitePublisher | None = None  # the history site's culprit marks
 
     def after_push(self, run: RunRecord) -> Bisection | None:
         """Start the bisection of a push's regression, once (a republished run finds it
@@ -219,6 +224,28 @@ class Bisector:
             run = self.runs.get(run.confirmed_by)
         if run is not None and run.evaluation is not None:
             self.statuses.bisected(run.spec, run.evaluation, bisection)
+        if self.site is not None and bisection.culprit is not None and run is not None:
+            self._mark_culprit(bisection, run)
+
+    def _mark_culprit(self, bisection: Bisection, bad: RunRecord) -> None:
+        """The culprit on the history site's chart, where its regression showed; the site is a
+        view: a failure there is logged, and the bisection stays ended."""
+        from distkpi.reporting.api import culprit_mark
+
+        assert self.site is not None and bisection.culprit is not None
+        text = f"culprit {bisection.culprit[:10]}: {bisection.why}"
+        mark = culprit_mark(
+            bad.finished_at or bisection.updated_at,
+            bisection.culprit,
+            bisection.bad_run_id,
+            bisection.configs,
+            text,
+        )
+        try:
+            self.site.mark(bisection.repo, bisection.branch, bisection.model, mark)
+        except Exception:
+            logger.exception("culprit not marked on the site", run_id=bisection.bad_run_id)
+            self.count("SiteFailures")
 
     def _judged(
         self, bisection: Bisection, step: Step, evaluation: Evaluation, rate: float

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
@@ -21,7 +21,7 @@ from distkpi.domain.kpis.runfolder import RunSource, stored_diagnoses, with_diag
 from distkpi.domain.layout import kpis_key, report_key
 from distkpi.domain.purpose import Purpose, policy_of, purpose_of
 from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord
-from distkpi.exceptions import StorageError
+from distkpi.exceptions import ConflictError, StorageError
 from distkpi.services.alerts import RegressionAlerts
 from distkpi.services.baseline import baseline_of
 from distkpi.services.bisect import Bisector
@@ -29,6 +29,9 @@ from distkpi.services.diagnosis import Diagnoser
 from distkpi.services.ports import Clock, Counter, History, RunFolders, Runs, no_metrics, utcnow
 from distkpi.services.pr_comments import PullRequestComments
 from distkpi.services.statuses import StatusPublisher
+
+if TYPE_CHECKING:
+    from distkpi.services.site import SitePublisher
 
 logger = Logger(child=True)
 
@@ -104,6 +107,7 @@ class Publisher:
     alerts: RegressionAlerts | None = None  # a stack with a regression topic
     bisector: Bisector | None = None  # a stack that submits jobs: bisects regressions
     draw: DrawReport = draw_report
+    site: SitePublisher | None = None  # a stack with a bucket: the history site's files
     comments: PullRequestComments | None = None  # a pull request's comment per suite
     # a stack that submits jobs: starts a finished run's diagnosis job (FollowUps.diagnose)
     diagnose: Callable[[RunRecord, Sequence[Judgement]], str | None] | None = None
@@ -133,14 +137,20 @@ class Publisher:
 
     @property
     def commit_steps(self) -> list[Step]:
-        """A commit's result: its history, kpis.json, the report, the team's alert before
-        GitHub (which may be down), the bisection of a push's regression, the pull request's
-        comment (before the status, so that GitHub being down redoes both), the status (or
-        check run: the stack's reporter)."""
+        """A commit's result: its history, kpis.json, the report, the history site's
+        files, the team's alert before GitHub (which may be down), the bisection of a push's
+        regression, the pull request's comment (before the status, so that GitHub being down
+        redoes both), the status (or check run: the stack's reporter)."""
         return [
             Step("history", self._history, OnFailure.RAISE),
             Step("kpis", self._kpis, OnFailure.RAISE),
             Step("report", self._report, OnFailure.GO_ON),
+            Step(
+                "history site",
+                self._site,
+                OnFailure.RETRY_LATER,
+                retried=(StorageError, ConflictError),
+            ),
             Step("alerts", self._alert, OnFailure.RETRY_LATER, retried=(StorageError,)),
             Step("bisection", self._bisect, OnFailure.GO_ON),
             Step("pull request comment", self._comment, OnFailure.GO_ON),
@@ -198,6 +208,20 @@ class Publisher:
 
     def _report(self, p: Publication) -> None:
         p.report_written = self._write_report(p.run, p.baseline)
+
+    def _site(self, p: Publication) -> None:
+        """The run's points into the history site's files (a published branch's run); the
+        bucket refusing leaves the run to the sweeper, which publishes it again; any other
+        failure is logged and counted, and the publication goes on."""
+        if self.site is None:
+            return
+        try:
+            self.site.publish(p.run, p.evaluation, history_records(p.run, p.evaluation))
+        except (StorageError, ConflictError):
+            raise
+        except Exception:  # the site is a view: a fault of its own never holds the status
+            logger.exception("history site not updated", run_id=p.run.run_id)
+            self.count("SiteFailures")
 
     def _alert(self, p: Publication) -> None:
         """Tell the team of a regression before GitHub; a topic that refuses (StorageError)
@@ -355,6 +379,7 @@ def history_records(run: RunRecord, evaluation: Evaluation) -> list[HistoryRecor
             judged=judged.get(c.name, {}),
             paired=first_pair_d(c, base) if c.pairs else {},
             calibration=run.spec.calibration,
+            verdict=evaluation.verdict.state.value,
         )
         for c in evaluation.kpis.configs
     ]

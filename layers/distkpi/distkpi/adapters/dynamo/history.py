@@ -32,6 +32,7 @@ def history_item(record: HistoryRecord) -> dict[str, Any]:
         "paired": dict(record.paired),
         "calibration": record.calibration,
         **({"accepted": record.accepted.to_json()} if record.accepted else {}),
+        **({"verdict": record.verdict} if record.verdict is not None else {}),
     }
 
 
@@ -54,6 +55,7 @@ def history_record(item: Mapping[str, Any]) -> HistoryRecord:
         paired={str(k): float(v) for k, v in (item.get("paired") or {}).items()},
         calibration=bool(item.get("calibration", False)),
         accepted=Acceptance.from_json(item["accepted"]) if item.get("accepted") else None,
+        verdict=None if item.get("verdict") is None else str(item["verdict"]),
     )
 
 
@@ -156,13 +158,6 @@ class HistoryRepository:
         partition = keys.pull_request_series(repo)
         return _series(self.table.query(KeyConditionExpression=Key("PK").eq(partition)))
 
-    def mark_site_built(self, series: SeriesRecord, at: str) -> None:
-        self.table.update(
-            Key=keys.series_entry(series.repo, series.branch, series.model),
-            UpdateExpression="SET site_built_at = :at",
-            ExpressionAttributeValues={":at": at},
-        )
-
 
 def _epoch(at: str) -> int:
     from datetime import UTC, datetime
@@ -186,7 +181,6 @@ def _series(items: Iterable[Mapping[str, Any]]) -> list[SeriesRecord]:
             str(i["state"]),
             str(i["description"]),
             str(i["finished_at"]),
-            i.get("site_built_at"),
         )
         for i in items
     ]

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Protocol
 
 from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord, is_published
-from distkpi.reporting import site_view
-from distkpi.reporting.site_view import (
+from distkpi_cli import site_view
+from distkpi_cli.site_view import (
     LABELS,
     TABLE_RUNS,
     Chart,
@@ -72,9 +72,11 @@ class FolderSite:
     path: Path
 
     def write(self, name: str, data: bytes, content_type: str) -> None:
+        """``name`` relative to the folder (api/series/... makes its folders)."""
         del content_type
-        self.path.mkdir(parents=True, exist_ok=True)
-        (self.path / name).write_bytes(data)
+        target = self.path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
 
     def reaches(self, link: str) -> bool:
         """Whether a link on its pages finds a file: relative links are resolved from the
