@@ -1,8 +1,9 @@
 """A site folder as the publisher writes it (the history application, `api/` and the `.js`
 twins), from known values, for the browser tests and `bench/site_app.py`.
 
-This generator stands in for the per-run publisher while both are built: at merge the
-publisher's own output replaces it. It writes the files of the contract:
+It writes the files of the publisher's contract from formulas rather than through the
+publisher, so that a page's test can say exactly what it must show; every file it writes
+follows the publisher's JSON Schemas (tests/unit/test_browser_fixture_contract.py):
 
 - ``api/index.json``: every history, its latest run and a sparkline of throughput;
 - ``api/series/<repo>/<branch>/<model>.json``: the series head (KPIs, configs, hardware,
@@ -160,7 +161,14 @@ def run_document(history: History, i: int) -> dict[str, Any]:
         "verdict": run_verdict(configs),
         "report": f"reports/{run_id}/index.html",
         "configs": configs,
-        "kpis": {k["name"]: {key: k[key] for key in ("label", "unit", "direction")} for k in KPIS},
+        # as `distkpi kpis --json` gives them (the part a page reads: its configs' values)
+        "kpis": {
+            "model": history.model,
+            "configs": [
+                {"name": c, **{k: v["value"] for k, v in kpis.items()}}
+                for c, kpis in configs.items()
+            ],
+        },
     }
 
 
@@ -275,6 +283,7 @@ def write_history(site: SiteFolder, history: History, run_files: bool) -> dict[s
             "repo": history.repo,
             "branch": history.branch,
             "model": history.model,
+            "runs": history.runs,
             "kpis": list(KPIS),
             "configs": list(history.configs),
             "hardware": list(HARDWARE),

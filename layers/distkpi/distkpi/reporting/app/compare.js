@@ -5,11 +5,11 @@ by side, B − A, and the noise it is judged against. */
   const { el, load, number, percent, short, day, params, say, ready } = distkpi;
   const $ = (id) => document.getElementById(id);
 
-  /** The KPI names in a run's order (its "kpis" catalogue where it has one). */
+  /** The KPI names in the runs' order ("kpis" is the run's `distkpi kpis --json`, not a
+  list of KPIs: the names are its configs' judged KPIs). */
   function kpiNames(a, b) {
     const names = [];
     for (const run of [a, b]) {
-      for (const name of Object.keys(run.kpis || {})) if (!names.includes(name)) names.push(name);
       for (const config of Object.values(run.configs || {})) {
         for (const name of Object.keys(config)) if (!names.includes(name)) names.push(name);
       }
@@ -20,10 +20,6 @@ by side, B − A, and the noise it is judged against. */
   // a report link is relative to the site's root; anything with a scheme (javascript:) is not
   const relative = (href) => typeof href === "string" && href !== "" && !/^[a-z][a-z0-9+.-]*:/i.test(href);
 
-  const label = (run, name) => {
-    const about = (run.kpis || {})[name];
-    return about && typeof about === "object" && about.label ? about.label : name;
-  };
 
   function runRow(which, run) {
     return el("tr", { class: "run" }, el("th", {}, which),
@@ -77,7 +73,7 @@ by side, B − A, and the noise it is judged against. */
     for (const config of configs) {
       const ka = (runA.configs || {})[config] || {}, kb = (runB.configs || {})[config] || {};
       for (const name of names) {
-        if (ka[name] || kb[name]) rows.push(deltaRow(config, name, ka[name], kb[name], label(runB, name)));
+        if (ka[name] || kb[name]) rows.push(deltaRow(config, name, ka[name], kb[name], name));
       }
     }
     $("deltas").tBodies[0].append(...rows);

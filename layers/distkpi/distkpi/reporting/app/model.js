@@ -58,7 +58,7 @@ regressed and improved points marked, and the series' marks drawn as vertical li
     }
     view.last = last;
     if (query.get("from") && months.includes(query.get("from"))) view.first = months.indexOf(query.get("from"));
-    if (query.get("to") && months.includes(query.get("to"))) view.last = months.indexOf(query.get("to"));
+    if (query.get("to") && months.includes(query.get("to"))) view.last = months.lastIndexOf(query.get("to"));
     if (view.last < view.first) [view.first, view.last] = [view.last, view.first];
     const runId = query.get("run");
     if (!runId) return;
