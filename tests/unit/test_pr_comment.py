@@ -126,3 +126,20 @@ def test_a_flood_of_problems_is_cut_to_stay_under_githubs_limit() -> None:
     body = pull_request_comment(flooded, FACTS).body
     assert len(body) < 65_536
     assert "- … and 3980 more in the report" in body
+
+
+def test_a_diagnosis_job_adds_why_under_the_table_and_changes_the_outcome() -> None:
+    evaluation = regressed_evaluation()
+    before = pull_request_comment(evaluation, FACTS)
+    line = "4x8-8ps throughput -25%: communication +38% per step (all_reduce 2.1 -> 2.9 ms)"
+    after = pull_request_comment(evaluation, FACTS, diagnoses=[line, "<b>*bold*</b>"])
+    lines = after.body.splitlines()
+    why = lines.index("**Why it changed** (profiled base and head):")
+    # neutralised as every log-derived string (GitHub renders it as the line itself)
+    assert lines[why + 2] == (
+        r"- 4x8-8ps throughput -25%: communication +38% per step (all\_reduce 2.1 -\> 2.9 ms)"
+    )
+    assert "<b>" not in after.body  # a diagnosis names operations a program chose
+    assert why > max(i for i, x in enumerate(lines) if x.startswith("| 4x8-8ps"))
+    # on_change edits the comment once the diagnosis is in
+    assert after.outcome != before.outcome

@@ -6,7 +6,7 @@ compares with, so the thread is never read."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from aws_lambda_powertools import Logger
@@ -35,10 +35,11 @@ class PullRequestComments:
     web_url: str = "https://github.com"
     count: Counter = no_metrics
 
-    def after(self, run: RunRecord, *, report: bool) -> bool:
+    def after(self, run: RunRecord, *, report: bool, diagnoses: Sequence[str] = ()) -> bool:
         """Post or edit the suite's comment on the run's pull request; True when GitHub was
         told. A failure is logged and counted (the status still goes out, and the pull
-        request's next run writes the comment again)."""
+        request's next run writes the comment again). ``diagnoses``: the lines of its
+        diagnosis job, once done."""
         trigger, evaluation = run.trigger, run.evaluation
         number = trigger.pull_request
         if trigger.event != "pull_request" or number is None or evaluation is None:
@@ -54,7 +55,7 @@ class PullRequestComments:
             self.report_url(run.run_id) if report else None,
             self.web_url,
         )
-        comment = pull_request_comment(evaluation, facts)
+        comment = pull_request_comment(evaluation, facts, diagnoses=diagnoses)
         extra = {"run_id": run.run_id, "pull_request": number}
         try:
             kept = self.kept.get(trigger.repo, number, run.model)

@@ -274,6 +274,8 @@ class Publisher:
         names = [c.name for c in of.spec.configs]
         lines = diagnosis_lines(of.evaluation, stored_diagnoses(self.store.run(of.run_id), names))
         self.statuses.diagnosed(of.spec, of.evaluation, lines)
+        if self.comments is not None:
+            self.comments.after(of, report=True, diagnoses=lines)
         if self.alerts is not None and regressed_timing(of.evaluation.judgements):
             self.alerts.diagnosed(of, lines)
 

@@ -83,9 +83,9 @@ def regressed(evaluation: Evaluation) -> bool:
     )
 
 
-def outcome_of(evaluation: Evaluation) -> str:
+def outcome_of(evaluation: Evaluation, diagnoses: Sequence[str] = ()) -> str:
     rows = "\n".join(f"{j.config}\t{j.kpi}\t{j.verdict.value}" for j in _ordered(evaluation))
-    text = f"{evaluation.verdict.state.value}\n{rows}"
+    text = f"{evaluation.verdict.state.value}\n{rows}" + "".join(f"\n{d}" for d in diagnoses)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -98,8 +98,13 @@ def should_write(mode: CommentMode, shown: str | None, outcome: str) -> bool:
 
 
 def pull_request_comment(
-    evaluation: Evaluation, facts: CommentFacts, limit: int = MAX_OUTPUT
+    evaluation: Evaluation,
+    facts: CommentFacts,
+    limit: int = MAX_OUTPUT,
+    diagnoses: Sequence[str] = (),
 ) -> PullRequestComment:
+    """The comment; ``diagnoses``: a line per diagnosed config once its diagnosis job has
+    reduced its traces (domain/github/diagnosis_texts.diagnosis_lines)."""
     web = facts.web_url.rstrip("/")
     state = evaluation.verdict.state.value
     lines = [
@@ -113,6 +118,9 @@ def pull_request_comment(
         "",
         kpi_rows(evaluation),
     ]
+    if diagnoses:
+        lines += ["", "**Why it changed** (profiled base and head):", ""]
+        lines += [f"- {_escape(d)}" for d in diagnoses]
     links = []
     if facts.report_url:
         links.append(f"[Full report]({facts.report_url})")
@@ -125,7 +133,7 @@ def pull_request_comment(
     body = head + problems if len(head) + len(problems) <= limit else head
     if len(body) > limit:
         body = body[: limit - len(TRUNCATED)] + TRUNCATED
-    return PullRequestComment(body + "\n", outcome_of(evaluation))
+    return PullRequestComment(body + "\n", outcome_of(evaluation, diagnoses))
 
 
 def kpi_rows(evaluation: Evaluation) -> str:
