@@ -29,6 +29,11 @@ class LaunchError(DistkpiError):
     """AWS Batch refused a job."""
 
 
+class SubmitThrottledError(DistkpiError):
+    """Batch kept answering TooManyRequestsException: the work is retried later as a whole
+    (not a LaunchError, which fails the config)."""
+
+
 class GitHubError(DistkpiError):
     """GitHub refused a request or could not be reached after retries."""
 
@@ -43,3 +48,7 @@ class SignatureError(DistkpiError):
 
 class CalibrationError(DistkpiError):
     """A/A jobs that the fleet's noise cannot be measured from (too few jobs or runs)."""
+
+
+class DeliveryInProgressError(DistkpiError):
+    """Another invocation holds the delivery's claim: its queue message is given back."""

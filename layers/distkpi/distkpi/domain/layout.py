@@ -13,6 +13,7 @@ suites/<model>.yaml                        the suites a delivery runs (deploy)
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ RUNS = "runs/"
 REPORTS = "reports/"
 SUITES = "suites/"
 SITE = "site/"  # the history site the sweeper builds
+DELIVERIES = "deliveries/"  # each queued GitHub delivery's body, as the webhook verified it
 REPORT_PAGE = "index.html"
 
 _MANIFEST = re.compile(r"^runs/(?P<run>[^/]+)/(?P<config>[^/]+)/(?P<name>node-[^/]*\.json)$")
@@ -49,6 +51,12 @@ def arm_prefix(pair: int, arm: str) -> str:
 
 def decision_key(run_id: str, config: str, pair: int) -> str:
     return f"{config_prefix(run_id, config)}{pair_prefix(pair)}decision.json"
+
+
+def delivery_key(delivery: str) -> str:
+    """Where a delivery's body is kept for the launcher: named by the SHA-256 of its id (a
+    header GitHub does not sign, so never a key of its own making)."""
+    return f"{DELIVERIES}{hashlib.sha256(delivery.encode()).hexdigest()}.json"
 
 
 def run_spec_key(run_id: str) -> str:

@@ -58,6 +58,21 @@ class ConfigState(StrEnum):
 
 
 @dataclass(frozen=True)
+class RunBounds:
+    """The stack's bounds on a run: its time from its first job's start, and its time in
+    the job queue before that (RunTimeoutSeconds, QueueWaitSeconds)."""
+
+    run_timeout_s: int
+    queue_wait_s: int
+
+
+def _later(at: str, seconds: int) -> str:
+    return (datetime.fromisoformat(at) + timedelta(seconds=seconds)).isoformat(
+        timespec="milliseconds"
+    )
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """One run: a suite for one commit, from the delivery that started it to its verdict."""
 
@@ -84,6 +99,32 @@ class RunRecord:
     extra_time_s: int = 0
     # a bisection's step: the id of the regressed run it bisects (in no history, no status)
     bisection: str | None = None
+    # the stack's bounds when the run was made: its time from its first job's start, and
+    # its time in the job queue before any job starts (None: an item from before they
+    # were kept, whose timeout counts from its creation)
+    run_timeout_s: int | None = None
+    queue_wait_s: int | None = None
+    # when its first job started (Batch's RUNNING); None while every job waits in the queue
+    started_at: str | None = None
+
+    @property
+    def deadline(self) -> str | None:
+        """When the run is overdue (ISO, as `created_at`): `queue_wait_s` after it was made
+        while no job has started, then `run_timeout_s` (and its extra time) after the first
+        job started; None for a run item from before the bounds were kept."""
+        if self.run_timeout_s is None or self.queue_wait_s is None:
+            return None
+        if self.started_at is None:
+            return _later(self.created_at, self.queue_wait_s)
+        return _later(self.started_at, self.run_timeout_s + self.extra_time_s)
+
+    @property
+    def queue_wait_s_taken(self) -> int | None:
+        """Seconds its jobs waited in the queue before the first started; None before."""
+        if self.started_at is None:
+            return None
+        waited = datetime.fromisoformat(self.started_at) - datetime.fromisoformat(self.created_at)
+        return max(0, round(waited.total_seconds()))
 
     @property
     def timeout_counted_from(self) -> str:

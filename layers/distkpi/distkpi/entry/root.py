@@ -15,12 +15,13 @@ from distkpi.services.statuses import StatusPublisher
 
 if TYPE_CHECKING:
     from distkpi.domain.planning.sizing import Fleet
-    from distkpi.domain.records import RunRecord
+    from distkpi.domain.records import RunBounds, RunRecord
     from distkpi.domain.signing import ManifestKeys
     from distkpi.services.alerts import RegressionAlerts
     from distkpi.services.bisect import Bisector
     from distkpi.services.deadlines import RunDeadlines
     from distkpi.services.finish import RunFinisher
+    from distkpi.services.job_starts import JobStarts
     from distkpi.services.looks import PairedLooks
     from distkpi.services.ports import (
         Alarms,
@@ -89,6 +90,8 @@ class Adapters(Protocol):
     def cancel_superseded(self) -> bool: ...
     @property
     def run_timeout_s(self) -> int: ...
+    @property
+    def run_bounds(self) -> RunBounds | None: ...
     @property
     def confirms(self) -> bool:
         """Whether a finisher starts confirmation runs (the stack's: where it may submit)."""
@@ -225,7 +228,14 @@ class Services:
             fleet=self.stack.fleet,
             count=self.stack.count,
             clock=self.stack.clock,
+            bounds=self.stack.run_bounds,
         )
+
+    @cached_property
+    def job_starts(self) -> JobStarts:
+        from distkpi.services.job_starts import JobStarts
+
+        return JobStarts(self.stack.jobs, self.stack.runs, self.stack.count)
 
     @cached_property
     def looks(self) -> PairedLooks:

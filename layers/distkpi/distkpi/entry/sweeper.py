@@ -1,5 +1,6 @@
-"""A schedule: post the final statuses of runs that ended while GitHub was down, settle the
-runs past their deadline, and rebuild the history site's stale pages."""
+"""A schedule: post the final statuses of runs that ended while GitHub was down, hand the
+runs past their deadline to the overdue-run queue (entry/deadlines.py settles each in its
+own invocation), and rebuild the history site's stale pages."""
 
 from __future__ import annotations
 
@@ -14,19 +15,19 @@ SITE_BUDGET_S = 60.0  # what rebuilding the stale pages may take at most (bench/
 
 def handle_schedule(time_left: Callable[[], float]) -> dict[str, int]:
     """The statuses GitHub missed first (quick, and people wait for them), then the overdue
-    runs while the invocation has a run's budget left (the rest wait for the next sweep),
-    then the site with what is left of it."""
-    posted = sweeper().publisher.republish_unpublished()
-    timed_out = sweeper().deadlines.expire_overdue(time_left)
+    runs handed over (a query and a message per ten runs), then the site with what is left."""
+    wired = sweeper()
+    posted = wired.publisher.republish_unpublished()
+    overdue = wired.deadlines.hand_over(wired.overdue_queue)
     rebuilt = 0
     if time_left() < SITE_BUDGET_S:
         logger.warning("history site left for the next sweep", seconds_left=time_left())
         count("SiteDeferred")
     else:
         try:
-            rebuilt = sweeper().site.refresh()
+            rebuilt = wired.site.refresh()
         except Exception:  # the site is a view: it never holds back the statuses
             logger.exception("history site not rebuilt")
             count("SiteFailures")
-    logger.info("sweep done", timed_out=timed_out, republished=posted, site_rebuilt=rebuilt)
-    return {"timed_out": timed_out, "republished": posted, "site_rebuilt": rebuilt}
+    logger.info("sweep done", overdue=overdue, republished=posted, site_rebuilt=rebuilt)
+    return {"overdue": overdue, "republished": posted, "site_rebuilt": rebuilt}

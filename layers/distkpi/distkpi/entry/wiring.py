@@ -23,12 +23,14 @@ from distkpi.adapters.dynamo import (
 from distkpi.adapters.ec2 import InstanceCatalog
 from distkpi.adapters.github import GitHubStatusClient, TimeBudget
 from distkpi.adapters.github_app import AppAuth, AppCredentials
+from distkpi.adapters.pacing import TokenBucket
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.adapters.secrets import SecretReader
 from distkpi.adapters.suite_catalog import SuiteCatalog
 from distkpi.domain.github.report_links import report_link
 from distkpi.domain.layout import report_key
 from distkpi.domain.planning.sizing import Fleet
+from distkpi.domain.records import RunBounds
 from distkpi.domain.signing import ManifestKeys
 from distkpi.entry.observability import count
 from distkpi.entry.root import Services
@@ -37,7 +39,9 @@ from distkpi.services.ports import Clock, Counter, utcnow
 from distkpi.services.statuses import StatusPublisher
 from distkpi.settings import (
     BatchSettings,
+    DeadlineSettings,
     FunctionSettings,
+    LauncherSettings,
     SweeperSettings,
     WebhookSettings,
     load_settings,
@@ -46,8 +50,10 @@ from distkpi.settings import (
 if TYPE_CHECKING:
     from distkpi.adapters.dynamo.alarms import AlarmRepository
     from distkpi.adapters.dynamo.bisections import BisectionRepository
+    from distkpi.adapters.queues import MessageQueue
     from distkpi.adapters.sns import AlertTopic
     from distkpi.services.deadlines import RunDeadlines
+    from distkpi.services.intake import DeliveryIntake
     from distkpi.services.looks import PairedLooks
     from distkpi.services.publish import DrawReport, Publisher
     from distkpi.services.settle import ConfigSettler
@@ -99,7 +105,11 @@ class Wiring:
 
     @property
     def run_timeout_s(self) -> int:
-        raise AttributeError("only the sweeper expires runs")
+        raise AttributeError("only a function that makes or expires runs bounds them")
+
+    @property
+    def run_bounds(self) -> RunBounds | None:
+        return None  # a function that makes no run
 
     @property
     def catalog(self) -> SuiteCatalog:
@@ -180,6 +190,13 @@ class Wiring:
             timeout_s=(min(3.05, s.github_timeout_s), s.github_timeout_s),
         )
 
+    def app_id(self) -> str | None:
+        """The stack's GitHub App, whose checks alone it re-runs; None without one."""
+        secret_id = self.settings.github_app_secret_id
+        if secret_id is None:
+            return None
+        return AppCredentials.from_secret(self.secrets.get(secret_id)).app_id
+
     def github_token(self, repo: str) -> str:
         if self.app_auth is not None:
             return self.app_auth.token_for(repo)
@@ -234,19 +251,35 @@ class Wiring:
 
 
 class BatchWiring(Wiring):
-    """The functions that submit or stop jobs: the webhook, the fan-in (confirmation runs)
-    and the sweeper."""
+    """The functions that submit or stop jobs: the launcher, the fan-in (confirmation runs),
+    the sweeper and the deadlines function."""
 
     settings: BatchSettings
 
     @cached_property
     def batch(self) -> BatchLauncher:
         s = self.settings
-        return BatchLauncher(s.job_queue, s.single_node_job_definition, s.multi_node_job_definition)
+        return BatchLauncher(
+            s.job_queue,
+            s.single_node_job_definition,
+            s.multi_node_job_definition,
+            fair_share=s.fair_share,
+            pace=TokenBucket(s.submit_jobs_per_s),
+            throttle_retries=s.submit_throttle_retries,
+            throttle_backoff_s=s.submit_throttle_backoff_s,
+        )
 
     @property
     def launcher(self) -> BatchLauncher:
         return self.batch
+
+    @property
+    def run_timeout_s(self) -> int:
+        return self.settings.run_timeout_s
+
+    @property
+    def run_bounds(self) -> RunBounds:
+        return self.settings.bounds
 
     @property
     def starter(self) -> RunStarter:
@@ -275,34 +308,49 @@ class BatchWiring(Wiring):
         )
 
 
-class WebhookWiring(BatchWiring):
+class WebhookWiring(Wiring):
+    """The webhook: it verifies, claims, records and queues; it submits nothing."""
+
     settings: WebhookSettings
 
     def webhook_secret(self) -> bytes:
         return self.secrets.get(self.settings.webhook_secret_id).encode()
 
-    def app_id(self) -> str | None:
-        """The stack's GitHub App, whose checks alone it re-runs; None without one."""
-        secret_id = self.settings.github_app_secret_id
-        if secret_id is None:
-            return None
-        return AppCredentials.from_secret(self.secrets.get(secret_id)).app_id
+    @cached_property
+    def intake(self) -> DeliveryIntake:
+        from distkpi.adapters.queues import MessageQueue
+        from distkpi.services.intake import DeliveryIntake
+
+        queue = MessageQueue(self.settings.delivery_queue_url)
+        return DeliveryIntake(self.deliveries, self.store, queue, self.count)
+
+
+class LauncherWiring(BatchWiring):
+    """The launcher behind the delivery queue: the runs a delivery starts."""
+
+    settings: LauncherSettings
 
     @property
     def cancel_superseded(self) -> bool:
         return self.settings.cancel_superseded
 
 
-class SweeperWiring(BatchWiring):
-    settings: SweeperSettings
-
-    @property
-    def run_timeout_s(self) -> int:
-        return self.settings.run_timeout_s
+class DeadlineWiring(BatchWiring):
+    settings: DeadlineSettings
 
     @property
     def deadlines(self) -> RunDeadlines:
         return self.services.deadlines
+
+
+class SweeperWiring(DeadlineWiring):
+    settings: SweeperSettings
+
+    @cached_property
+    def overdue_queue(self) -> MessageQueue:
+        from distkpi.adapters.queues import MessageQueue
+
+        return MessageQueue(self.settings.overdue_queue_url)
 
     @property
     def site(self) -> SiteRefresher:
@@ -313,6 +361,14 @@ def build_webhook(settings: WebhookSettings, own_url: str | None = None) -> Webh
     """The webhook's collaborators; ``own_url`` is its Function URL (a stack cannot give a
     function its own URL: it comes with the requests it serves), where report links point."""
     return WebhookWiring(settings, own_url)
+
+
+def build_launcher(settings: LauncherSettings) -> LauncherWiring:
+    return LauncherWiring(settings)
+
+
+def build_deadlines(settings: DeadlineSettings) -> DeadlineWiring:
+    return DeadlineWiring(settings)
 
 
 def build_fanin(settings: BatchSettings) -> BatchWiring:
@@ -338,6 +394,18 @@ class Container:
         self._webhook: dict[str | None, WebhookWiring] = {}
         self._fanin: BatchWiring | None = None
         self._sweeper: SweeperWiring | None = None
+        self._launcher: LauncherWiring | None = None
+        self._deadlines: DeadlineWiring | None = None
+
+    def launcher(self) -> LauncherWiring:
+        if self._launcher is None:
+            self._launcher = build_launcher(load_settings(LauncherSettings, os.environ))
+        return self._launcher
+
+    def deadlines(self) -> DeadlineWiring:
+        if self._deadlines is None:
+            self._deadlines = build_deadlines(load_settings(DeadlineSettings, os.environ))
+        return self._deadlines
 
     def webhook(self, own_url: str | None = None) -> WebhookWiring:
         if own_url not in self._webhook:
@@ -365,6 +433,14 @@ def webhook(own_url: str | None = None) -> WebhookWiring:
 
 def fanin() -> BatchWiring:
     return _current.fanin()
+
+
+def launcher() -> LauncherWiring:
+    return _current.launcher()
+
+
+def deadlines() -> DeadlineWiring:
+    return _current.deadlines()
 
 
 def sweeper() -> SweeperWiring:

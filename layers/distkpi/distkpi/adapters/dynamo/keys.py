@@ -49,6 +49,14 @@ def ordered(at: str, run_id: str) -> str:
     return f"{at}#{run_id}"
 
 
+# a running run's GSI2 sort key by its deadline; sorts after every time-first key (`ordered`)
+DEADLINE = "by#"
+
+
+def by_deadline(at: str, run_id: str) -> str:
+    return f"{DEADLINE}{at}#{run_id}"
+
+
 def job(job_id: str) -> Key:
     return {"PK": f"JOB#{job_id}", "SK": "JOB"}
 

@@ -4,7 +4,7 @@ never through locks in memory."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.conditions import Key
@@ -24,6 +24,13 @@ if TYPE_CHECKING:
 TRIGGER_FIELDS = tuple(f.name for f in fields(Trigger))
 
 
+def trigger_of(item: Mapping[str, Any]) -> Trigger:
+    """A run item's trigger (an item from before labels were kept has none)."""
+    values = {name: item.get(name) for name in TRIGGER_FIELDS}
+    values["labels"] = tuple(str(label) for label in item.get("labels") or ())
+    return Trigger(**values)  # type: ignore[arg-type]
+
+
 def run_item(run: RunRecord) -> dict[str, Any]:
     return {
         **keys.run(run.run_id),
@@ -40,12 +47,23 @@ def run_item(run: RunRecord) -> dict[str, Any]:
         **({"confirms": run.confirms} if run.confirms else {}),
         **({"extra_time_s": run.extra_time_s} if run.extra_time_s else {}),
         **({"bisection": run.bisection} if run.bisection else {}),
+        **({"run_timeout_s": run.run_timeout_s} if run.run_timeout_s is not None else {}),
+        **({"queue_wait_s": run.queue_wait_s} if run.queue_wait_s is not None else {}),
+        **({"started_at": run.started_at} if run.started_at else {}),
         "GSI1PK": keys.commit(run.trigger.repo, run.trigger.sha),
         "GSI1SK": keys.ordered(run.created_at, run.run_id),
-        # the sweeper's deadline query: by when the stack's run timeout starts counting
+        # the sweeper's deadline query: by its deadline (an item from before deadlines were
+        # kept: by when the stack's run timeout starts counting)
         "GSI2PK": keys.RUNNING,
-        "GSI2SK": keys.ordered(run.timeout_counted_from, run.run_id),
+        "GSI2SK": _deadline_order(run),
     }
+
+
+def _deadline_order(run: RunRecord) -> str:
+    deadline = run.deadline
+    if deadline is None:
+        return keys.ordered(run.timeout_counted_from, run.run_id)
+    return keys.by_deadline(deadline, run.run_id)
 
 
 def run_record(item: Mapping[str, Any]) -> RunRecord:
@@ -58,7 +76,7 @@ def run_record(item: Mapping[str, Any]) -> RunRecord:
         evaluation = Evaluation.from_json(result)
     return RunRecord(
         run_id=str(item["run_id"]),
-        trigger=Trigger(**{name: item.get(name) for name in TRIGGER_FIELDS}),  # type: ignore[arg-type]
+        trigger=trigger_of(item),
         model=str(item["model"]),
         spec=RunSpec.model_validate(item["spec"]),
         delivery=str(item.get("delivery", "")),
@@ -76,7 +94,14 @@ def run_record(item: Mapping[str, Any]) -> RunRecord:
         confirmed_by=item.get("confirmed_by"),
         extra_time_s=int(item.get("extra_time_s", 0)),
         bisection=item.get("bisection"),
+        run_timeout_s=_int_or_none(item.get("run_timeout_s")),
+        queue_wait_s=_int_or_none(item.get("queue_wait_s")),
+        started_at=item.get("started_at"),
     )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def config_record(item: Mapping[str, Any]) -> ConfigRecord:
@@ -342,9 +367,35 @@ class RunRepository:
         return self._index(keys.UNPUBLISHED)
 
     def running_since_before(self, created_before: str) -> list[str]:
-        """Runs still running that were created before the given ISO time (a run with extra
-        time: that much earlier), oldest first."""
+        """Runs from before deadlines were kept, still running, created before the given ISO
+        time (a run with extra time: that much earlier), oldest first."""
         return self._index(keys.RUNNING, before=created_before)
+
+    def overdue(self, now: str) -> list[str]:
+        """Runs still running whose deadline (`RunRecord.deadline`) is before ``now``,
+        earliest first."""
+        condition = Key("GSI2PK").eq(keys.RUNNING) & Key("GSI2SK").between(
+            keys.DEADLINE, keys.by_deadline(now, "")
+        )
+        found = self.table.query(IndexName="GSI2", KeyConditionExpression=condition)
+        return [keys.run_id_of(str(item["PK"])) for item in found]
+
+    def mark_jobs_started(self, run: RunRecord, at: str) -> bool:
+        """The run's first job started at ``at``: its deadline now counts from there. True
+        for the one caller that marked it (a run still running, not marked before)."""
+        started = replace(run, started_at=at)
+        response = self.table.conditional(
+            Key=keys.run(run.run_id),
+            UpdateExpression="SET started_at = :at, GSI2SK = :deadline",
+            ConditionExpression="#status = :running AND attribute_not_exists(started_at)",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={
+                ":at": at,
+                ":deadline": _deadline_order(started),
+                ":running": RunStatus.RUNNING.value,
+            },
+        )
+        return response is not None
 
     def of_commit(self, repo: str, sha: str) -> list[RunRecord]:
         found = self.table.query(
