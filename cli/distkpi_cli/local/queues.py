@@ -1,8 +1,8 @@
 """SQS queues drained into the real handlers, as Lambda's event source mapping would (moto
 runs none): a batch received, given to the handler as an SQS event, the records it does not
-report as failed deleted. A failed record is visible again at once (its visibility timeout
-taken as spent), so it is given again until the queue's redrive policy moves it to the
-dead-letter queue."""
+report as failed deleted. A failed record stays in flight until its visibility timeout is
+over, as in SQS (minutes: the template's), and is then given again, until the queue's
+redrive policy moves it to the dead-letter queue."""
 
 from __future__ import annotations
 
@@ -71,9 +71,5 @@ def drain(
         if answers_key is not None:
             drained.answers.extend(result.get(answers_key, []))
         for message in messages:
-            if message["MessageId"] in failed:
-                sqs.change_message_visibility(
-                    QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
-                )
-            else:
+            if message["MessageId"] not in failed:
                 sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
