@@ -12,6 +12,7 @@ from typing import Any
 from distkpi.domain.github.webhook import Trigger, decide, parse
 from distkpi.domain.layout import config_prefix
 from distkpi.domain.logs.filesummary import ENGINE_VERSION
+from distkpi.domain.records import RunBounds
 from distkpi.domain.signing import ManifestKeys, sign
 from distkpi.entry.root import Services
 from distkpi.services.bisect import Bisector
@@ -74,6 +75,8 @@ class Pipeline:
     confirms: bool = False
     cancel_superseded: bool = True
     run_timeout_s: int = 3600
+    # the bounds each run records (its deadline); None: none, as runs from before they were
+    run_bounds: RunBounds | None = None
     github_web_url: str = "https://github.com"
 
     def __post_init__(self) -> None:
