@@ -39,7 +39,7 @@ from distkpi_cli.local.aws_stack import (
 )
 from distkpi_cli.local.dispatch import BATCH_STATES
 from distkpi_cli.local.github_standin import GitHubApp, GitHubStandIn
-from distkpi_cli.local.handlers import LambdaContext, load_handlers
+from distkpi_cli.local.handlers import LambdaContext, function_url_event, load_handlers
 from distkpi_cli.local.iam import (
     ADMIN,
     Identity,
@@ -128,8 +128,24 @@ class Stack:
         }
         response = self.handlers["webhook"].lambda_handler(request, LambdaContext())
         answered = {**response, "json": json.loads(response.get("body") or "null")}
+        return self.started(answered, context) if drain else answered
+
+    def deliver(self, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
+        """A delivery as the stand-in makes it (signed by it), to the webhook, then the
+        launcher: its status code and JSON answer."""
+        response = self.handlers["webhook"].lambda_handler(
+            function_url_event(headers, body), LambdaContext()
+        )
+        answered = self.started({**response, "json": json.loads(response.get("body") or "{}")})
+        return int(answered["statusCode"]), answered["json"]
+
+    def started(
+        self, answered: dict[str, Any], context: LambdaContext | None = None
+    ) -> dict[str, Any]:
+        """The webhook's answer; for a delivery it queued, the launcher's once the queue is
+        drained, with the webhook's under `queued`."""
         queued = answered["json"] if isinstance(answered["json"], dict) else {}
-        if not drain or response["statusCode"] != 202 or queued.get("message") != "delivery queued":
+        if answered["statusCode"] != 202 or queued.get("message") != "delivery queued":
             return answered
         for started in self.launch(context):
             if started["delivery"] == queued["delivery"]:

@@ -40,7 +40,7 @@ def handle_messages(event: dict[str, Any], context: LambdaContext) -> dict[str, 
             count("DeliveriesRetried")
             failures.append({"itemIdentifier": message_id})
             continue
-        logger.info("delivery started", status=answer.status.value, answer=answer.body)
+        logger.debug("delivery started", status=answer.status.value, answer=answer.body)
         answers.append({"delivery": queued.delivery, **answer.to_json()})
     return {"batchItemFailures": failures, "deliveries": answers}
 
