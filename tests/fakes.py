@@ -214,22 +214,24 @@ class FakeRuns:
         return [r.run_id for r in sorted(done, key=lambda r: (r.finished_at or "", r.run_id))]
 
     def running_since_before(self, created_before: str) -> list[str]:
-        running = [
+        queued = [
             r
             for r in self._runs.values()
             if r.status is RunStatus.RUNNING
-            and r.deadline is None
-            and r.timeout_counted_from < created_before
+            and r.started_at is None
+            and r.created_at < created_before
         ]
-        return [r.run_id for r in sorted(running, key=lambda r: (r.timeout_counted_from, r.run_id))]
+        return [r.run_id for r in sorted(queued, key=lambda r: (r.created_at, r.run_id))]
 
-    def overdue(self, now: str) -> list[str]:
-        running = [
+    def started_before(self, counted_from_before: str) -> list[str]:
+        started = [
             r
             for r in self._runs.values()
-            if r.status is RunStatus.RUNNING and r.deadline is not None and r.deadline < now
+            if r.status is RunStatus.RUNNING
+            and r.started_at is not None
+            and r.timeout_counted_from < counted_from_before
         ]
-        return [r.run_id for r in sorted(running, key=lambda r: (r.deadline or "", r.run_id))]
+        return [r.run_id for r in sorted(started, key=lambda r: (r.timeout_counted_from, r.run_id))]
 
     def mark_jobs_started(self, run: RunRecord, at: str) -> bool:
         with self._lock:

@@ -170,15 +170,28 @@ class Stack:
         ).answers
 
     def settle_overdue(self) -> int:
-        """The overdue runs the sweeper handed over, each settled by the deadlines function."""
+        """The overdue runs the sweeper handed over, each given to the deadlines function:
+        how many it settled."""
         assert self.queues is not None
         deadlines = self.handlers["deadlines"]
-        return drain_queue(
-            self.sqs,
-            self.queues.overdue_runs,
-            lambda event: deadlines.lambda_handler(event, LambdaContext()),  # type: ignore[no-any-return]
-            batch_size=1,
-        ).records
+        settled = 0
+
+        def settle(event: dict[str, Any]) -> dict[str, Any]:
+            nonlocal settled
+            answer: dict[str, Any] = deadlines.lambda_handler(event, LambdaContext())
+            settled += int(answer["settled"])
+            return answer
+
+        drain_queue(self.sqs, self.queues.overdue_runs, settle, batch_size=1)
+        return settled
+
+    def sweep(self, context: LambdaContext | None = None) -> dict[str, int]:
+        """The sweeper's schedule, then what it handed over settled: what it reported, with
+        the runs settled as `timed_out`."""
+        swept: dict[str, int] = self.handlers["sweeper"].lambda_handler(
+            {"source": "aws.events"}, context or LambdaContext()
+        )
+        return {**swept, "timed_out": self.settle_overdue()}
 
     def s3_event(self, key: str) -> dict[str, Any]:
         record = copy.deepcopy(event("s3_object_created"))

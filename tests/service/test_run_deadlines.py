@@ -1,15 +1,17 @@
 """A run's deadline starts when its jobs start: its time in Batch's queue is bounded apart
-(QueueWaitSeconds), the run timeout counts from its first job's RUNNING, and what it waited is
-kept and said when it times out. The sweeper hands overdue runs to a queue; each is settled
-by the deadlines function, once."""
+(QueueWaitSeconds), the run timeout (RunTimeoutSeconds) counts from its first job's RUNNING,
+and what it waited is kept and said when it times out. The sweeper hands overdue runs to a
+queue; each is settled by the deadlines function, once."""
 
 from __future__ import annotations
 
-from distkpi.domain.records import RunBounds, RunStatus
+from distkpi.domain.records import RunStatus
 from tests.fakes import FakeQueue
 from tests.service.pipeline import Pipeline, report_node, start
 
-BOUNDS = RunBounds(run_timeout_s=3600, queue_wait_s=7200)
+
+def bounded() -> Pipeline:
+    return Pipeline(run_timeout_s=3600, queue_wait_s=7200)
 
 
 def started_at(pipeline: Pipeline, run_id: str) -> str:
@@ -22,7 +24,7 @@ def started_at(pipeline: Pipeline, run_id: str) -> str:
 
 
 def test_a_run_still_queued_is_not_timed_out_by_the_run_timeout() -> None:
-    pipeline = Pipeline(run_bounds=BOUNDS)
+    pipeline = bounded()
     run_id = start(pipeline)
     pipeline.clock.advance(3601)  # past the run timeout, inside the queue wait
     assert pipeline.deadlines.overdue() == []
@@ -33,8 +35,8 @@ def test_a_run_still_queued_is_not_timed_out_by_the_run_timeout() -> None:
     assert stopped == {"timed out: no job started 2h after the run was queued"}
 
 
-def test_the_deadline_counts_from_the_first_jobs_start() -> None:
-    pipeline = Pipeline(run_bounds=BOUNDS)
+def test_the_run_timeout_counts_from_the_first_jobs_start() -> None:
+    pipeline = bounded()
     run_id = start(pipeline)
     pipeline.clock.advance(5400)  # 1.5 h in Batch's queue
     at = started_at(pipeline, run_id)
@@ -52,11 +54,11 @@ def test_the_deadline_counts_from_the_first_jobs_start() -> None:
 
 
 def test_a_later_jobs_start_moves_nothing() -> None:
-    pipeline = Pipeline(run_bounds=BOUNDS)
+    pipeline = bounded()
     run_id = start(pipeline)
     first = started_at(pipeline, run_id)
     pipeline.clock.advance(600)
-    later = [c for c in pipeline.runs.configs(run_id)][1]
+    later = pipeline.runs.configs(run_id)[1]
     assert later.job_id is not None
     assert not pipeline.services.job_starts.on_job_running(later.job_id, "2026-11-30T04:00Z")
     run = pipeline.runs.get(run_id)
@@ -64,7 +66,7 @@ def test_a_later_jobs_start_moves_nothing() -> None:
 
 
 def test_the_sweeper_hands_overdue_runs_over_and_each_is_settled_once() -> None:
-    pipeline = Pipeline(run_bounds=BOUNDS)
+    pipeline = bounded()
     overdue, on_time = start(pipeline, "d-1", "a" * 40), start(pipeline, "d-2", "b" * 40)
     pipeline.clock.advance(7000)
     started_at(pipeline, on_time)  # its run timeout counts from here
@@ -81,16 +83,3 @@ def test_the_sweeper_hands_overdue_runs_over_and_each_is_settled_once() -> None:
     run = pipeline.runs.get(overdue)
     assert run is not None and run.status is RunStatus.DONE
     assert not pipeline.deadlines.expire(on_time)
-
-
-def test_a_run_from_before_deadlines_were_kept_times_out_from_its_creation() -> None:
-    pipeline = Pipeline()  # no bounds recorded, as a run item from before
-    run_id = start(pipeline)
-    run = pipeline.runs.get(run_id)
-    assert run is not None and run.deadline is None
-    pipeline.clock.advance(3601)
-    assert pipeline.deadlines.overdue() == [run_id]
-    assert pipeline.deadlines.expire(run_id)
-    assert set(pipeline.launcher.terminated.values()) == {
-        "timed out: no result 1h after the run started"
-    }

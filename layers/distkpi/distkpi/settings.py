@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from distkpi.domain.contracts import describe_errors
 from distkpi.domain.github.trust import DEFAULT_TRUSTED, AllowedSources, TrustSettings
 from distkpi.domain.planning.sizing import Sizing
-from distkpi.domain.records import RunBounds
 from distkpi.exceptions import ContractError
 
 Text = Annotated[str, Field(min_length=1)]
@@ -105,14 +104,6 @@ class BatchSettings(FunctionSettings):
     )
     # the job queue has a fair-share scheduling policy: each job names its repository's share
     fair_share: Annotated[bool, Field(alias="FAIR_SHARE")] = False
-    # a run's time from when its first job starts, and its time in the job queue before
-    # that, bounded apart: both recorded on each run it makes (RunRecord.deadline)
-    run_timeout_s: Annotated[int, Field(alias="RUN_TIMEOUT_S", ge=0)] = 8 * 3600
-    queue_wait_s: Annotated[int, Field(alias="QUEUE_WAIT_S", ge=0)] = 24 * 3600
-
-    @property
-    def bounds(self) -> RunBounds:
-        return RunBounds(self.run_timeout_s, self.queue_wait_s)
 
     @field_validator("instance_types", mode="before")
     @classmethod
@@ -183,6 +174,11 @@ class LauncherSettings(AdmissionSettings, BatchSettings):
 
 class DeadlineSettings(BatchSettings):
     """The deadlines function, which settles the overdue runs the sweeper hands it."""
+
+    # a run's time from when its first job starts (Batch's RUNNING)
+    run_timeout_s: Annotated[int, Field(alias="RUN_TIMEOUT_S", ge=0)] = 8 * 3600
+    # a run's time in the job queue before any of its jobs starts, bounded apart
+    queue_wait_s: Annotated[int, Field(alias="QUEUE_WAIT_S", ge=0)] = 24 * 3600
 
 
 class SweeperSettings(DeadlineSettings):

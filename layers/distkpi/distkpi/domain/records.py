@@ -57,15 +57,6 @@ class ConfigState(StrEnum):
         return cls(status.value)
 
 
-@dataclass(frozen=True)
-class RunBounds:
-    """The stack's bounds on a run: its time from its first job's start, and its time in
-    the job queue before that (RunTimeoutSeconds, QueueWaitSeconds)."""
-
-    run_timeout_s: int
-    queue_wait_s: int
-
-
 def _later(at: str, seconds: int) -> str:
     return (datetime.fromisoformat(at) + timedelta(seconds=seconds)).isoformat(
         timespec="milliseconds"
@@ -99,24 +90,8 @@ class RunRecord:
     extra_time_s: int = 0
     # a bisection's step: the id of the regressed run it bisects (in no history, no status)
     bisection: str | None = None
-    # the stack's bounds when the run was made: its time from its first job's start, and
-    # its time in the job queue before any job starts (None: an item from before they
-    # were kept, whose timeout counts from its creation)
-    run_timeout_s: int | None = None
-    queue_wait_s: int | None = None
     # when its first job started (Batch's RUNNING); None while every job waits in the queue
     started_at: str | None = None
-
-    @property
-    def deadline(self) -> str | None:
-        """When the run is overdue (ISO, as `created_at`): `queue_wait_s` after it was made
-        while no job has started, then `run_timeout_s` (and its extra time) after the first
-        job started; None for a run item from before the bounds were kept."""
-        if self.run_timeout_s is None or self.queue_wait_s is None:
-            return None
-        if self.started_at is None:
-            return _later(self.created_at, self.queue_wait_s)
-        return _later(self.started_at, self.run_timeout_s + self.extra_time_s)
 
     @property
     def queue_wait_s_taken(self) -> int | None:
@@ -128,12 +103,12 @@ class RunRecord:
 
     @property
     def timeout_counted_from(self) -> str:
-        """When the stack's run timeout starts counting for this run: its creation, later by
-        its extra time (ISO, as `created_at`)."""
-        if not self.extra_time_s:
+        """When the stack's run timeout starts counting for this run: its first job's start,
+        later by its extra time (ISO, as `created_at`); before any job started, its creation
+        (and the stack's queue wait counts instead)."""
+        if self.started_at is None:
             return self.created_at
-        later = datetime.fromisoformat(self.created_at) + timedelta(seconds=self.extra_time_s)
-        return later.isoformat(timespec="milliseconds")
+        return _later(self.started_at, self.extra_time_s)
 
     @property
     def first_run_id(self) -> str:

@@ -15,7 +15,7 @@ from distkpi.services.statuses import StatusPublisher
 
 if TYPE_CHECKING:
     from distkpi.domain.planning.sizing import Fleet
-    from distkpi.domain.records import RunBounds, RunRecord
+    from distkpi.domain.records import RunRecord
     from distkpi.domain.signing import ManifestKeys
     from distkpi.services.alerts import RegressionAlerts
     from distkpi.services.bisect import Bisector
@@ -91,7 +91,7 @@ class Adapters(Protocol):
     @property
     def run_timeout_s(self) -> int: ...
     @property
-    def run_bounds(self) -> RunBounds | None: ...
+    def queue_wait_s(self) -> int: ...
     @property
     def confirms(self) -> bool:
         """Whether a finisher starts confirmation runs (the stack's: where it may submit)."""
@@ -228,7 +228,6 @@ class Services:
             fleet=self.stack.fleet,
             count=self.stack.count,
             clock=self.stack.clock,
-            bounds=self.stack.run_bounds,
         )
 
     @cached_property
@@ -258,6 +257,7 @@ class Services:
             self.settler,
             self.stack.launcher,
             self.stack.run_timeout_s,
+            self.stack.queue_wait_s,
             self.stack.count,
             self.stack.clock,
         )

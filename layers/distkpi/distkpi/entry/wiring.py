@@ -30,7 +30,6 @@ from distkpi.adapters.suite_catalog import SuiteCatalog
 from distkpi.domain.github.report_links import report_link
 from distkpi.domain.layout import report_key
 from distkpi.domain.planning.sizing import Fleet
-from distkpi.domain.records import RunBounds
 from distkpi.domain.signing import ManifestKeys
 from distkpi.entry.observability import count
 from distkpi.entry.root import Services
@@ -105,11 +104,11 @@ class Wiring:
 
     @property
     def run_timeout_s(self) -> int:
-        raise AttributeError("only a function that makes or expires runs bounds them")
+        raise AttributeError("only the sweeper and the deadlines function expire runs")
 
     @property
-    def run_bounds(self) -> RunBounds | None:
-        return None  # a function that makes no run
+    def queue_wait_s(self) -> int:
+        raise AttributeError("only the sweeper and the deadlines function expire runs")
 
     @property
     def catalog(self) -> SuiteCatalog:
@@ -273,13 +272,6 @@ class BatchWiring(Wiring):
     def launcher(self) -> BatchLauncher:
         return self.batch
 
-    @property
-    def run_timeout_s(self) -> int:
-        return self.settings.run_timeout_s
-
-    @property
-    def run_bounds(self) -> RunBounds:
-        return self.settings.bounds
 
     @property
     def starter(self) -> RunStarter:
@@ -337,6 +329,14 @@ class LauncherWiring(BatchWiring):
 
 class DeadlineWiring(BatchWiring):
     settings: DeadlineSettings
+
+    @property
+    def run_timeout_s(self) -> int:
+        return self.settings.run_timeout_s
+
+    @property
+    def queue_wait_s(self) -> int:
+        return self.settings.queue_wait_s
 
     @property
     def deadlines(self) -> RunDeadlines:

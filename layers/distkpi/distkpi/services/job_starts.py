@@ -1,6 +1,7 @@
-"""A run's jobs start: its deadline, which counted its time in the job queue until now,
-counts its run time from here (domain/records.RunRecord.deadline), and the queue wait it
-had is kept on the run (`started_at`) and logged."""
+"""A run's jobs start: its deadline, which counted its time in the job queue until now
+(the stack's QueueWaitSeconds), counts its run time from here (RunTimeoutSeconds,
+services/deadlines.py), and the queue wait it had is kept on the run (`started_at`) and
+logged."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ class JobStarts:
             logger.info("started job is not ours", job_id=job_id)
             return False
         run = self.runs.get(job.run_id)
-        if run is None or run.started_at is not None or run.deadline is None:
+        if run is None or run.started_at is not None:
             return False
         if not self.runs.mark_jobs_started(run, at):
             return False

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from distkpi.domain.planning.sizing import Fleet
-from distkpi.domain.records import RunBounds
 from distkpi.domain.signing import ManifestKeys
 from distkpi.services.calibrate import Calibrations
 from distkpi.services.delivery import DeliveryStarter
@@ -59,8 +58,6 @@ class RunStarter:
     fleet: Callable[[], Fleet | None] | None = None
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
-    # the stack's bounds each run records (its deadline); None: none recorded
-    bounds: RunBounds | None = None
 
     def __post_init__(self) -> None:
         launcher = RunLauncher(
@@ -75,7 +72,6 @@ class RunStarter:
             fleet=self.fleet,
             count=self.count,
             clock=self.clock,
-            bounds=self.bounds,
         )
         self.superseder = Superseder(
             self.runs, self.pull_requests, self.statuses, launcher, self.count

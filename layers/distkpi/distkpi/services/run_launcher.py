@@ -19,7 +19,7 @@ from distkpi.domain.layout import run_spec_key
 from distkpi.domain.planning.jobs import JobPlan, extra_run_time_s, plan_jobs
 from distkpi.domain.planning.sizing import Fleet
 from distkpi.domain.planning.suites import Suite
-from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunBounds, RunRecord
+from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord
 from distkpi.domain.signing import ManifestKeys
 from distkpi.exceptions import LaunchError
 from distkpi.services.jobs import stop_jobs
@@ -102,8 +102,6 @@ class RunLauncher:
     fleet: Callable[[], Fleet | None] | None = None
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
-    # the stack's bounds each run records (its deadline); None: none recorded
-    bounds: RunBounds | None = None
 
     def record(
         self, run_id: str, trigger: Trigger, suite: Suite, spec: RunSpec, delivery: str
@@ -118,8 +116,6 @@ class RunLauncher:
             created_at=self.now(),
             configs_total=len(spec.configs),
             extra_time_s=extra_run_time_s(spec, suite),
-            run_timeout_s=self.bounds.run_timeout_s if self.bounds else None,
-            queue_wait_s=self.bounds.queue_wait_s if self.bounds else None,
         )
 
     def now(self) -> str:

@@ -49,12 +49,12 @@ def ordered(at: str, run_id: str) -> str:
     return f"{at}#{run_id}"
 
 
-# a running run's GSI2 sort key by its deadline; sorts after every time-first key (`ordered`)
-DEADLINE = "by#"
+# a running run's GSI2 sort key once a job started; sorts after every time-first key
+STARTED = "started#"
 
 
-def by_deadline(at: str, run_id: str) -> str:
-    return f"{DEADLINE}{at}#{run_id}"
+def started(at: str, run_id: str) -> str:
+    return f"{STARTED}{at}#{run_id}"
 
 
 def job(job_id: str) -> Key:

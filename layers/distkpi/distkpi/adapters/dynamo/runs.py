@@ -47,23 +47,20 @@ def run_item(run: RunRecord) -> dict[str, Any]:
         **({"confirms": run.confirms} if run.confirms else {}),
         **({"extra_time_s": run.extra_time_s} if run.extra_time_s else {}),
         **({"bisection": run.bisection} if run.bisection else {}),
-        **({"run_timeout_s": run.run_timeout_s} if run.run_timeout_s is not None else {}),
-        **({"queue_wait_s": run.queue_wait_s} if run.queue_wait_s is not None else {}),
         **({"started_at": run.started_at} if run.started_at else {}),
         "GSI1PK": keys.commit(run.trigger.repo, run.trigger.sha),
         "GSI1SK": keys.ordered(run.created_at, run.run_id),
-        # the sweeper's deadline query: by its deadline (an item from before deadlines were
-        # kept: by when the stack's run timeout starts counting)
+        # the sweeper's deadline query: queued by creation, then started by when the run
+        # timeout counts from
         "GSI2PK": keys.RUNNING,
         "GSI2SK": _deadline_order(run),
     }
 
 
 def _deadline_order(run: RunRecord) -> str:
-    deadline = run.deadline
-    if deadline is None:
-        return keys.ordered(run.timeout_counted_from, run.run_id)
-    return keys.by_deadline(deadline, run.run_id)
+    if run.started_at is None:
+        return keys.ordered(run.created_at, run.run_id)
+    return keys.started(run.timeout_counted_from, run.run_id)
 
 
 def run_record(item: Mapping[str, Any]) -> RunRecord:
@@ -94,14 +91,8 @@ def run_record(item: Mapping[str, Any]) -> RunRecord:
         confirmed_by=item.get("confirmed_by"),
         extra_time_s=int(item.get("extra_time_s", 0)),
         bisection=item.get("bisection"),
-        run_timeout_s=_int_or_none(item.get("run_timeout_s")),
-        queue_wait_s=_int_or_none(item.get("queue_wait_s")),
         started_at=item.get("started_at"),
     )
-
-
-def _int_or_none(value: Any) -> int | None:
-    return None if value is None else int(value)
 
 
 def config_record(item: Mapping[str, Any]) -> ConfigRecord:
@@ -367,21 +358,22 @@ class RunRepository:
         return self._index(keys.UNPUBLISHED)
 
     def running_since_before(self, created_before: str) -> list[str]:
-        """Runs from before deadlines were kept, still running, created before the given ISO
-        time (a run with extra time: that much earlier), oldest first."""
+        """Runs still running none of whose jobs has started, made before the given ISO
+        time, oldest first (`started#` keys sort after every time)."""
         return self._index(keys.RUNNING, before=created_before)
 
-    def overdue(self, now: str) -> list[str]:
-        """Runs still running whose deadline (`RunRecord.deadline`) is before ``now``,
-        earliest first."""
+    def started_before(self, counted_from_before: str) -> list[str]:
+        """Runs still running whose run timeout counts (`RunRecord.timeout_counted_from`:
+        the first job's start, later by a paired run's extra time) from before the given
+        ISO time, earliest first."""
         condition = Key("GSI2PK").eq(keys.RUNNING) & Key("GSI2SK").between(
-            keys.DEADLINE, keys.by_deadline(now, "")
+            keys.STARTED, keys.started(counted_from_before, "")
         )
         found = self.table.query(IndexName="GSI2", KeyConditionExpression=condition)
         return [keys.run_id_of(str(item["PK"])) for item in found]
 
     def mark_jobs_started(self, run: RunRecord, at: str) -> bool:
-        """The run's first job started at ``at``: its deadline now counts from there. True
+        """The run's first job started at ``at``: its run timeout now counts from there. True
         for the one caller that marked it (a run still running, not marked before)."""
         started = replace(run, started_at=at)
         response = self.table.conditional(
