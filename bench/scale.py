@@ -14,9 +14,9 @@ out); then 4 launcher processes (the launcher's reserved concurrency) drain the 
 queue into the real launcher handler, five messages an invocation, at the template's
 SUBMIT_JOBS_PER_S. (In AWS the two run at once, each invocation on its own CPU; on a
 machine of two cores they would time each other's work.) `--baseline` is this branch's code
-run as the main branch ran it: the webhook process starts the delivery's runs inside the answer (the launcher handler called
-on the delivery right after the webhook's own work, timed together), with no pacing and no
-retry on throttling.
+run as the main branch ran it: the webhook process starts the delivery's runs inside the
+answer (the launcher handler called on the delivery right after the webhook's own work,
+timed together), with no pacing and no retry on throttling.
 
 What stands in for what: Batch is moto's (it runs no job); Batch's account limit of 50
 SubmitJob a second is applied afterwards to the jobs' creation times (`createdAt`): a job
