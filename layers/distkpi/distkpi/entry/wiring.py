@@ -272,7 +272,6 @@ class BatchWiring(Wiring):
     def launcher(self) -> BatchLauncher:
         return self.batch
 
-
     @property
     def starter(self) -> RunStarter:
         return self.services.starter
