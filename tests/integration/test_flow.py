@@ -434,7 +434,7 @@ def test_a_run_past_its_deadline_is_settled_as_error_and_its_jobs_stopped(
     assert (
         reasons["2x8-4ps"]
         == reasons["4x8-8ps"]
-        == ("timed out: no result 0h after the run started")
+        == ("timed out: no job started 0h after the run was queued")
     )
     assert reasons["1x1"] != reasons["2x8-4ps"]
     assert sweep(stack) == {"timed_out": 0, "republished": 0, "site_rebuilt": 0}
