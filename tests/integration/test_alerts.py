@@ -30,8 +30,13 @@ def subscribed_queue() -> str:
 
 
 def alerts(url: str) -> list[dict[str, Any]]:
-    found = boto3.client("sqs").receive_message(QueueUrl=url, MaxNumberOfMessages=10)
-    return [json.loads(m["Body"]) for m in found.get("Messages", [])]
+    """The alerts published since the last call (each read once: deleted, so that one read
+    before the queue's visibility timeout ran out is not read again later)."""
+    sqs = boto3.client("sqs")
+    found = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+    for message in found:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return [json.loads(m["Body"]) for m in found]
 
 
 def push(stack: Stack, sha: str, before: str, scale: float) -> str:
