@@ -4,8 +4,8 @@
 
 The resnet50 suite's 4x8-8ps config (12 nodes: 4 trainers, 8 parameter servers) on moto's
 server (its own process, on 127.0.0.1) with the stack made from template.yaml; the real
-webhook starts the run and the real collector handler settles it. Each node's files are a
-dense log (every tenth line an :::MLLOG record, the rest glog; --gb in all over the 12
+webhook and launcher start the run and the real collector handler settles it. Each node's
+files are a dense log (every tenth line an :::MLLOG record, the rest glog; --gb in all over the 12
 nodes) and a GPU sample file, described as `distkpi node` describes them
 (`node/summaries.describe`: the sha256 and, with this engine, the KPI engine's summary),
 uploaded, and named in a manifest signed with the config's key. The collector gets the
@@ -51,6 +51,7 @@ from distkpi_cli.local.handlers import (
     push_delivery,
     signed_function_url_event,
 )
+from distkpi_cli.local.queues import drain
 from distkpi_cli.node.summaries import describe
 
 CONFIG, NODES, TRAINERS = "4x8-8ps", 12, 4
@@ -182,8 +183,14 @@ def measure(gb: float, summaries: bool, work: Path, endpoint: str, n: int) -> No
         handlers = load_handlers(root)
         headers, body = push_delivery("PaddlePaddle/Paddle", f"{n:040x}", "0" * 40, f"bench-{n}")
         event = signed_function_url_event(aws.webhook_secret, headers, body)
-        answer = handlers["webhook"].lambda_handler(event, LambdaContext())
-        (run_id,) = json.loads(answer["body"])["runs"]
+        handlers["webhook"].lambda_handler(event, LambdaContext())  # queued for the launcher
+        (started,) = drain(
+            aws.client("sqs"),
+            aws.queues.deliveries,
+            lambda e: handlers["launcher"].lambda_handler(e, LambdaContext()),
+            answers_key="deliveries",
+        ).answers
+        (run_id,) = started["answer"]["runs"]
         table = boto3.resource("dynamodb", endpoint_url=endpoint).Table("distkpi-local")
         # each config's key is derived from the stack's master secret, as the launcher's
         master = aws.client("secretsmanager").get_secret_value(SecretId=MANIFEST_SECRET_ID)

@@ -223,12 +223,32 @@ class FakeRuns:
         return [r.run_id for r in sorted(done, key=lambda r: (r.finished_at or "", r.run_id))]
 
     def running_since_before(self, created_before: str) -> list[str]:
-        running = [
+        queued = [
             r
             for r in self._runs.values()
-            if r.status is RunStatus.RUNNING and r.timeout_counted_from < created_before
+            if r.status is RunStatus.RUNNING
+            and r.started_at is None
+            and r.created_at < created_before
         ]
-        return [r.run_id for r in sorted(running, key=lambda r: (r.timeout_counted_from, r.run_id))]
+        return [r.run_id for r in sorted(queued, key=lambda r: (r.created_at, r.run_id))]
+
+    def started_before(self, counted_from_before: str) -> list[str]:
+        started = [
+            r
+            for r in self._runs.values()
+            if r.status is RunStatus.RUNNING
+            and r.started_at is not None
+            and r.timeout_counted_from < counted_from_before
+        ]
+        return [r.run_id for r in sorted(started, key=lambda r: (r.timeout_counted_from, r.run_id))]
+
+    def mark_jobs_started(self, run: RunRecord, at: str) -> bool:
+        with self._lock:
+            stored = self._runs.get(run.run_id)
+            if stored is None or stored.status is not RunStatus.RUNNING or stored.started_at:
+                return False
+            self._runs[run.run_id] = replace(stored, started_at=at)
+            return True
 
     def of_commit(self, repo: str, sha: str) -> list[RunRecord]:
         return [r for r in self._runs.values() if (r.trigger.repo, r.trigger.sha) == (repo, sha)]
@@ -625,6 +645,21 @@ class FakeTopic:
 
     def publish(self, subject: str, message: str) -> None:
         self.messages.append((subject, message))
+
+
+class FakeQueue:
+    """A work queue (services/ports.WorkQueue) that keeps what was sent, in order."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        self.sent.append(dict(message))
+
+    def send_all(self, messages: Iterable[Mapping[str, Any]]) -> int:
+        before = len(self.sent)
+        self.sent += [dict(m) for m in messages]
+        return len(self.sent) - before
 
 
 class Clock:

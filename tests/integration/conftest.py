@@ -33,12 +33,13 @@ from distkpi_cli.local.aws_stack import (
     TABLE,
     WEBHOOK_SECRET_ID,
     Provisioned,
+    WorkQueues,
     function_environment,
     provision,
 )
 from distkpi_cli.local.dispatch import BATCH_STATES
 from distkpi_cli.local.github_standin import GitHubApp, GitHubStandIn
-from distkpi_cli.local.handlers import LambdaContext, load_handlers
+from distkpi_cli.local.handlers import LambdaContext, function_url_event, load_handlers
 from distkpi_cli.local.iam import (
     ADMIN,
     Identity,
@@ -47,6 +48,7 @@ from distkpi_cli.local.iam import (
     function_roles,
     role_statements,
 )
+from distkpi_cli.local.queues import drain as drain_queue
 from distkpi_cli.local.sam import expand
 from distkpi_cli.local.template import load_template, resources_of_type
 from tests.conftest import offline_aws
@@ -72,6 +74,8 @@ class Stack:
     identities: Any = None
     manifest_master: str = ""  # the master secret the launcher derives each config's key from
     handlers: dict[str, Any] = field(default_factory=dict)
+    sqs: Any = None
+    queues: WorkQueues | None = None
 
     def webhook(
         self,
@@ -84,9 +88,12 @@ class Stack:
         base64_body: bool = False,
         github_event: str | None = None,
         context: LambdaContext | None = None,
+        drain: bool = True,
     ) -> dict[str, Any]:
-        """POST a GitHub delivery, as a Lambda Function URL event, to the real handler (in an
-        invocation with ``context``'s time left)."""
+        """POST a GitHub delivery, as a Lambda Function URL event, to the real handler; a
+        delivery it queued is then started by the launcher (in an invocation with
+        ``context``'s time left), whose answer is returned, the webhook's under `queued`
+        (``drain=False``: the webhook's own answer, the delivery left in the queue)."""
         recorded = event(name)
         raw = body if body is not None else json.dumps(payload or recorded["payload"]).encode()
         headers = {k.lower(): v for k, v in recorded["headers"].items()}
@@ -119,8 +126,72 @@ class Stack:
             "body": base64.b64encode(raw).decode() if base64_body else raw.decode("latin-1"),
             "isBase64Encoded": base64_body,
         }
-        response = self.handlers["webhook"].lambda_handler(request, context or LambdaContext())
-        return {**response, "json": json.loads(response.get("body") or "null")}
+        response = self.handlers["webhook"].lambda_handler(request, LambdaContext())
+        answered = {**response, "json": json.loads(response.get("body") or "null")}
+        return self.started(answered, context) if drain else answered
+
+    def deliver(self, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
+        """A delivery as the stand-in makes it (signed by it), to the webhook, then the
+        launcher: its status code and JSON answer."""
+        response = self.handlers["webhook"].lambda_handler(
+            function_url_event(headers, body), LambdaContext()
+        )
+        answered = self.started({**response, "json": json.loads(response.get("body") or "{}")})
+        return int(answered["statusCode"]), answered["json"]
+
+    def started(
+        self, answered: dict[str, Any], context: LambdaContext | None = None
+    ) -> dict[str, Any]:
+        """The webhook's answer; for a delivery it queued, the launcher's once the queue is
+        drained, with the webhook's under `queued`."""
+        queued = answered["json"] if isinstance(answered["json"], dict) else {}
+        if answered["statusCode"] != 202 or queued.get("message") != "delivery queued":
+            return answered
+        for started in self.launch(context):
+            if started["delivery"] == queued["delivery"]:
+                return {
+                    "statusCode": started["status"],
+                    "json": started["answer"],
+                    "queued": answered,
+                }
+        raise AssertionError(f"delivery {queued['delivery']} queued but not started")
+
+    def launch(self, context: LambdaContext | None = None) -> list[dict[str, Any]]:
+        """Every queued delivery to the launcher (five to an invocation, as the template's
+        event source gives them); each started delivery's answer."""
+        assert self.queues is not None
+        launcher = self.handlers["launcher"]
+        return drain_queue(
+            self.sqs,
+            self.queues.deliveries,
+            lambda event: launcher.lambda_handler(event, context or LambdaContext()),  # type: ignore[no-any-return]
+            batch_size=5,
+            answers_key="deliveries",
+        ).answers
+
+    def settle_overdue(self) -> int:
+        """The overdue runs the sweeper handed over, each given to the deadlines function:
+        how many it settled."""
+        assert self.queues is not None
+        deadlines = self.handlers["deadlines"]
+        settled = 0
+
+        def settle(event: dict[str, Any]) -> dict[str, Any]:
+            nonlocal settled
+            answer: dict[str, Any] = deadlines.lambda_handler(event, LambdaContext())
+            settled += int(answer["settled"])
+            return answer
+
+        drain_queue(self.sqs, self.queues.overdue_runs, settle, batch_size=1)
+        return settled
+
+    def sweep(self, context: LambdaContext | None = None) -> dict[str, int]:
+        """The sweeper's schedule, then what it handed over settled: what it reported, with
+        the runs settled as `timed_out`."""
+        swept: dict[str, int] = self.handlers["sweeper"].lambda_handler(
+            {"source": "aws.events"}, context or LambdaContext()
+        )
+        return {**swept, "timed_out": self.settle_overdue()}
 
     def s3_event(self, key: str) -> dict[str, Any]:
         record = copy.deepcopy(event("s3_object_created"))
@@ -300,8 +371,12 @@ class SharedAws:
         _empty_bucket(self.client("tests", "s3"))
         _forget_jobs()
         sqs, sns = self.client("tests", "sqs"), self.client("tests", "sns")
+        kept = self.made.queues.all() if self.made.queues else ()
         for url in sqs.list_queues().get("QueueUrls", []):
-            sqs.delete_queue(QueueUrl=url)
+            if url in kept:
+                _empty_queue(url)
+            else:
+                sqs.delete_queue(QueueUrl=url)
         for subscription in sns.list_subscriptions()["Subscriptions"]:
             sns.unsubscribe(SubscriptionArn=subscription["SubscriptionArn"])
         sm = self.client("tests", "secretsmanager")
@@ -337,6 +412,15 @@ def _empty_bucket(s3: Any) -> None:
             s3.delete_objects(Bucket=BUCKET, Delete={"Objects": objects})
     for suite in SUITES:
         s3.put_object(Bucket=BUCKET, Key=f"suites/{suite.name}", Body=suite.read_bytes())
+
+
+def _empty_queue(url: str) -> None:
+    """No message left, in flight or not (SQS purges a queue once a minute at most)."""
+    from moto.sqs.models import sqs_backends
+
+    queue = sqs_backends[ACCOUNT][REGION].get_queue(url.rsplit("/", 1)[-1])
+    queue._messages = []
+    queue._pending_messages = set()
 
 
 def _forget_jobs() -> None:
@@ -428,6 +512,8 @@ def _stack(
         job_s3=aws.client("job", "s3"),
         identities=identities,
         manifest_master=aws.manifest_master,
+        sqs=aws.client("tests", "sqs"),
+        queues=made.queues,
     )
     stack.handlers = {
         name: HandlerAs(module, name, identities)  # type: ignore[misc]

@@ -78,6 +78,7 @@ def test_a_config_without_kpis_at_the_deadline_fails_the_run(
         ExpressionAttributeValues={":failed": "failed"},
     )
     monkeypatch.setenv("RUN_TIMEOUT_S", "0")
+    monkeypatch.setenv("QUEUE_WAIT_S", "0")  # its jobs never started (no RUNNING event)
     wiring.reset()
     sweep(stack)
     (final,) = final_statuses(stack)

@@ -16,7 +16,6 @@ from distkpi.domain.layout import run_spec_key
 from distkpi.exceptions import GitHubError
 from distkpi_cli.github_dispatch import ask_calibration
 from distkpi_cli.local.aws_stack import BUCKET, TABLE
-from distkpi_cli.local.handlers import LambdaContext, function_url_event
 from distkpi_cli.main import main
 from tests.integration.conftest import GITHUB_TOKEN, ROOT, WEBHOOK_SECRET, Stack
 
@@ -33,13 +32,7 @@ def hooked(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> Stack:
     paired = (ROOT / "infra" / "suites" / "local-paired.yaml").read_bytes()
     stack.s3.put_object(Bucket=BUCKET, Key="suites/local-paired.yaml", Body=paired)
 
-    def webhook(headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
-        answer = stack.handlers["webhook"].lambda_handler(
-            function_url_event(headers, body), LambdaContext()
-        )
-        return int(answer["statusCode"]), json.loads(answer.get("body") or "{}")
-
-    monkeypatch.setattr(stack.github, "webhook", webhook)
+    monkeypatch.setattr(stack.github, "webhook", stack.deliver)
     monkeypatch.setattr(stack.github, "webhook_secret", WEBHOOK_SECRET)
     return stack
 

@@ -143,7 +143,10 @@ def final_statuses(stack: Stack) -> list[dict[str, Any]]:
 
 
 def sweep(stack: Stack) -> dict[str, int]:
-    return stack.handlers["sweeper"].lambda_handler({"source": "aws.events"}, LambdaContext())  # type: ignore[no-any-return]
+    """A sweep, and the overdue runs it handed over settled by the deadlines function."""
+    swept = stack.sweep()
+    assert swept["overdue"] >= swept["timed_out"]
+    return {k: swept[k] for k in ("timed_out", "republished")}
 
 
 def test_a_pull_request_from_webhook_to_commit_status(stack: Stack) -> None:
@@ -403,12 +406,13 @@ def test_a_run_past_its_deadline_is_settled_as_error_and_its_jobs_stopped(
     assert final_statuses(stack) == []
 
     monkeypatch.setenv("RUN_TIMEOUT_S", "0")
+    monkeypatch.setenv("QUEUE_WAIT_S", "0")  # its jobs never started (no RUNNING event)
     wiring.reset()
     assert sweep(stack) == {"timed_out": 1, "republished": 0}
     (final,) = final_statuses(stack)
     assert final["state"] == "error"
     assert final["description"] == (
-        "2x8-4ps incomplete: timed out: no result 0h after the run started"
+        "2x8-4ps incomplete: timed out: no job started 0h after the run was queued"
     )
     configs = {
         c["name"]: c
@@ -426,7 +430,7 @@ def test_a_run_past_its_deadline_is_settled_as_error_and_its_jobs_stopped(
     assert (
         reasons["2x8-4ps"]
         == reasons["4x8-8ps"]
-        == ("timed out: no result 0h after the run started")
+        == ("timed out: no job started 0h after the run was queued")
     )
     assert reasons["1x1"] != reasons["2x8-4ps"]
     assert sweep(stack) == {"timed_out": 0, "republished": 0}
@@ -444,6 +448,7 @@ def test_one_broken_overdue_run_does_not_keep_the_others_from_their_deadline(
         ExpressionAttributeValues={":garbage": {"schema": 99}},
     )
     monkeypatch.setenv("RUN_TIMEOUT_S", "0")
+    monkeypatch.setenv("QUEUE_WAIT_S", "0")  # its jobs never started (no RUNNING event)
     wiring.reset()
     assert sweep(stack) == {"timed_out": 1, "republished": 0}
     assert [s["state"] for s in final_statuses(stack)] == ["error"]
@@ -451,27 +456,31 @@ def test_one_broken_overdue_run_does_not_keep_the_others_from_their_deadline(
     assert "overdue run not settled" in caplog.text
 
 
-def test_the_sweeper_settles_overdue_runs_only_while_a_runs_budget_is_left(
+def test_the_sweeper_hands_overdue_runs_over_and_settles_none_itself(
     stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A few big overdue runs used to take the whole invocation, oldest first, and stall
-    the statuses and the site for everyone: now each run starts only with a run's budget
-    left, the statuses GitHub missed go first, and the rest wait for the next sweep."""
+    """A few big overdue runs used to take the whole sweep, oldest first, and stall the
+    statuses and the site for everyone: now the sweep only hands them to the overdue-run
+    queue, and the deadlines function settles each in its own invocation."""
     (first,) = stack.webhook("pull_request")["json"]["runs"]
     (second,) = stack.webhook("push")["json"]["runs"]
     monkeypatch.setenv("RUN_TIMEOUT_S", "0")
+    monkeypatch.setenv("QUEUE_WAIT_S", "0")  # their jobs never started (no RUNNING event)
     wiring.reset()
-    left = iter([200_000, 100_000, 100_000])  # ms: one run's budget, then less than one
-    context = LambdaContext(remaining_ms=lambda: next(left))
-    swept = stack.handlers["sweeper"].lambda_handler({"source": "aws.events"}, context)
-    assert swept == {"timed_out": 1, "republished": 0}
-    status = {
-        run: stack.table.get_item(Key={"PK": f"RUN#{run}", "SK": "RUN"})["Item"]["status"]
-        for run in (first, second)
-    }
-    assert status == {first: "done", second: "running"}  # the oldest first
-    # the next sweep settles the push
-    assert sweep(stack) == {"timed_out": 1, "republished": 0}
+    swept = stack.handlers["sweeper"].lambda_handler({"source": "aws.events"}, LambdaContext())
+    assert swept == {"overdue": 2, "republished": 0}
+
+    def status() -> dict[str, str]:
+        return {
+            run: stack.table.get_item(Key={"PK": f"RUN#{run}", "SK": "RUN"})["Item"]["status"]
+            for run in (first, second)
+        }
+
+    assert status() == {first: "running", second: "running"}
+    assert stack.settle_overdue() == 2
+    assert status() == {first: "done", second: "done"}
+    # the next sweep finds nothing overdue
+    assert sweep(stack) == {"timed_out": 0, "republished": 0}
 
 
 def test_a_report_that_cannot_be_drawn_leaves_the_status_without_a_link(

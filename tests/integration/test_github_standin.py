@@ -3,13 +3,9 @@ every route, and it delivers any event, signed, to the real webhook handler on m
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
 import requests
 
-from distkpi_cli.local.handlers import LambdaContext, function_url_event
 from tests.integration.conftest import GITHUB_TOKEN, WEBHOOK_SECRET, Stack, event
 
 REPO = "/repos/PaddlePaddle/Paddle"
@@ -49,13 +45,7 @@ def test_fail_next_answers_on_every_route(stack: Stack, method: str, path: str) 
 def test_any_event_is_delivered_signed_to_the_webhook(
     stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def webhook(headers: dict[str, str], body: bytes) -> tuple[int, dict[str, Any]]:
-        answer = stack.handlers["webhook"].lambda_handler(
-            function_url_event(headers, body), LambdaContext()
-        )
-        return int(answer["statusCode"]), json.loads(answer.get("body") or "{}")
-
-    monkeypatch.setattr(stack.github, "webhook", webhook)
+    monkeypatch.setattr(stack.github, "webhook", stack.deliver)
     monkeypatch.setattr(stack.github, "webhook_secret", WEBHOOK_SECRET)
     pushed = stack.github.deliver("push", event("push")["payload"])
     assert pushed["event"] == "push" and pushed["status_code"] == 201

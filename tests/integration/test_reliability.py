@@ -121,6 +121,7 @@ def test_a_run_folder_that_cannot_be_listed_is_settled_by_the_sweeper(
 
     monkeypatch.setattr(S3RunStore, "list_names", denied)
     monkeypatch.setenv("RUN_TIMEOUT_S", "0")
+    monkeypatch.setenv("QUEUE_WAIT_S", "0")  # their jobs never started (no RUNNING event)
     from distkpi.entry import wiring
 
     wiring.reset()

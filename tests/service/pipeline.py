@@ -84,6 +84,7 @@ class Pipeline:
     confirms: bool = False
     cancel_superseded: bool = True
     run_timeout_s: int = 3600
+    queue_wait_s: int = 3600
     github_web_url: str = "https://github.com"
 
     def __post_init__(self) -> None:
@@ -208,6 +209,14 @@ def report_all(pipeline: Pipeline, run_id: str, **scale: float) -> None:
     for cfg in run.spec.configs:
         for node in range(cfg.nodes):
             report_node(pipeline, run_id, cfg.name, node, scale=scale.get(cfg.name, 1.0))
+
+
+def jobs_running(pipeline: Pipeline, run_id: str) -> None:
+    """Batch's RUNNING for each of the run's jobs, now (the nodes start)."""
+    at = pipeline.clock().isoformat(timespec="milliseconds")
+    for config in pipeline.runs.configs(run_id):
+        if config.job_id is not None:
+            pipeline.services.job_starts.on_job_running(config.job_id, at)
 
 
 def start(pipeline: Pipeline, delivery: str = "d-1", sha: str | None = None) -> str:

@@ -15,7 +15,7 @@ from distkpi.domain.planning.suites import BrokenSuite, Suite
 from distkpi.domain.records import ConfigState, RunStatus
 from distkpi.services.launch import Outcome
 from tests.fakes import ROOT
-from tests.service.pipeline import Pipeline, pushed
+from tests.service.pipeline import Pipeline, jobs_running, pushed
 
 HEAD = "9f4e1c2b7a6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f"
 PARENT = "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d"
@@ -180,12 +180,13 @@ def test_a_paired_run_has_until_all_its_runs_could_have_ended() -> None:
     pipeline = paired_pipeline()  # the sweeper's run timeout: 1 h
     pipeline.github.parents[HEAD] = (PARENT,)
     run_id = started(pipeline, pushed(HEAD))
+    jobs_running(pipeline, run_id)
     pipeline.clock.advance(3600 + 8 * 7200 - 1)
     assert pipeline.deadlines.expire_overdue() == 0
     pipeline.clock.advance(2)
     assert pipeline.deadlines.expire_overdue() == 1
     assert set(pipeline.launcher.terminated.values()) == {
-        "timed out: no result 17h after the run started"
+        "timed out: no result 17h after its first job started (0h queued)"
     }
     run = pipeline.runs.get(run_id)
     assert run is not None and run.status is RunStatus.DONE

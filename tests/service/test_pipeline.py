@@ -12,7 +12,15 @@ from distkpi.domain.commit_status import State
 from distkpi.domain.layout import kpis_key, report_key
 from distkpi.domain.records import ConfigState, RunStatus
 from distkpi.services.launch import Outcome
-from tests.service.pipeline import THROUGHPUT, Pipeline, pushed, report_all, report_node, start
+from tests.service.pipeline import (
+    THROUGHPUT,
+    Pipeline,
+    jobs_running,
+    pushed,
+    report_all,
+    report_node,
+    start,
+)
 
 
 def test_a_push_starts_one_run_with_a_job_per_config_and_says_pending() -> None:
@@ -125,6 +133,7 @@ def test_while_github_is_down_the_run_waits_and_the_sweep_publishes_it_once() ->
 def test_an_overdue_run_is_settled_as_it_stands_and_its_jobs_stopped() -> None:
     pipeline = Pipeline()
     run_id = start(pipeline)
+    jobs_running(pipeline, run_id)
     report_node(pipeline, run_id, "1x1", 0)
     pipeline.clock.advance(3601)
     assert pipeline.deadlines.expire_overdue() == 1
@@ -133,7 +142,7 @@ def test_an_overdue_run_is_settled_as_it_stands_and_its_jobs_stopped() -> None:
     stopped = {pipeline.launcher.submitted[j].config for j in pipeline.launcher.terminated}
     assert stopped == {"1x8", "2x8-4ps", "4x8-8ps"}
     assert set(pipeline.launcher.terminated.values()) == {
-        "timed out: no result 1h after the run started"
+        "timed out: no result 1h after its first job started (0h queued)"
     }
     assert pipeline.states()[-1][0] == State.ERROR.value
 

@@ -13,7 +13,7 @@ from distkpi.domain.github.trust import NeedsApproval, TrustSettings, admit
 from distkpi.domain.github.webhook import Trigger, decide, parse
 from tests.conftest import assert_golden
 from tests.fakes import ROOT
-from tests.service.pipeline import Pipeline, report_all, report_node, start
+from tests.service.pipeline import Pipeline, jobs_running, report_all, report_node, start
 
 PATHS_SUITE = b"""name: docs-only
 source: none
@@ -67,6 +67,8 @@ def job_failed(p: Pipeline) -> None:
 
 def timed_out(p: Pipeline) -> None:
     run_id = start(p, "d-late", "f" * 40)
+    p.clock.advance(600)  # ten minutes in Batch's queue
+    jobs_running(p, run_id)
     report_node(p, run_id, "1x1", 0)
     p.clock.advance(3601)
     p.deadlines.expire_overdue()

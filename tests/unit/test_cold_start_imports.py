@@ -37,6 +37,7 @@ def loaded(code: str, unwanted: tuple[str, ...]) -> list[str]:
     ("function", "unwanted"),
     [
         ("webhook", (*ANALYSIS, *STATISTICS, *KPI_ENGINE)),
+        ("launcher", (*ANALYSIS, *STATISTICS, *KPI_ENGINE)),
         ("job_events", (*ANALYSIS, *STATISTICS, *KPI_ENGINE)),
         ("collector", (*ANALYSIS, *STATISTICS)),
         ("sweeper", ANALYSIS),  # it judges the runs it settles: the statistics are its own

@@ -13,7 +13,7 @@ import pytest
 from distkpi_cli.local.template import load_template, resources_of_type
 
 ROOT = Path(__file__).resolve().parents[2]
-HANDLERS = ("webhook", "collector", "job_events", "sweeper")
+HANDLERS = ("webhook", "launcher", "collector", "job_events", "sweeper", "deadlines")
 SOURCES = {"distkpi": ROOT / "layers" / "distkpi", "distkpi_cli": ROOT / "cli"}
 
 

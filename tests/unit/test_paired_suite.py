@@ -146,13 +146,17 @@ def test_the_run_deadline_starts_counting_later_by_the_extra_time() -> None:
         spec=spec,
         delivery="d",
         verdict_settings=suite.verdict,
-        created_at="2026-11-30T03:00:00.000+00:00",
+        created_at="2026-11-30T02:00:00.000+00:00",
         configs_total=3,
         extra_time_s=extra_run_time_s(spec, suite),
+        started_at="2026-11-30T03:00:00.000+00:00",  # its first job's RUNNING
     )
     assert record.timeout_counted_from == "2026-11-30T19:00:00.000+00:00"
     unpaired = RunRecord(**{**record.__dict__, "extra_time_s": 0})
-    assert unpaired.timeout_counted_from == record.created_at
+    assert unpaired.timeout_counted_from == record.started_at
+    # before any job starts, the queue wait counts from its creation instead
+    queued = RunRecord(**{**record.__dict__, "started_at": None})
+    assert queued.timeout_counted_from == record.created_at
 
 
 def test_a_confirmation_of_a_paired_spec_keeps_its_base() -> None:

@@ -54,14 +54,16 @@ def test_only_the_webhook_deletes_items_its_delivery_claims(
     deleting = {
         n for n, ss in grants.items() if any("dynamodb:DeleteItem" in actions(s) for s in ss)
     }
-    assert deleting == {"WebhookFunction"}
+    # a claim whose work raised is deleted: the webhook's on queuing, the launcher's on starting
+    assert deleting == {"WebhookFunction", "LauncherFunction"}
 
 
 def test_jobs_are_stopped_only_when_tagged_as_distkpi_runs(
     grants: dict[str, list[dict[str, Any]]],
 ) -> None:
     terminating = [s for ss in grants.values() for s in granting(ss, "batch:TerminateJob")]
-    assert len(terminating) == 2  # the webhook (superseded runs) and the sweeper (deadlines)
+    # the launcher (superseded runs) and the deadlines function (overdue runs)
+    assert len(terminating) == 2
     for statement in terminating:
         assert statement["Condition"] == {"StringLike": {"aws:ResourceTag/distkpi:run": "*"}}
 
@@ -77,10 +79,12 @@ def test_listing_is_limited_to_the_prefixes_each_role_reads(
     }
     # the fan-in reads the suites too: a run in doubt is confirmed by re-running its configs
     assert prefixes == {
-        "WebhookFunction": [["suites/*"]],
+        "WebhookFunction": [],
+        "LauncherFunction": [["suites/*"]],
         "CollectorFunction": [["runs/*", "suites/*"]],
         "JobEventsFunction": [["runs/*", "suites/*"]],
         "SweeperFunction": [["runs/*", "suites/*"]],
+        "DeadlinesFunction": [["runs/*", "suites/*"]],
         "Job": [["runs/*"]],
     }
 
@@ -97,11 +101,41 @@ def test_every_function_reserves_concurrency_and_the_webhook_answers_within_10_s
     assert all("ReservedConcurrentExecutions" in f for f in functions.values())
     webhook = functions["WebhookFunction"]
     assert webhook["Timeout"] < 10
-    env = webhook["Environment"]["Variables"]
-    retries, timeout, budget = (
-        float(env[k]) for k in ("GITHUB_RETRIES", "GITHUB_TIMEOUT_S", "GITHUB_BUDGET_S")
-    )
-    assert budget < webhook["Timeout"] and (retries + 1) * timeout <= budget
+    # it calls no GitHub and submits no job: the launcher behind its queue does
+    assert not {"GITHUB_BUDGET_S", "JOB_QUEUE"} & set(webhook["Environment"]["Variables"])
+
+
+def test_the_launchers_together_submit_under_batchs_50_a_second(template: dict[str, Any]) -> None:
+    functions = resources_of_type(template, "AWS::Serverless::Function")
+    launcher = functions["LauncherFunction"]
+    rate = float(launcher["Environment"]["Variables"]["SUBMIT_JOBS_PER_S"])
+    concurrency = launcher["ReservedConcurrentExecutions"]
+    events = launcher["Events"]["Deliveries"]["Properties"]
+    assert events["ScalingConfig"]["MaximumConcurrency"] <= concurrency
+    assert events["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    # the fan-in's follow-ups (confirmations, bisection steps) get what is left
+    assert concurrency * rate <= 40
+
+
+def test_a_delivery_the_launcher_fails_on_ends_in_a_dead_letter_queue(
+    template: dict[str, Any],
+) -> None:
+    queues = resources_of_type(template, "AWS::SQS::Queue")
+    deliveries = queues["DeliveryQueue"]
+    assert deliveries["RedrivePolicy"]["deadLetterTargetArn"] == {
+        "Fn::GetAtt": ["DeliveryDeadLetterQueue", "Arn"]
+    }
+    launcher = resources_of_type(template, "AWS::Serverless::Function")["LauncherFunction"]
+    # a launcher killed midway is given its delivery again only after its claim is over
+    assert deliveries["VisibilityTimeout"] >= 6 * launcher["Timeout"]
+
+
+def test_the_job_queue_shares_its_capacity_among_repositories(template: dict[str, Any]) -> None:
+    (queue,) = resources_of_type(template, "AWS::Batch::JobQueue").values()
+    assert queue["SchedulingPolicyArn"] == {"Ref": "SchedulingPolicy"}
+    (policy,) = resources_of_type(template, "AWS::Batch::SchedulingPolicy").values()
+    assert "ShareDecaySeconds" in policy["FairsharePolicy"]
+    assert template["Globals"]["Function"]["Environment"]["Variables"]["FAIR_SHARE"] == "true"
 
 
 def test_containers_cannot_reach_the_instance_role(template: dict[str, Any]) -> None:

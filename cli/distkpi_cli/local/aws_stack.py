@@ -4,6 +4,7 @@ from the same definitions as template.yaml, and S3 notifications going to an SQS
 from __future__ import annotations
 
 import functools
+import json
 import os
 import secrets
 from collections.abc import Callable
@@ -30,6 +31,9 @@ TABLE = "distkpi-local"
 # named as template.yaml names it, so that the S3 ARNs of its IAM policies match this bucket
 BUCKET = f"{STACK_NAME}-runs-{ACCOUNT}-{REGION}"
 QUEUE = "distkpi-local-node-manifests"
+DELIVERY_QUEUE = "distkpi-local-deliveries"
+DELIVERY_DLQ = "distkpi-local-deliveries-dead"
+OVERDUE_QUEUE = "distkpi-local-overdue-runs"
 WEBHOOK_SECRET_ID = "distkpi-local-webhook"
 # what the local stack lets start runs: the demo's repository, and the one the recorded
 # deliveries in tests/events come from
@@ -46,6 +50,7 @@ CHAT_WEBHOOK_SECRET_ID = "distkpi-local-chat-webhook"
 class LocalAws:
     endpoint: str
     queue_url: str
+    queues: WorkQueues
     webhook_secret: str
     github_token: str
     job_queue: str
@@ -56,6 +61,10 @@ class LocalAws:
     # the stack's own IAM user's: moto answers no other key once the stack is up
     access_key_id: str = "local"
     secret_access_key: str = "local"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.queues, dict):  # read back from a running stack's JSON
+            object.__setattr__(self, "queues", WorkQueues(**self.queues))
 
     def client(self, service: str) -> Any:
         return boto3.client(  # type: ignore[call-overload]
@@ -141,12 +150,26 @@ def _batch(aws: Any, iam: Any, template: dict[str, Any]) -> tuple[str, str, str]
 
 
 @dataclass(frozen=True)
+class WorkQueues:
+    """The template's SQS queues between functions (moto runs no event source mapping: the
+    local stack and the tests drain them into the handlers)."""
+
+    deliveries: str
+    dead_deliveries: str
+    overdue_runs: str
+
+    def all(self) -> tuple[str, ...]:
+        return (self.deliveries, self.dead_deliveries, self.overdue_runs)
+
+
+@dataclass(frozen=True)
 class Provisioned:
     job_queue: str
     single_node_definition: str
     multi_node_definition: str
     regression_topic: str
     github_app: bool = False
+    queues: WorkQueues | None = None
 
 
 def provision(
@@ -188,8 +211,49 @@ def provision(
     sm.create_secret(Name=MANIFEST_SECRET_ID, SecretString=secrets.token_hex(32))
     topic = client("sns").create_topic(Name=REGRESSION_TOPIC)["TopicArn"]
     return Provisioned(
-        *_batch(client("batch"), client("iam"), template), topic, github_app is not None
+        *_batch(client("batch"), client("iam"), template),
+        topic,
+        github_app is not None,
+        work_queues(client("sqs"), template),
     )
+
+
+def _queue_attributes(
+    template: dict[str, Any], logical_id: str, dlq_arn: str | None
+) -> dict[str, str]:
+    props = resources_of_type(template, "AWS::SQS::Queue")[logical_id]
+    attributes: dict[str, str] = {
+        name: str(props[name])
+        for name in ("VisibilityTimeout", "MessageRetentionPeriod")
+        if name in props
+    }
+    if dlq_arn is not None:
+        redrive = props["RedrivePolicy"]
+        attributes["RedrivePolicy"] = json.dumps(
+            {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": int(redrive["maxReceiveCount"])}
+        )
+    return attributes
+
+
+def work_queues(sqs: Any, template: dict[str, Any]) -> WorkQueues:
+    """The delivery queue with its dead-letter queue and redrive policy, and the overdue-run
+    queue, as the template makes them (the overdue runs' dead letters are not kept here)."""
+    dead = sqs.create_queue(
+        QueueName=DELIVERY_DLQ,
+        Attributes=_queue_attributes(template, "DeliveryDeadLetterQueue", None),
+    )["QueueUrl"]
+    dead_arn = sqs.get_queue_attributes(QueueUrl=dead, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    deliveries = sqs.create_queue(
+        QueueName=DELIVERY_QUEUE,
+        Attributes=_queue_attributes(template, "DeliveryQueue", dead_arn),
+    )["QueueUrl"]
+    overdue = sqs.create_queue(
+        QueueName=OVERDUE_QUEUE,
+        Attributes=_queue_attributes(template, "OverdueRunQueue", None),
+    )["QueueUrl"]
+    return WorkQueues(deliveries, dead, overdue)
 
 
 def _notify_queue(client: Callable[[str], Any], template: dict[str, Any]) -> str:
@@ -251,9 +315,11 @@ def create_local_aws(
     keys = lock(client) if lock is not None else StackKeys("local", "local")
     os.environ.update(aws_environment(endpoint, keys.access_key_id, keys.secret_access_key))
     boto3.DEFAULT_SESSION = None  # it keeps the credentials it first found
+    assert made.queues is not None
     return LocalAws(
         endpoint,
         queue_url,
+        made.queues,
         webhook_secret,
         github_token,
         made.job_queue,
@@ -285,6 +351,8 @@ def function_environment(
         "GITHUB_API_URL": github_url,
         "GITHUB_BACKOFF_S": "0.1",
         "JOB_QUEUE": aws.job_queue,
+        "DELIVERY_QUEUE_URL": aws.queues.deliveries if aws.queues else "",
+        "OVERDUE_QUEUE_URL": aws.queues.overdue_runs if aws.queues else "",
         "SINGLE_NODE_JOB_DEFINITION": aws.single_node_definition,
         "MULTI_NODE_JOB_DEFINITION": aws.multi_node_definition,
         "BRANCHES": "develop",

@@ -43,7 +43,7 @@ class LambdaContext:
 
 def load_handlers(root: Path) -> dict[str, ModuleType]:
     handlers = {}
-    for name in ("webhook", "collector", "job_events", "sweeper"):
+    for name in ("webhook", "launcher", "collector", "job_events", "sweeper", "deadlines"):
         spec = importlib.util.spec_from_file_location(
             f"distkpi_local_{name}", root / "functions" / name / "app.py"
         )

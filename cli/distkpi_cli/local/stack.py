@@ -47,6 +47,7 @@ from distkpi_cli.local.handlers import (
     signed_function_url_event,
 )
 from distkpi_cli.local.moto_front import GuardedMotoServer
+from distkpi_cli.local.queues import drain
 from distkpi_cli.local.state import StateError, StateFolder
 from distkpi_cli.node.hardening import not_dumpable
 
@@ -89,8 +90,45 @@ class LocalStack:
         return self._webhook(function_url_event(headers, body))
 
     def _webhook(self, event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The webhook's answer; for a delivery it queued, the launcher's once the queue is
+        drained (what it started), as GitHub's one delivery ends in runs."""
+        code, answer = self.webhook_only(event)
+        if code != 202 or answer.get("message") != "delivery queued":
+            return code, answer
+        for started in self.drain_deliveries():
+            if started["delivery"] == answer["delivery"]:
+                return int(started["status"]), dict(started["answer"])
+        raise RuntimeError(f"delivery {answer['delivery']} queued but not started")
+
+    def webhook_only(self, event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The webhook handler's own answer (nothing drained)."""
         response = self.handlers["webhook"].lambda_handler(event, LambdaContext())
         return int(response["statusCode"]), json.loads(response.get("body") or "{}")
+
+    def drain_deliveries(self, context: LambdaContext | None = None) -> list[dict[str, Any]]:
+        """Every queued delivery to the launcher, five to an invocation as the template's
+        event source gives them; each started delivery's answer."""
+        launcher = self.handlers["launcher"]
+        drained = drain(
+            self.aws.client("sqs"),
+            self.aws.queues.deliveries,
+            lambda event: launcher.lambda_handler(event, context or LambdaContext()),
+            batch_size=5,
+            answers_key="deliveries",
+        )
+        return drained.answers
+
+    def sweep(self) -> dict[str, int]:
+        """The sweeper's schedule, then the overdue runs it handed over, each settled."""
+        swept = self.handlers["sweeper"].lambda_handler({"source": "aws.events"}, LambdaContext())
+        deadlines = self.handlers["deadlines"]
+        drain(
+            self.aws.client("sqs"),
+            self.aws.queues.overdue_runs,
+            lambda event: deadlines.lambda_handler(event, LambdaContext()),
+            batch_size=1,
+        )
+        return dict(swept)
 
     def send_webhook(self, repo: str, sha: str, base_sha: str, *, push: bool = False) -> list[str]:
         """A signed delivery to the real webhook handler: a pull request onto develop at

@@ -29,6 +29,11 @@ class LaunchError(DistkpiError):
     """AWS Batch refused a job."""
 
 
+class SubmitThrottledError(DistkpiError):
+    """Batch kept answering TooManyRequestsException: the work is retried later as a whole
+    (not a LaunchError, which fails the config)."""
+
+
 class GitHubError(DistkpiError):
     """GitHub refused a request or could not be reached after retries."""
 
@@ -56,3 +61,7 @@ class CalibrationError(DistkpiError):
 class ChatError(DistkpiError):
     """The chat (Slack's incoming webhook) refused a message or could not be reached; the
     message never names the webhook's URL, which is a secret."""
+
+
+class DeliveryInProgressError(DistkpiError):
+    """Another invocation holds the delivery's claim: its queue message is given back."""

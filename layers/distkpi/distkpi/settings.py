@@ -114,6 +114,15 @@ class BatchSettings(FunctionSettings):
     pserver_memory_mib: Annotated[int, Field(alias="PSERVER_MEMORY_MIB", ge=1)] = (
         Sizing.pserver_memory_mib
     )
+    # SubmitJob calls a second per container (adapters/pacing.py): the launcher's reserved
+    # concurrency times its rate stays under Batch's 50 a second for the account
+    submit_jobs_per_s: Annotated[float, Field(alias="SUBMIT_JOBS_PER_S", gt=0)] = 2.0
+    submit_throttle_retries: Annotated[int, Field(alias="SUBMIT_THROTTLE_RETRIES", ge=0)] = 6
+    submit_throttle_backoff_s: Annotated[float, Field(alias="SUBMIT_THROTTLE_BACKOFF_S", ge=0)] = (
+        0.5
+    )
+    # the job queue has a fair-share scheduling policy: each job names its repository's share
+    fair_share: Annotated[bool, Field(alias="FAIR_SHARE")] = False
 
     @field_validator("instance_types", mode="before")
     @classmethod
@@ -132,10 +141,11 @@ class BatchSettings(FunctionSettings):
         )
 
 
-class WebhookSettings(BatchSettings):
-    webhook_secret_id: Annotated[Text, Field(alias="WEBHOOK_SECRET_ID")]
+class AdmissionSettings(FunctionSettings):
+    """What decides whether a delivery starts anything: the webhook answers by it, the
+    launcher decides by it again before it starts runs."""
+
     branches: Annotated[tuple[str, ...], Field(alias="BRANCHES")] = ("develop",)
-    cancel_superseded: Annotated[bool, Field(alias="CANCEL_SUPERSEDED_RUNS")] = True
     trusted_associations: Annotated[tuple[str, ...], Field(alias="TRUSTED_ASSOCIATIONS")] = (
         DEFAULT_TRUSTED
     )
@@ -167,8 +177,32 @@ class WebhookSettings(BatchSettings):
         return _split(value)
 
 
-class SweeperSettings(BatchSettings):
+class WebhookSettings(AdmissionSettings):
+    """The webhook verifies, claims, records and enqueues: it submits nothing."""
+
+    webhook_secret_id: Annotated[Text, Field(alias="WEBHOOK_SECRET_ID")]
+    # the launcher's queue (template.yaml's DeliveryQueue)
+    delivery_queue_url: Annotated[Text, Field(alias="DELIVERY_QUEUE_URL")]
+
+
+class LauncherSettings(AdmissionSettings, BatchSettings):
+    """The launcher behind the delivery queue: plans the runs and submits their jobs."""
+
+    cancel_superseded: Annotated[bool, Field(alias="CANCEL_SUPERSEDED_RUNS")] = True
+
+
+class DeadlineSettings(BatchSettings):
+    """The deadlines function, which settles the overdue runs the sweeper hands it."""
+
+    # a run's time from when its first job starts (Batch's RUNNING)
     run_timeout_s: Annotated[int, Field(alias="RUN_TIMEOUT_S", ge=0)] = 8 * 3600
+    # a run's time in the job queue before any of its jobs starts, bounded apart
+    queue_wait_s: Annotated[int, Field(alias="QUEUE_WAIT_S", ge=0)] = 24 * 3600
+
+
+class SweeperSettings(DeadlineSettings):
+    # where overdue runs go to be settled (template.yaml's OverdueRunQueue)
+    overdue_queue_url: Annotated[Text, Field(alias="OVERDUE_QUEUE_URL")]
 
 
 S = TypeVar("S", bound=FunctionSettings)

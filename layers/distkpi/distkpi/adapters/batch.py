@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import random
+import time
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
 
-from distkpi.adapters.aws import client
+from distkpi.adapters.aws import client, error_code
+from distkpi.adapters.pacing import TokenBucket
 from distkpi.domain.planning import jobenv
 from distkpi.domain.planning.jobs import JobPlan, NodeGroup
-from distkpi.exceptions import LaunchError
+from distkpi.exceptions import LaunchError, SubmitThrottledError
 
 if TYPE_CHECKING:
     from mypy_boto3_batch import BatchClient
@@ -42,6 +45,14 @@ def without_key(request: Mapping[str, Any]) -> dict[str, Any]:
 
 # Batch refuses a SubmitJob request larger than this (its service quotas)
 MAX_REQUEST_BYTES = 30 * 1024
+# Batch's answer when the account passes 50 SubmitJob a second (a quota that cannot be raised)
+THROTTLED = "TooManyRequestsException"
+
+
+def backoff_s(attempt: int, base_s: float, cap_s: float = 20.0) -> float:
+    """Full jitter: a random wait up to base * 2^attempt (capped), so that launchers
+    throttled together do not come back together."""
+    return random.uniform(0, min(cap_s, base_s * 2**attempt))
 
 
 def _container(plan: JobPlan, group: NodeGroup) -> dict[str, Any]:
@@ -117,8 +128,22 @@ class BatchLauncher:
         single_node_definition: str,
         multi_node_definition: str,
         batch: BatchClient | None = None,
+        *,
+        fair_share: bool = False,
+        pace: TokenBucket | None = None,
+        throttle_retries: int = 6,
+        throttle_backoff_s: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.queue = queue
+        # the queue has a fair-share scheduling policy: every job names its share (and a
+        # queue without one refuses a job that does)
+        self.fair_share = fair_share
+        self.pace = pace
+        self.throttle_retries = throttle_retries
+        self.throttle_backoff_s = throttle_backoff_s
+        self.sleep = sleep
+        self.submitted = 0  # SubmitJob calls answered, throttled ones included
         self.single_node_definition = single_node_definition
         self.multi_node_definition = multi_node_definition
         self._batch = batch
@@ -161,6 +186,8 @@ class BatchLauncher:
     def request(self, plan: JobPlan) -> dict[str, Any]:
         """The SubmitJob request for a plan (kept separate so it can be read and tested)."""
         tags = {"distkpi:run": plan.run_id, "distkpi:config": plan.config}
+        # the job queue's scheduling policy shares it among repositories
+        share = {"shareIdentifier": plan.share} if self.fair_share and plan.share else {}
         # a multi-node job's timeout applies to the whole job
         timeout = {"timeout": {"attemptDurationSeconds": plan.timeout_s}} if plan.timeout_s else {}
         if not plan.multinode:
@@ -170,6 +197,7 @@ class BatchLauncher:
                 "jobDefinition": self.definition(self.single_node_definition, plan.image),
                 "containerOverrides": _container(plan, plan.groups[0]),
                 **timeout,
+                **share,
                 "tags": tags,
                 "propagateTags": True,
             }
@@ -185,6 +213,7 @@ class BatchLauncher:
             "jobDefinition": self.definition(self.multi_node_definition, plan.image),
             "nodeOverrides": {"numNodes": plan.nodes, "nodePropertyOverrides": node_overrides},
             **timeout,
+            **share,
             "tags": tags,
             "propagateTags": True,
         }
@@ -199,11 +228,30 @@ class BatchLauncher:
                 f"job {plan.name}: its SubmitJob request is {size} bytes; Batch takes at most "
                 f"{MAX_REQUEST_BYTES}"
             )
-        try:
-            response = self.batch.submit_job(**request)
-        except ClientError as exc:
-            raise LaunchError(f"Batch refused job {plan.name}: {exc}") from exc
+        response = self._submit_paced(plan.name, request)
         return response["jobId"], without_key(request)
+
+    def _submit_paced(self, name: str, request: dict[str, Any]) -> Any:
+        """SubmitJob at this container's pace; throttled, again after a jittered backoff,
+        up to ``throttle_retries`` times, then SubmitThrottledError (the delivery is then
+        retried as a whole: its runs resume with the configs never submitted)."""
+        for attempt in range(self.throttle_retries + 1):
+            if self.pace is not None:
+                self.pace.take()
+            try:
+                response = self.batch.submit_job(**request)
+            except ClientError as exc:
+                if error_code(exc) != THROTTLED:
+                    raise LaunchError(f"Batch refused job {name}: {exc}") from exc
+                if attempt == self.throttle_retries:
+                    raise SubmitThrottledError(
+                        f"Batch throttled job {name} {attempt + 1} times: {exc}"
+                    ) from exc
+                self.sleep(backoff_s(attempt, self.throttle_backoff_s))
+                continue
+            self.submitted += 1
+            return response
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def terminate(self, job_id: str, reason: str) -> None:
         """Stop a job wherever it is (queued or running); a finished job is left as it is."""

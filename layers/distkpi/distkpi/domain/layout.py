@@ -18,6 +18,7 @@ reports and the site are not tagged and stay.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ RUNS = "runs/"
 REPORTS = "reports/"
 SUITES = "suites/"
 SITE = "site/"  # the history site the sweeper builds
+DELIVERIES = "deliveries/"  # each queued GitHub delivery's body, as the webhook verified it
 REPORT_PAGE = "index.html"
 # the object tag (as S3's Tagging header) of what expires after LogRetentionDays
 EXPIRES_KEY, EXPIRES_VALUE = "distkpi-retention", "logs"
@@ -64,6 +66,12 @@ DIAGNOSIS = "diagnosis.json"  # a config's diagnosis, in the diagnosed run's fol
 
 def diagnosis_key(run_id: str, config: str) -> str:
     return f"{config_prefix(run_id, config)}{DIAGNOSIS}"
+
+
+def delivery_key(delivery: str) -> str:
+    """Where a delivery's body is kept for the launcher: named by the SHA-256 of its id (a
+    header GitHub does not sign, so never a key of its own making)."""
+    return f"{DELIVERIES}{hashlib.sha256(delivery.encode()).hexdigest()}.json"
 
 
 def run_spec_key(run_id: str) -> str:

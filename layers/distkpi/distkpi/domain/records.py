@@ -58,6 +58,12 @@ class ConfigState(StrEnum):
         return cls(status.value)
 
 
+def _later(at: str, seconds: int) -> str:
+    return (datetime.fromisoformat(at) + timedelta(seconds=seconds)).isoformat(
+        timespec="milliseconds"
+    )
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """One run: a suite for one commit, from the delivery that started it to its verdict."""
@@ -87,15 +93,25 @@ class RunRecord:
     bisection: str | None = None
     # its regressed KPIs accepted by someone who may (services/accept.py): who, when, why
     accepted: Acceptance | None = None
+    # when its first job started (Batch's RUNNING); None while every job waits in the queue
+    started_at: str | None = None
+
+    @property
+    def queue_wait_s_taken(self) -> int | None:
+        """Seconds its jobs waited in the queue before the first started; None before."""
+        if self.started_at is None:
+            return None
+        waited = datetime.fromisoformat(self.started_at) - datetime.fromisoformat(self.created_at)
+        return max(0, round(waited.total_seconds()))
 
     @property
     def timeout_counted_from(self) -> str:
-        """When the stack's run timeout starts counting for this run: its creation, later by
-        its extra time (ISO, as `created_at`)."""
-        if not self.extra_time_s:
+        """When the stack's run timeout starts counting for this run: its first job's start,
+        later by its extra time (ISO, as `created_at`); before any job started, its creation
+        (and the stack's queue wait counts instead)."""
+        if self.started_at is None:
             return self.created_at
-        later = datetime.fromisoformat(self.created_at) + timedelta(seconds=self.extra_time_s)
-        return later.isoformat(timespec="milliseconds")
+        return _later(self.started_at, self.extra_time_s)
 
     @property
     def first_run_id(self) -> str:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from distkpi.services.chat import ChatAlerts
     from distkpi.services.deadlines import RunDeadlines
     from distkpi.services.finish import RunFinisher
+    from distkpi.services.job_starts import JobStarts
     from distkpi.services.looks import PairedLooks
     from distkpi.services.owners import SuiteOwners
     from distkpi.services.ports import (
@@ -109,6 +110,8 @@ class Adapters(Protocol):
     def cancel_superseded(self) -> bool: ...
     @property
     def run_timeout_s(self) -> int: ...
+    @property
+    def queue_wait_s(self) -> int: ...
     @property
     def confirms(self) -> bool:
         """Whether a finisher starts confirmation runs (the stack's: where it may submit)."""
@@ -315,6 +318,12 @@ class Services:
         )
 
     @cached_property
+    def job_starts(self) -> JobStarts:
+        from distkpi.services.job_starts import JobStarts
+
+        return JobStarts(self.stack.jobs, self.stack.runs, self.stack.count)
+
+    @cached_property
     def looks(self) -> PairedLooks:
         from distkpi.services.looks import PairedLooks
 
@@ -335,6 +344,7 @@ class Services:
             self.settler,
             self.stack.launcher,
             self.stack.run_timeout_s,
+            self.stack.queue_wait_s,
             self.stack.count,
             self.stack.clock,
         )

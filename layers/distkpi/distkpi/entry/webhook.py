@@ -1,4 +1,6 @@
-"""The webhook's HTTP decisions: size, signature, JSON, event; then start the runs."""
+"""The webhook's HTTP decisions: size, signature, JSON, event; then a delivery that may
+start runs is claimed, recorded and queued for the launcher (entry/launcher.py), and GitHub
+answered at once: nothing here submits a job or calls GitHub."""
 
 from __future__ import annotations
 
@@ -11,25 +13,21 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 
-from distkpi.domain.github.acceptance import AcceptAsked, Merged
-from distkpi.domain.github.events import GitHubEvent, PullRequestEvent
+from distkpi.domain.github.events import GitHubEvent
 from distkpi.domain.github.report_links import link_problem, malformed
-from distkpi.domain.github.trust import NeedsApproval, admit, trust_of
 from distkpi.domain.github.webhook import (
-    RERUN_EVENTS,
     Calibrate,
     Ignored,
     Invalid,
     Rerun,
     Trigger,
-    decide,
     parse,
     signature_matches,
 )
 from distkpi.domain.layout import report_key
+from distkpi.entry.admission import Answer, decide_delivery, nothing_to_start
 from distkpi.entry.observability import count, logger
 from distkpi.entry.wiring import WebhookWiring, webhook
-from distkpi.services.launch import Delivery, Outcome
 
 MAX_BODY_BYTES = 1024 * 1024
 REPORT_URL_S = 300  # a presigned report URL lives minutes: the signed link is what lasts
@@ -88,8 +86,6 @@ def _wiring() -> WebhookWiring:
 @app.post("/")
 def receive() -> Response[str]:
     wired = _wiring()
-    if (budget := wired.github_budget) is not None:
-        budget.start()
     body = _raw_body()
     if body is None:
         return _reply(HTTPStatus.BAD_REQUEST, message="body is not valid base64")
@@ -104,7 +100,7 @@ def receive() -> Response[str]:
         return payload
     event, delivery = _header("X-GitHub-Event") or "", _header("X-GitHub-Delivery") or ""
     logger.append_keys(delivery=delivery, github_event=event)
-    return _dispatch(wired, event, delivery, parse(event, payload))
+    return _dispatch(wired, event, delivery, parse(event, payload), body)
 
 
 def _no_constant(name: str) -> Any:
@@ -124,140 +120,29 @@ def _payload(body: bytes) -> dict[str, Any] | Response[str]:
     return payload
 
 
-def _dispatch(wired: WebhookWiring, name: str, delivery: str, event: GitHubEvent) -> Response[str]:
+def _dispatch(
+    wired: WebhookWiring, name: str, delivery: str, event: GitHubEvent, body: bytes
+) -> Response[str]:
+    """Answered here: a ping, what starts nothing, what is not what GitHub sends. Queued for
+    the launcher: whatever may start runs or post statuses (a pull request awaiting approval,
+    an accept asked and a merge included), once per delivery id."""
     if name == "ping":
         return _reply(HTTPStatus.OK, message="pong")
-    decided = _decide(wired, name, event)
-    if isinstance(decided, AcceptAsked | Merged):
-        return _acceptance(wired, decided, delivery, event.installation_id)
-    if not isinstance(decided, Trigger | Rerun | Calibrate):
-        return _nothing_started(wired, decided)
+    decided = decide_delivery(wired.settings, wired.app_id, name, event)
+    if isinstance(decided, Ignored | Invalid):
+        return _answer(nothing_to_start(decided))
     if not delivery:
         return _reply(HTTPStatus.BAD_REQUEST, message="X-GitHub-Delivery header missing")
-    trigger = decided if isinstance(decided, Trigger) else decided.trigger
-    logger.append_keys(sha=trigger.sha)
-    _remember_installation(wired, trigger.repo, event.installation_id)
-    # a claim on the delivery lasts as long as this invocation may (killed at its timeout,
-    # GitHub's redelivery takes over), its answer a week
+    if isinstance(decided, Trigger | Rerun | Calibrate):
+        trigger = decided if isinstance(decided, Trigger) else decided.trigger
+        logger.append_keys(sha=trigger.sha)
+    # a claim on queuing lasts as long as this invocation may (killed at its timeout,
+    # GitHub's redelivery queues it), its answer a week
     wired.deliveries.expire_with(app.lambda_context)
-    if isinstance(decided, Calibrate):
-        return _calibration(wired, decided, delivery)
-    return _started(wired, decided, delivery)
-
-
-def _acceptance(
-    wired: WebhookWiring, decided: AcceptAsked | Merged, delivery: str, installation: int | None
-) -> Response[str]:
-    """An accept asked (once per delivery), or a merge that may start a new baseline."""
-    if isinstance(decided, Merged):
-        merged = wired.acceptances.merged(decided)
-        return _reply(HTTPStatus.OK, message="merged", new_baseline_of=merged)
-    if not delivery:
-        return _reply(HTTPStatus.BAD_REQUEST, message="X-GitHub-Delivery header missing")
-    _remember_installation(wired, decided.repo, installation)
-    wired.deliveries.expire_with(app.lambda_context)
-    answer = wired.acceptances.asked(decided, delivery)
-    if answer.duplicate:
-        return _reply(HTTPStatus.OK, message="duplicate delivery", accepted=[])
-    if answer.refused is not None:
-        return _reply(HTTPStatus.ACCEPTED, message=answer.refused, accepted=[])
-    return _reply(HTTPStatus.OK, message="accepted", accepted=list(answer.accepted))
-
-
-def _started(wired: WebhookWiring, decided: Trigger | Rerun, delivery: str) -> Response[str]:
-    if isinstance(decided, Rerun):
-        handled = wired.starter.rerun(decided, delivery)
-    else:
-        handled = wired.starter.handle_delivery(decided, delivery)
-        if decided.event == "push":  # a fast-forward of an accepted head starts its level
-            wired.acceptances.pushed(decided)
-    if handled.outcome is Outcome.DUPLICATE:
+    if not wired.intake.accept(delivery, name, body):
         return _reply(HTTPStatus.OK, message="duplicate delivery", runs=[])
-    if not handled.runs and (handled.refused_for or handled.never_admitted):
-        return _rerun_refused(handled)
-    return _reply(
-        HTTPStatus.CREATED,
-        message="runs started",
-        runs=handled.runs,
-        invalid_suites=handled.invalid_suites,
-    )
+    return _reply(HTTPStatus.ACCEPTED, message="delivery queued", delivery=delivery)
 
 
-def _calibration(wired: WebhookWiring, asked: Calibrate, delivery: str) -> Response[str]:
-    handled = wired.starter.calibrate(asked, delivery)
-    if handled.outcome is Outcome.DUPLICATE:
-        return _reply(HTTPStatus.OK, message="duplicate delivery", runs=[])
-    if handled.refused is not None:
-        return _reply(HTTPStatus.UNPROCESSABLE_ENTITY, message=handled.refused, runs=[])
-    return _reply(HTTPStatus.CREATED, message="calibration started", runs=handled.runs)
-
-
-def _rerun_refused(handled: Delivery) -> Response[str]:
-    if handled.refused_for:
-        return _reply(
-            HTTPStatus.ACCEPTED,
-            message="re-run refused: a run of this commit is still going",
-            runs=[],
-            still_going=handled.refused_for,
-        )
-    return _reply(
-        HTTPStatus.ACCEPTED,
-        message="re-run refused: no delivery admitted for this commit ran these suites",
-        runs=[],
-        never_admitted=handled.never_admitted,
-    )
-
-
-def _remember_installation(wired: WebhookWiring, repo: str, installation: int | None) -> None:
-    """With a GitHub App, each delivery says which installation acts on its repository."""
-    auth = wired.app_auth
-    if auth is not None and installation is not None:
-        auth.remember(repo, installation)
-
-
-def _decide(
-    wired: WebhookWiring, name: str, event: GitHubEvent
-) -> Trigger | Rerun | Calibrate | AcceptAsked | Merged | Ignored | Invalid | NeedsApproval:
-    """What the delivery asks for; whether its repository may start runs at all (a push, a
-    re-run, a calibration and an accept as much as a pull request), and for a pull request
-    whether it may run now."""
-    settings = wired.settings
-    app_id = wired.app_id() if name in RERUN_EVENTS else None
-    decided = decide(event, settings.branches, app_id)
-    if isinstance(decided, Trigger | Rerun | Calibrate | AcceptAsked | Merged):
-        repo = decided.trigger.repo if isinstance(decided, Rerun | Calibrate) else decided.repo
-        refused = settings.allowed.refusal(repo, event.installation_id)
-        if refused is not None:
-            logger.warning("repository not allowed", repo=repo, reason=refused.reason)
-            count("RepositoryRefused")
-            return refused
-    if isinstance(decided, Trigger) and isinstance(event, PullRequestEvent):
-        admitted = admit(decided, event, settings.trust)
-        if isinstance(admitted, Trigger):
-            trust = trust_of(event, settings.trust)
-            why = trust.trusted_because or "approved with the label"
-            logger.info(
-                "pull request admitted",
-                reason=why,
-                actor=trust.actor,
-                actor_permission=trust.actor_permission.value,
-            )
-        return admitted
-    return decided
-
-
-def _nothing_started(
-    wired: WebhookWiring, decision: Ignored | Invalid | NeedsApproval
-) -> Response[str]:
-    if isinstance(decision, NeedsApproval):
-        suites = wired.starter.await_approval(decision, wired.settings.approval_label)
-        return _reply(
-            HTTPStatus.ACCEPTED, message=f"awaiting approval: {decision.reason}", suites=suites
-        )
-    if isinstance(decision, Invalid):
-        logger.warning(
-            "delivery not what GitHub sends", field=decision.field, reason=decision.reason
-        )
-        return _reply(HTTPStatus.BAD_REQUEST, message=str(decision), field=decision.field)
-    logger.info("delivery ignored", reason=decision.reason)
-    return _reply(HTTPStatus.ACCEPTED, message=f"ignored: {decision.reason}")
+def _answer(answer: Answer) -> Response[str]:
+    return _reply(answer.status, **answer.body)

@@ -25,6 +25,7 @@ from distkpi.adapters.ec2 import InstanceCatalog
 from distkpi.adapters.github import GitHubStatusClient, TimeBudget
 from distkpi.adapters.github_app import AppAuth, AppCredentials
 from distkpi.adapters.github_limits import Rate, WritePacer
+from distkpi.adapters.pacing import TokenBucket
 from distkpi.adapters.s3_runs import S3RunStore
 from distkpi.adapters.secrets import SecretReader
 from distkpi.adapters.suite_catalog import SuiteCatalog
@@ -39,7 +40,9 @@ from distkpi.services.ports import Clock, Counter, utcnow
 from distkpi.services.statuses import StatusPublisher
 from distkpi.settings import (
     BatchSettings,
+    DeadlineSettings,
     FunctionSettings,
+    LauncherSettings,
     SweeperSettings,
     WebhookSettings,
     load_settings,
@@ -50,10 +53,12 @@ if TYPE_CHECKING:
     from distkpi.adapters.dynamo.bisections import BisectionRepository
     from distkpi.adapters.dynamo.notices import ChatQuotaRepository, CommentRepository
     from distkpi.adapters.dynamo.regressions import RegressionRepository
+    from distkpi.adapters.queues import MessageQueue
     from distkpi.adapters.slack import SlackWebhook
     from distkpi.adapters.sns import AlertTopic
     from distkpi.services.accept import Acceptances
     from distkpi.services.deadlines import RunDeadlines
+    from distkpi.services.intake import DeliveryIntake
     from distkpi.services.looks import PairedLooks
     from distkpi.services.publish import DrawReport, Publisher
     from distkpi.services.settle import ConfigSettler
@@ -104,7 +109,11 @@ class Wiring:
 
     @property
     def run_timeout_s(self) -> int:
-        raise AttributeError("only the sweeper expires runs")
+        raise AttributeError("only the sweeper and the deadlines function expire runs")
+
+    @property
+    def queue_wait_s(self) -> int:
+        raise AttributeError("only the sweeper and the deadlines function expire runs")
 
     @property
     def catalog(self) -> SuiteCatalog:
@@ -226,6 +235,13 @@ class Wiring:
             return f"installation-{self.app_auth.installation(repo)}"
         return "token"
 
+    def app_id(self) -> str | None:
+        """The stack's GitHub App, whose checks alone it re-runs; None without one."""
+        secret_id = self.settings.github_app_secret_id
+        if secret_id is None:
+            return None
+        return AppCredentials.from_secret(self.secrets.get(secret_id)).app_id
+
     def github_token(self, repo: str) -> str:
         if self.app_auth is not None:
             return self.app_auth.token_for(repo)
@@ -290,15 +306,23 @@ class Wiring:
 
 
 class BatchWiring(Wiring):
-    """The functions that submit or stop jobs: the webhook, the fan-in (confirmation runs)
-    and the sweeper."""
+    """The functions that submit or stop jobs: the launcher, the fan-in (confirmation runs),
+    the sweeper and the deadlines function."""
 
     settings: BatchSettings
 
     @cached_property
     def batch(self) -> BatchLauncher:
         s = self.settings
-        return BatchLauncher(s.job_queue, s.single_node_job_definition, s.multi_node_job_definition)
+        return BatchLauncher(
+            s.job_queue,
+            s.single_node_job_definition,
+            s.multi_node_job_definition,
+            fair_share=s.fair_share,
+            pace=TokenBucket(s.submit_jobs_per_s),
+            throttle_retries=s.submit_throttle_retries,
+            throttle_backoff_s=s.submit_throttle_backoff_s,
+        )
 
     @property
     def launcher(self) -> BatchLauncher:
@@ -307,10 +331,6 @@ class BatchWiring(Wiring):
     @property
     def starter(self) -> RunStarter:
         return self.services.starter
-
-    @property
-    def acceptances(self) -> Acceptances:
-        return self.services.acceptances
 
     @cached_property
     def suites(self) -> SuiteCatalog:
@@ -335,40 +355,76 @@ class BatchWiring(Wiring):
         )
 
 
-class WebhookWiring(BatchWiring):
+class WebhookWiring(Wiring):
+    """The webhook: it verifies, claims, records and queues; it submits nothing."""
+
     settings: WebhookSettings
 
     def webhook_secret(self) -> bytes:
         return self.secrets.get(self.settings.webhook_secret_id).encode()
 
-    def app_id(self) -> str | None:
-        """The stack's GitHub App, whose checks alone it re-runs; None without one."""
-        secret_id = self.settings.github_app_secret_id
-        if secret_id is None:
-            return None
-        return AppCredentials.from_secret(self.secrets.get(secret_id)).app_id
+    @cached_property
+    def intake(self) -> DeliveryIntake:
+        from distkpi.adapters.queues import MessageQueue
+        from distkpi.services.intake import DeliveryIntake
+
+        queue = MessageQueue(self.settings.delivery_queue_url)
+        return DeliveryIntake(self.deliveries, self.store, queue, self.count)
+
+
+class LauncherWiring(BatchWiring):
+    """The launcher behind the delivery queue: the runs a delivery starts."""
+
+    settings: LauncherSettings
+
+    @property
+    def acceptances(self) -> Acceptances:
+        """An accept asked, a merge, and a push of an accepted head (services/accept.py)."""
+        return self.services.acceptances
 
     @property
     def cancel_superseded(self) -> bool:
         return self.settings.cancel_superseded
 
 
-class SweeperWiring(BatchWiring):
-    settings: SweeperSettings
+class DeadlineWiring(BatchWiring):
+    settings: DeadlineSettings
 
     @property
     def run_timeout_s(self) -> int:
         return self.settings.run_timeout_s
 
     @property
+    def queue_wait_s(self) -> int:
+        return self.settings.queue_wait_s
+
+    @property
     def deadlines(self) -> RunDeadlines:
         return self.services.deadlines
+
+
+class SweeperWiring(DeadlineWiring):
+    settings: SweeperSettings
+
+    @cached_property
+    def overdue_queue(self) -> MessageQueue:
+        from distkpi.adapters.queues import MessageQueue
+
+        return MessageQueue(self.settings.overdue_queue_url)
 
 
 def build_webhook(settings: WebhookSettings, own_url: str | None = None) -> WebhookWiring:
     """The webhook's collaborators; ``own_url`` is its Function URL (a stack cannot give a
     function its own URL: it comes with the requests it serves), where report links point."""
     return WebhookWiring(settings, own_url)
+
+
+def build_launcher(settings: LauncherSettings) -> LauncherWiring:
+    return LauncherWiring(settings)
+
+
+def build_deadlines(settings: DeadlineSettings) -> DeadlineWiring:
+    return DeadlineWiring(settings)
 
 
 def build_fanin(settings: BatchSettings) -> BatchWiring:
@@ -394,6 +450,18 @@ class Container:
         self._webhook: dict[str | None, WebhookWiring] = {}
         self._fanin: BatchWiring | None = None
         self._sweeper: SweeperWiring | None = None
+        self._launcher: LauncherWiring | None = None
+        self._deadlines: DeadlineWiring | None = None
+
+    def launcher(self) -> LauncherWiring:
+        if self._launcher is None:
+            self._launcher = build_launcher(load_settings(LauncherSettings, os.environ))
+        return self._launcher
+
+    def deadlines(self) -> DeadlineWiring:
+        if self._deadlines is None:
+            self._deadlines = build_deadlines(load_settings(DeadlineSettings, os.environ))
+        return self._deadlines
 
     def webhook(self, own_url: str | None = None) -> WebhookWiring:
         if own_url not in self._webhook:
@@ -421,6 +489,14 @@ def webhook(own_url: str | None = None) -> WebhookWiring:
 
 def fanin() -> BatchWiring:
     return _current.fanin()
+
+
+def launcher() -> LauncherWiring:
+    return _current.launcher()
+
+
+def deadlines() -> DeadlineWiring:
+    return _current.deadlines()
 
 
 def sweeper() -> SweeperWiring:

@@ -1,6 +1,7 @@
-"""A delivery's runs: under the delivery's claim, a run of each suite it concerns, broken
-suites and skipped ones reported, a pull request's older runs superseded; or, for a change
-not admitted, every suite saying it awaits approval."""
+"""A delivery's runs: under the delivery's claim, a run of each suite it concerns (of the
+configs its `when:` runs on the delivery's event), broken suites and skipped ones reported,
+a pull request's older runs superseded; or, for a change not admitted, every suite saying it
+awaits approval."""
 
 from __future__ import annotations
 
@@ -90,7 +91,9 @@ class DeliveryStarter:
         once, saying why, with no job submitted."""
         change = change or Change(self.statuses, trigger)
         started: list[str] = []
-        for suite in suites:
+        for whole in suites:
+            # the configs its `when:` runs on this event (the base config always runs)
+            suite = whole.for_event(trigger.event, trigger.labels)
             run_id = run_id_for(suite.name, trigger.sha, delivery)
             base = change.paired_base() if suite.verdict.paired is not None else None
             no_base = base if isinstance(base, NoBase) else None

@@ -57,6 +57,14 @@ def ordered(at: str, run_id: str) -> str:
     return f"{at}#{run_id}"
 
 
+# a running run's GSI2 sort key once a job started; sorts after every time-first key
+STARTED = "started#"
+
+
+def started(at: str, run_id: str) -> str:
+    return f"{STARTED}{at}#{run_id}"
+
+
 def job(job_id: str) -> Key:
     return {"PK": f"JOB#{job_id}", "SK": "JOB"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,13 @@ SUITE_CHECK_KEPT_S = 90 * 24 * 3600
 DAY_S = 24 * 3600
 
 
+def trigger_of(item: Mapping[str, Any]) -> Trigger:
+    """A run item's trigger (an item from before labels were kept has none)."""
+    values = {name: item.get(name) for name in TRIGGER_FIELDS}
+    values["labels"] = tuple(str(label) for label in item.get("labels") or ())
+    return Trigger(**values)  # type: ignore[arg-type]
+
+
 def run_item(run: RunRecord) -> dict[str, Any]:
     return {
         **keys.run(run.run_id),
@@ -45,12 +52,20 @@ def run_item(run: RunRecord) -> dict[str, Any]:
         **({"confirms": run.confirms} if run.confirms else {}),
         **({"extra_time_s": run.extra_time_s} if run.extra_time_s else {}),
         **({"bisection": run.bisection} if run.bisection else {}),
+        **({"started_at": run.started_at} if run.started_at else {}),
         "GSI1PK": keys.commit(run.trigger.repo, run.trigger.sha),
         "GSI1SK": keys.ordered(run.created_at, run.run_id),
-        # the sweeper's deadline query: by when the stack's run timeout starts counting
+        # the sweeper's deadline query: queued by creation, then started by when the run
+        # timeout counts from
         "GSI2PK": keys.RUNNING,
-        "GSI2SK": keys.ordered(run.timeout_counted_from, run.run_id),
+        "GSI2SK": _deadline_order(run),
     }
+
+
+def _deadline_order(run: RunRecord) -> str:
+    if run.started_at is None:
+        return keys.ordered(run.created_at, run.run_id)
+    return keys.started(run.timeout_counted_from, run.run_id)
 
 
 def run_record(item: Mapping[str, Any]) -> RunRecord:
@@ -63,7 +78,7 @@ def run_record(item: Mapping[str, Any]) -> RunRecord:
         evaluation = Evaluation.from_json(result)
     return RunRecord(
         run_id=str(item["run_id"]),
-        trigger=Trigger(**{name: item.get(name) for name in TRIGGER_FIELDS}),  # type: ignore[arg-type]
+        trigger=trigger_of(item),
         model=str(item["model"]),
         spec=RunSpec.model_validate(item["spec"]),
         delivery=str(item.get("delivery", "")),
@@ -82,6 +97,7 @@ def run_record(item: Mapping[str, Any]) -> RunRecord:
         extra_time_s=int(item.get("extra_time_s", 0)),
         bisection=item.get("bisection"),
         accepted=Acceptance.from_json(item["accepted"]) if item.get("accepted") else None,
+        started_at=item.get("started_at"),
     )
 
 
@@ -375,9 +391,36 @@ class RunRepository:
         return self._index(keys.UNPUBLISHED)
 
     def running_since_before(self, created_before: str) -> list[str]:
-        """Runs still running that were created before the given ISO time (a run with extra
-        time: that much earlier), oldest first."""
+        """Runs still running none of whose jobs has started, made before the given ISO
+        time, oldest first (`started#` keys sort after every time)."""
         return self._index(keys.RUNNING, before=created_before)
+
+    def started_before(self, counted_from_before: str) -> list[str]:
+        """Runs still running whose run timeout counts (`RunRecord.timeout_counted_from`:
+        the first job's start, later by a paired run's extra time) from before the given
+        ISO time, earliest first."""
+        condition = Key("GSI2PK").eq(keys.RUNNING) & Key("GSI2SK").between(
+            keys.STARTED, keys.started(counted_from_before, "")
+        )
+        found = self.table.query(IndexName="GSI2", KeyConditionExpression=condition)
+        return [keys.run_id_of(str(item["PK"])) for item in found]
+
+    def mark_jobs_started(self, run: RunRecord, at: str) -> bool:
+        """The run's first job started at ``at``: its run timeout now counts from there. True
+        for the one caller that marked it (a run still running, not marked before)."""
+        started = replace(run, started_at=at)
+        response = self.table.conditional(
+            Key=keys.run(run.run_id),
+            UpdateExpression="SET started_at = :at, GSI2SK = :deadline",
+            ConditionExpression="#status = :running AND attribute_not_exists(started_at)",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={
+                ":at": at,
+                ":deadline": _deadline_order(started),
+                ":running": RunStatus.RUNNING.value,
+            },
+        )
+        return response is not None
 
     def of_commit(self, repo: str, sha: str) -> list[RunRecord]:
         found = self.table.query(

@@ -68,6 +68,8 @@ class Trigger:
     updated_at: str | None = None
     # a push's previous head: what its changed files are counted from (path filters)
     before: str | None = None
+    # a pull request's labels when it was delivered: which configs run (a suite's `when:`)
+    labels: tuple[str, ...] = ()
 
     @property
     def compared_from(self) -> str | None:
@@ -173,6 +175,7 @@ def _pull_request(event: PullRequestEvent) -> Trigger | Merged | Ignored | Inval
         base_sha=base.sha if base else None,
         pull_request=number,
         updated_at=pull.updated_at if pull else None,
+        labels=tuple(label.name for label in pull.labels) if pull else (),
     )
 
 

@@ -193,6 +193,8 @@ class JobPlan:
     timeout_s: int | None = None  # the attempt's duration; None: the job definition's
     # why the config can never be placed; such a plan is never submitted
     refusal: str | None = None
+    # its repository's share of a fair-share job queue (`share_identifier`)
+    share: str | None = None
 
     @property
     def multinode(self) -> bool:
@@ -204,6 +206,12 @@ class JobPlan:
         return sum(
             (g.last - g.first + 1) * g.request.gpus for g in self.groups if g.request is not None
         )
+
+
+def share_identifier(repo: str) -> str:
+    """A repository's share of the job queue's fair-share policy: Batch takes letters,
+    digits and underscores (at most 255), so `owner/name` becomes `owner_name`."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", repo)[:255]
 
 
 def job_name(run_id: str, config: str) -> str:
@@ -277,6 +285,7 @@ def plan_jobs(
                 image=suite.image_for(run.sha),
                 timeout_s=job_timeout_s(run, suite),
                 refusal=refusal,
+                share=share_identifier(run.repo),
             )
         )
     return plans

@@ -44,6 +44,20 @@ from distkpi.domain.patterns import DeclaredMetrics
 from distkpi.domain.planning.sizing import PserverResources, TrainerResources
 from distkpi.exceptions import ContractError
 
+# the events a config may be limited to (`when:`): a pull request, a push to a configured
+# branch, a pull request carrying a label, a scheduled run
+EVENT_KINDS = ("pull_request", "push", "schedule")
+LABEL_PREFIX = "label:"
+
+
+def _when_known(when: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    for kind in when or ():
+        if kind not in EVENT_KINDS and not (
+            kind.startswith(LABEL_PREFIX) and kind.removeprefix(LABEL_PREFIX).strip()
+        ):
+            raise ValueError(f"{kind!r} is none of {', '.join(EVENT_KINDS)} or label:<name>")
+    return when
+
 
 class SuiteConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -63,6 +77,20 @@ class SuiteConfig(BaseModel):
     micro_batch: Size = None
     global_batch: Size = None
     seq_len: Size = None
+    # on which events it runs (unset: every event); a large multi-node config can run on a
+    # push (the merge), on a pull request with a label, or on a schedule
+    when: Annotated[tuple[str, ...] | None, Field(min_length=1, exclude=True)] = None
+
+    _when = field_validator("when")(_when_known)
+
+    def runs_on(self, event: str, labels: Iterable[str] = ()) -> bool:
+        """Whether a delivery of ``event`` (a pull request's with ``labels``) runs it."""
+        if self.when is None:
+            return True
+        return event in self.when or (
+            event == "pull_request"
+            and any(f"{LABEL_PREFIX}{label}" in self.when for label in labels)
+        )
 
     @model_validator(mode="after")
     def _layout_fits(self) -> SuiteConfig:
@@ -205,7 +233,20 @@ class Suite(BaseModel):
     @classmethod
     def _unique_names(cls, configs: tuple[SuiteConfig, ...]) -> tuple[SuiteConfig, ...]:
         require_unique_names(c.name for c in configs)
+        if configs[0].when is not None:
+            raise ValueError(
+                f"{configs[0].name} is the base of the others' speedup and efficiency: it "
+                "runs on every event (no `when:`)"
+            )
         return configs
+
+    def for_event(self, event: str, labels: Iterable[str] = ()) -> Suite:
+        """The suite with only the configs that run on ``event`` (the first, every other's
+        base, always does)."""
+        chosen = tuple(c for c in self.configs if c.runs_on(event, labels))
+        if len(chosen) == len(self.configs):
+            return self
+        return self.model_copy(update={"configs": chosen})
 
     _reachable_target = field_validator("target_accuracy")(check_target)
     _loss_falls = field_validator("quality")(check_quality)
