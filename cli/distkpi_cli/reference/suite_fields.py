@@ -222,4 +222,8 @@ MEANINGS: dict[str, str] = {
         "The KPIs a writer may accept as an intended regression (`/distkpi accept <reason>`); "
         "unset: every KPI"
     ),
+    "configs[].when": (
+        "Which deliveries run the config: `pull_request`, `push`, `label:<name>` (a pull "
+        "request with that label) or `schedule`. Unset: every one. The first config always runs"
+    ),
 }
