@@ -58,10 +58,11 @@ integration: $(STAMP)
 e2e: $(STAMP)
 	$(PYTEST) tests/e2e -m "not slow"
 
-# the tests of minutes, kept out of make test: every attack on the real node, every bench
-# script's smoke run, the diagnosis on profiled training, the LLM suite, calibration and
-# bisection end to end, the history application in headless chromium (tests/browser).
-# CI runs it after make test
+# the tests of minutes, kept out of make test: the end-to-end tests beyond the first hour's
+# path (tests/e2e/conftest.py), every attack on the real node, every bench script's smoke
+# run, the diagnosis on profiled training, the LLM suite, calibration, bisection, accepting,
+# the pull-request comment, the tutorials' commands, the history application in headless
+# chromium (tests/browser). CI runs it after make test
 slow: $(STAMP)
 	$(PYTEST) tests -m "slow or browser"
 

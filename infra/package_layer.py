@@ -9,12 +9,14 @@
 2. Its unzipped size, against Lambda's limit for a function and its layers (262,144,000
    bytes): at most 75% of it.
 3. A fresh Python 3.12 environment (found on the PATH or through pyenv, never at a fixed
-   place) that holds nothing but the layer imports each of the four handlers and handles
+   place) that holds nothing but the layer imports each of the six handlers and handles
    events from tests/events against moto, run here beside it (moto's server and a GitHub
    stand-in on 127.0.0.1; the handlers reach them through endpoint variables): a signed
-   push starts a run, the collector settles its 1x1 config from the seed run's node
-   (its manifest's summaries), job_events fails the other configs' jobs, which ends the
-   run and publishes its report and status, and the sweeper sweeps. Every
+   push is queued by the webhook and started by the launcher from its SQS message, the
+   collector settles its 1x1 config from the seed run's node (its manifest's summaries),
+   job_events fails the other configs' jobs, which ends the run and publishes its report
+   and status, the sweeper sweeps and the deadlines function takes an overdue-run message
+   of the finished run (and leaves it be). Every
    module a handler imports must come from the layer, its function's folder or the
    standard library.
 
@@ -46,7 +48,7 @@ from distkpi_cli.local.aws_stack import TABLE  # noqa: E402
 
 LAMBDA_UNZIPPED_LIMIT = 262_144_000  # bytes, a function and all its layers
 SIZE_SHARE = 0.75
-HANDLERS = ("webhook", "collector", "job_events", "sweeper")
+HANDLERS = ("webhook", "launcher", "collector", "job_events", "sweeper", "deadlines")
 EVENTS = ROOT / "tests" / "events"
 
 
@@ -236,6 +238,16 @@ def webhook_event(secret: str) -> tuple[dict[str, Any], str]:
     return signed_function_url_event(secret, push["headers"], body), push["payload"]["after"]
 
 
+def queued(aws: Any, url: str) -> dict[str, Any]:
+    """The queue's messages as Lambda hands them to its function (an SQS event)."""
+    from distkpi_cli.local.queues import sqs_event
+
+    sqs = aws.client("sqs")
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    return sqs_event(messages, arn["QueueArn"])
+
+
 def node_reports(aws: Any, run_id: str, config: str) -> dict[str, Any]:
     """The seed run's 1x1 node as `distkpi node` reports it (its files, then its manifest
     with their digests and summaries and its run and config, signed with the config's key
@@ -270,8 +282,14 @@ def try_handlers(python: Path, layer: Path) -> None:
         invoke = Invoker(python, layer, env, Path(tmp))
         event, sha = webhook_event(aws.webhook_secret)
         (answer,) = invoke("webhook", event)
-        if answer.get("statusCode") != 201:
+        if answer.get("statusCode") != 202:
             raise PackageError(f"webhook answered {answer}")
+        (launched,) = invoke("launcher", queued(aws, aws.queues.deliveries))
+        if launched["batchItemFailures"] or len(launched["deliveries"]) != 1:
+            raise PackageError(f"the launcher did not start the queued push: {launched}")
+        started = launched["deliveries"][0]
+        if started["status"] != 201:
+            raise PackageError(f"the launcher answered {started}")
         batch = aws.client("batch")
         jobs = [
             job["jobId"]
@@ -280,7 +298,7 @@ def try_handlers(python: Path, layer: Path) -> None:
         ]
         if not jobs:
             raise PackageError("the webhook submitted no job")
-        (run_id,) = json.loads(answer["body"])["runs"]
+        (run_id,) = started["answer"]["runs"]
         (handled,) = invoke("collector", node_reports(aws, run_id, "1x1"))
         config = aws.client("dynamodb").get_item(
             TableName=TABLE, Key={"PK": {"S": f"RUN#{run_id}"}, "SK": {"S": "CONFIG#1x1"}}
@@ -296,6 +314,11 @@ def try_handlers(python: Path, layer: Path) -> None:
         if settled != [{"settled_config": True}] * len(failures):
             raise PackageError("job_events did not settle the run's failed jobs")
         invoke("sweeper", recorded("scheduled"))
+        message = json.dumps({"run_id": run_id})
+        aws.client("sqs").send_message(QueueUrl=aws.queues.overdue_runs, MessageBody=message)
+        (late,) = invoke("deadlines", queued(aws, aws.queues.overdue_runs))
+        if late != {"batchItemFailures": [], "settled": 0}:
+            raise PackageError(f"the deadlines function settled a finished run: {late}")
         states = [s["state"] for s in github.statuses if s["sha"] == sha]
         if states[:1] != ["pending"] or states[-1:] != ["error"]:
             raise PackageError(f"GitHub got {states} for {sha}, not pending then error")
@@ -322,7 +345,7 @@ def main() -> None:
     except (PackageError, subprocess.CalledProcessError) as exc:
         print(f"make package: {exc}", file=sys.stderr)
         raise SystemExit(1) from exc
-    print("make package: the layer imports and runs all four handlers on the runtime's Python")
+    print("make package: the layer imports and runs all six handlers on the runtime's Python")
 
 
 if __name__ == "__main__":
