@@ -99,3 +99,36 @@ def test_accepting_a_pushs_run_accepts_its_regressions_and_resets_the_branch() -
     assert {r.history[-1].note for r in stored(pipeline)} == {"the new kernel is slower"}
     (reset,) = pipeline.history.resets(REPO, BRANCH, MODEL)
     assert (reset.config, reset.who) == ("4x8-8ps", "@alice")
+
+
+def test_the_history_site_lists_each_regression_with_its_state_as_runs_are_published() -> None:
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    from distkpi.reporting import api
+
+    schema = json.loads(
+        (Path(api.__file__).parent / "api_schemas" / "regressions.schema.json").read_text()
+    )
+    pipeline = Pipeline()
+    with_history(pipeline)
+
+    def listed() -> list[tuple[str, str, str]]:
+        doc = json.loads(pipeline.store.objects["site/api/regressions.json"])
+        jsonschema.validate(doc, schema)
+        return [(e["config"], e["kpi"], e["state"]) for e in doc["regressions"]]
+
+    assert listed() == []
+    pipeline.clock.advance(60)
+    report_all(pipeline, start(pipeline, "d-slow", "a" * 40), **{"4x8-8ps": 0.7})
+    # listed by the run that opened them (the site is written after the alert)
+    assert sorted(listed()) == [
+        ("4x8-8ps", kpi, "open") for kpi in ("efficiency", "speedup", "throughput")
+    ]
+    pipeline.clock.advance(60)
+    report_all(pipeline, start(pipeline, "d-fix", "b" * 40))
+    assert sorted(listed()) == [
+        ("4x8-8ps", kpi, "fixed") for kpi in ("efficiency", "speedup", "throughput")
+    ]

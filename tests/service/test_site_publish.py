@@ -41,7 +41,7 @@ def read(store: FakeRunFolders, key: str) -> Any:
 
 def valid_site(store: FakeRunFolders) -> dict[str, int]:
     """Every api/ file against its schema; how many of each kind there are."""
-    kinds = {"index": 0, "series": 0, "chunk": 0, "run": 0}
+    kinds = {"index": 0, "series": 0, "chunk": 0, "run": 0, "regressions": 0}
     for key, data in store.objects.items():
         if not key.startswith("site/api/"):
             continue
@@ -68,7 +68,7 @@ def test_a_published_push_writes_its_points_the_head_the_index_and_its_run_file(
     pipeline = Pipeline()
     (run,) = published_runs(pipeline, 1)
     store = pipeline.store
-    assert valid_site(store) == {"index": 1, "series": 1, "chunk": 1, "run": 1}
+    assert valid_site(store) == {"index": 1, "series": 1, "chunk": 1, "run": 1, "regressions": 1}
     chunk = read(store, f"{SERIES}/2026-11.json")
     assert [(p["run_id"], p["config"]) for p in chunk["points"]] == [
         (run.run_id, c) for c in sorted(THROUGHPUT)
@@ -203,7 +203,7 @@ def test_runs_of_two_months_go_into_two_chunks_listed_oldest_first() -> None:
     ]
     december = read(store, f"{SERIES}/2026-12.json")["points"]
     assert [p["run_id"] for p in december[::4]] == [runs[1].run_id, runs[2].run_id]
-    assert valid_site(store) == {"index": 1, "series": 1, "chunk": 2, "run": 3}
+    assert valid_site(store) == {"index": 1, "series": 1, "chunk": 2, "run": 3, "regressions": 1}
 
 
 def test_a_baseline_reset_is_marked_on_the_head_once() -> None:

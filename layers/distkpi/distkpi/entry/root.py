@@ -354,5 +354,9 @@ class Services:
         from distkpi.services.site import SitePublisher
 
         return SitePublisher(
-            self.stack.store, self.stack.history.resets, self.stack.count, self.stack.clock
+            self.stack.store,
+            self.stack.history.resets,
+            self.stack.count,
+            self.stack.clock,
+            regressions=self.stack.regressions.of_branch,
         )

@@ -25,13 +25,16 @@ from distkpi.domain.records import HistoryRecord, ResetRecord
 if TYPE_CHECKING:
     from distkpi.domain.judging.evaluation import Evaluation
     from distkpi.domain.records import RunRecord
+    from distkpi.domain.regressions import Regression
 
 API = "api/"
 INDEX_SCHEMA = "distkpi.api.index/1"
 SERIES_SCHEMA = "distkpi.api.series/1"
 CHUNK_SCHEMA = "distkpi.api.chunk/1"
 RUN_SCHEMA = "distkpi.api.run/1"
+REGRESSIONS_SCHEMA = "distkpi.api.regressions/1"
 INDEX = "index.json"
+REGRESSIONS = "regressions.json"
 SPARKLINE_KPI = "throughput"
 SPARKLINE_RUNS = 30
 # a change point is looked for in a config's last this many values of a KPI in a chunk
@@ -458,3 +461,46 @@ def run_file(run: RunRecord, evaluation: Evaluation) -> dict[str, Any]:
         "configs": configs,
         "kpis": evaluation.kpis.to_json(),
     }
+
+
+def regression_entry(r: Regression) -> dict[str, Any]:
+    """A regression as the regressions page lists it."""
+    last = r.history[-1] if r.history else None
+    return {
+        "id": r.id,
+        "state": r.state.value,
+        "repo": r.repo,
+        "branch": r.branch,
+        "model": r.model,
+        "config": r.config,
+        "kpi": r.kpi,
+        "run_id": r.run_id,
+        "sha": r.sha,
+        "opened_at": r.opened_at,
+        "value": finite(r.value),
+        "low": finite(r.low),
+        "high": finite(r.high),
+        "culprit": r.culprit,
+        "diagnosis": r.diagnosis,
+        "fixed_by": r.fixed_by,
+        "note": last.note if last is not None and last.note else None,
+    }
+
+
+def empty_regressions() -> dict[str, Any]:
+    return {"schema": REGRESSIONS_SCHEMA, "regressions": []}
+
+
+def updated_regressions(
+    current: Mapping[str, Any], repo: str, branch: str, model: str, now: Sequence[Regression]
+) -> dict[str, Any]:
+    """The site's regressions with one history's replaced by what its items say now (the
+    newest opened first)."""
+    others = [
+        e
+        for e in current.get("regressions", [])
+        if (e.get("repo"), e.get("branch"), e.get("model")) != (repo, branch, model)
+    ]
+    entries = others + [regression_entry(r) for r in now]
+    entries.sort(key=lambda e: (str(e["opened_at"]), str(e["id"])), reverse=True)
+    return {"schema": REGRESSIONS_SCHEMA, "regressions": entries}

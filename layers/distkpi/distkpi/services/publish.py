@@ -137,21 +137,22 @@ class Publisher:
 
     @property
     def commit_steps(self) -> list[Step]:
-        """A commit's result: its history, kpis.json, the report, the history site's
-        files, the team's alert before GitHub (which may be down), the bisection of a push's
+        """A commit's result: its history, kpis.json, the report, the team's alert before
+        GitHub (which may be down), the history site's files (after the alert, so that the
+        regressions it opened are listed), the bisection of a push's
         regression, the pull request's comment (before the status, so that GitHub being down
         redoes both), the status (or check run: the stack's reporter)."""
         return [
             Step("history", self._history, OnFailure.RAISE),
             Step("kpis", self._kpis, OnFailure.RAISE),
             Step("report", self._report, OnFailure.GO_ON),
+            Step("alerts", self._alert, OnFailure.RETRY_LATER, retried=(StorageError,)),
             Step(
                 "history site",
                 self._site,
                 OnFailure.RETRY_LATER,
                 retried=(StorageError, ConflictError),
             ),
-            Step("alerts", self._alert, OnFailure.RETRY_LATER, retried=(StorageError,)),
             Step("bisection", self._bisect, OnFailure.GO_ON),
             Step("pull request comment", self._comment, OnFailure.GO_ON),
             Step("diagnosis job", self._start_diagnosis, OnFailure.GO_ON),

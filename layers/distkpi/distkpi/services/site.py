@@ -27,6 +27,7 @@ from distkpi.services.ports import Clock, Counter, RunFolders, no_metrics, utcno
 if TYPE_CHECKING:
     from distkpi.domain.judging.evaluation import Evaluation
     from distkpi.domain.records import RunRecord
+    from distkpi.domain.regressions import Regression
 
 logger = Logger(child=True)
 
@@ -52,13 +53,16 @@ class SitePublisher:
     clock: Clock = field(default=utcnow)
     app: Callable[[], AppFiles] = app_files
     prefix: str = SITE
+    # a history's regression items (repo, branch, model), for api/regressions.json
+    regressions: Callable[[str, str, str], Sequence[Regression]] | None = None
 
     def publish(
         self, run: RunRecord, evaluation: Evaluation, records: Sequence[HistoryRecord]
     ) -> bool:
         """The run's points into its month's chunk, the history's head and the index
-        updated, its run file written; False for a history that is not published (a pull
-        request's). Publishing a run again changes nothing but the index's time."""
+        updated, its run file written, and the history's regressions as its items say now
+        in regressions.json; False for a history that is not published (a pull request's).
+        Publishing a run again changes nothing but the index's time."""
         repo, branch, model = run.trigger.repo, run.history_branch, run.model
         if not is_published(branch) or not records:
             return False
@@ -101,6 +105,13 @@ class SitePublisher:
 
         self._update(api.INDEX, lambda: api.empty_index(now), line, always=True)
         self._put(api.run_path(run.run_id), _dumps(api.run_file(run, evaluation)), JSON)
+        if self.regressions is not None:
+            now_held = self.regressions(repo, branch, model)
+            self._update(
+                api.REGRESSIONS,
+                api.empty_regressions,
+                lambda r: api.updated_regressions(r, repo, branch, model, now_held),
+            )
         self._refresh_app(seen.get("app"))
         self.count("SiteRunsPublished")
         logger.info("history site updated", run_id=run.run_id, chunk=path, points=len(held))
