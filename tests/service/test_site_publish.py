@@ -310,3 +310,10 @@ def test_a_fault_of_the_site_itself_is_counted_and_the_status_still_goes_out() -
     assert pipeline.runs.unpublished() == []
     assert pipeline.counts.totals["SiteFailures"] == 1
     assert not any(k.startswith("site/api/runs/") for k in pipeline.store.objects)
+
+
+def test_a_point_names_who_wrote_its_commit() -> None:
+    pipeline = Pipeline()
+    report_all(pipeline, start(pipeline))  # tests/events/push.json: Yancey1989's commit
+    chunk = read(pipeline.store, f"{SERIES}/2026-11.json")
+    assert {p["author"] for p in chunk["points"]} == {"Yancey1989"}

@@ -41,3 +41,27 @@ def test_a_history_file_from_before_the_layout_column_reads_without_one(tmp_path
     )
     (row,) = read_history_csv(path)
     assert row.layout is None and row.value == 10.0
+
+
+def test_a_push_and_a_pull_request_name_who_wrote_them() -> None:
+    """The history site's points say who wrote each commit: a push's head commit's author
+    (their login), a pull request's opener; neither is part of the trigger's identity."""
+    import json
+
+    from distkpi.domain.github.events import PullRequestEvent, PushEvent
+    from distkpi.domain.github.webhook import Trigger, decide, parse
+    from tests.fakes import ROOT
+
+    def recorded(name: str) -> dict[str, object]:
+        return json.loads((ROOT / "tests" / "events" / f"{name}.json").read_text())["payload"]
+
+    push = parse("push", recorded("push"))
+    assert isinstance(push, PushEvent)
+    pushed = decide(push, ("develop",))
+    assert isinstance(pushed, Trigger) and pushed.author == push.author is not None
+    pull = parse("pull_request", recorded("pull_request"))
+    assert isinstance(pull, PullRequestEvent)
+    opened = decide(pull, ("develop",))
+    assert isinstance(opened, Trigger)
+    assert opened.author == recorded("pull_request")["pull_request"]["user"]["login"]  # type: ignore[index]
+    assert opened == Trigger(**{**opened.__dict__, "author": None})

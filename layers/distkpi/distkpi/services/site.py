@@ -66,7 +66,7 @@ class SitePublisher:
         repo, branch, model = run.trigger.repo, run.history_branch, run.model
         if not is_published(branch) or not records:
             return False
-        points = api.points_of(records)
+        points = [{**p, "author": run.trigger.author} for p in api.points_of(records)]
         at, month = points[0]["finished_at"], api.month_of(points[0]["finished_at"])
         head_name = api.series_path(repo, branch, model)
         found = self._read(head_name)

@@ -86,6 +86,7 @@ Side = Annotated[Branch | None, WrapValidator(_or_none)]
 class PullRequest(_Model):
     # a pull_request delivery puts its number at the top; a check's pull request here
     number: Number = None
+    user: Annotated[Account | None, WrapValidator(_or_none)] = None  # who opened it
     head: Side = None
     base: Side = None
     draft: Flag = None
@@ -131,11 +132,32 @@ class PullRequestEvent(GitHubEvent):
     label: Annotated[Label | None, WrapValidator(_or_none)] = None
 
 
+class CommitAuthor(_Model):
+    username: Text = None  # their GitHub login, when GitHub knows the commit's e-mail
+    name: Text = None
+
+
+class PushedCommit(_Model):
+    id: Text = None
+    author: Annotated[CommitAuthor | None, WrapValidator(_or_none)] = None
+
+
 class PushEvent(GitHubEvent):
     ref: Text = None
     before: Text = None
     after: Text = None
     deleted: Flag = None
+    head_commit: Annotated[PushedCommit | None, WrapValidator(_or_none)] = None
+    commits: Annotated[list[PushedCommit], WrapValidator(_well_formed)] = []
+
+    @property
+    def author(self) -> str | None:
+        """The head commit's author (``head_commit``, else the pushed commit that is the
+        new head): their login, else the name the commit gives."""
+        heads = [self.head_commit] if self.head_commit else []
+        heads += [c for c in self.commits if c.id == self.after]
+        author = next((c.author for c in heads if c.author is not None), None)
+        return (author.username or author.name) if author else None
 
 
 Pulls = Annotated[list[PullRequest], WrapValidator(_well_formed)]

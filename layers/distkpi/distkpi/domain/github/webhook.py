@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import re
@@ -70,6 +71,9 @@ class Trigger:
     before: str | None = None
     # a pull request's labels when it was delivered: which configs run (a suite's `when:`)
     labels: tuple[str, ...] = ()
+    # who wrote it: a push's head commit's author, a pull request's opener (the history
+    # site shows it); not part of what the trigger is
+    author: str | None = dataclasses.field(default=None, compare=False)
 
     @property
     def compared_from(self) -> str | None:
@@ -176,6 +180,7 @@ def _pull_request(event: PullRequestEvent) -> Trigger | Merged | Ignored | Inval
         pull_request=number,
         updated_at=pull.updated_at if pull else None,
         labels=tuple(label.name for label in pull.labels) if pull else (),
+        author=pull.user.login if pull and pull.user else None,
     )
 
 
@@ -240,6 +245,7 @@ def _push(event: PushEvent, branches: Collection[str]) -> Trigger | Ignored | In
         event="push",
         base_branch=branch,
         before=before,
+        author=event.author,
     )
 
 
