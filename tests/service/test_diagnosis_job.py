@@ -176,3 +176,16 @@ def test_a_bisection_s_culprit_is_diagnosed_against_its_parent_and_stands() -> N
     subject, body = pipeline.topic.messages[-1]
     assert subject.startswith("distkpi: why resnet50 regressed")
     assert f"- {BISECTED} throughput -30%: culprit {LINE[5][:10]}: step time +0%: no part " in body
+
+
+def test_a_pull_requests_diagnosis_job_is_not_one_of_its_runs() -> None:
+    """Its runs are its commits' results: an accept, its comment and a new push's supersede
+    speak of the diagnosed run, never of the diagnosis job's."""
+    from tests.service.test_accept import slowed_pull_request, with_history
+
+    pipeline = cloned(Pipeline(draw=plain_report))
+    with_history(pipeline)
+    slowed = slowed_pull_request(pipeline)
+    assert pipeline.runs.get(f"{slowed.run_id}-d") is not None  # its diagnosis job started
+    listed_runs = pipeline.pull_requests.runs("PaddlePaddle/Paddle", 12091)
+    assert [p.run_id for p in listed_runs] == [slowed.run_id]

@@ -19,6 +19,7 @@ from distkpi.domain.layout import run_spec_key
 from distkpi.domain.planning.jobs import JobPlan, extra_run_time_s, plan_jobs
 from distkpi.domain.planning.sizing import Fleet
 from distkpi.domain.planning.suites import Suite
+from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord
 from distkpi.domain.signing import ManifestKeys
 from distkpi.exceptions import LaunchError
@@ -143,7 +144,9 @@ class RunLauncher:
                 logger.info("run exists already", run_id=record.run_id)
                 return False
             logger.warning("run resumed: never submitted", run_id=record.run_id, configs=only)
-        if trigger.pull_request is not None:
+        # a pull request's runs are its commits' results: a diagnosis job's run is none
+        # (neither what an accept or a comment speaks of, nor superseded by a new push)
+        if trigger.pull_request is not None and policy_of(record).published:
             entry = PullRequestRun(
                 record.run_id, trigger.sha, suite.name, trigger.updated_at or "", record.created_at
             )
