@@ -15,13 +15,14 @@ time grows linearly with the runs and the memory stays that of one page.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Protocol
 
-from distkpi.domain.records import HistoryRecord, ResetRecord, SeriesRecord, is_published
+from distkpi.domain.records import ResetRecord, SeriesRecord, is_published
+from distkpi.services.site import HistoryReader  # the history the site draws
 from distkpi_cli import site_view
 from distkpi_cli.site_view import (
     LABELS,
@@ -37,17 +38,7 @@ from distkpi_cli.site_view import (
     with_next,
 )
 
-__all__ = ["LABELS", "TABLE_RUNS", "Run", "runs_of", "slug"]
-
-
-class HistoryReader(Protocol):
-    """The history the site draws (services.ports.History has it, and more)."""
-
-    def history(
-        self, repo: str, branch: str, model: str, since: str | None = None, limit: int | None = None
-    ) -> Iterator[HistoryRecord]: ...
-    def resets(self, repo: str, branch: str, model: str) -> list[ResetRecord]: ...
-    def series(self, repo: str | None = None) -> list[SeriesRecord]: ...
+__all__ = ["LABELS", "TABLE_RUNS", "HistoryReader", "Run", "runs_of", "slug"]
 
 
 DEFAULT_PAGE_RUNS = 500

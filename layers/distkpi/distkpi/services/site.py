@@ -192,6 +192,8 @@ class BucketSite:
 
 
 class HistoryReader(Protocol):
+    """The history a site is drawn or rebuilt from (services.ports.History has it, and more)."""
+
     def history(
         self, repo: str, branch: str, model: str, since: str | None = None, limit: int | None = None
     ) -> Iterator[HistoryRecord]: ...
