@@ -5,17 +5,14 @@ by each run's publication, never rebuilt here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from distkpi.entry.observability import logger
 from distkpi.entry.wiring import sweeper
 from distkpi.services import deadlines, publish  # noqa: F401 - loaded at init, not on the first event
 
 
-def handle_schedule(time_left: Callable[[], float]) -> dict[str, int]:
+def handle_schedule() -> dict[str, int]:
     """The statuses GitHub missed first (quick, and people wait for them), then the overdue
     runs handed over (a query and a message per ten runs)."""
-    del time_left  # nothing here takes longer than a query and a few messages
     wired = sweeper()
     posted = wired.publisher.republish_unpublished()
     overdue = wired.deadlines.hand_over(wired.overdue_queue)
