@@ -1,54 +1,91 @@
 """A node's summaries are used only by a collector of the same engine version, so the version
-must change whenever what parsing gives can change: the parser's sources are hashed, and each
-version's hash is recorded here. Changing a source without bumping ENGINE_VERSION (in
-domain/logs/filesummary.py) fails; bump it, then record the new hash under the new version."""
+must change whenever what parsing gives can change: it is derived from the engine's sources
+(domain/logs/engineversion.py), so that a changed reader changes it by itself, and the node
+(its job image) and the collector (its layer) install the same sources and compute the same."""
 
 from __future__ import annotations
 
-import hashlib
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-from distkpi.domain.logs.filesummary import ENGINE_VERSION
-
-LOGS = Path(__file__).resolve().parents[2] / "layers" / "distkpi" / "distkpi" / "domain" / "logs"
-# everything a summary depends on: the scanner, the readers, the reductions, their bounds,
-# and how a summary is written and read (every module under domain/logs/, readers included)
-PARSER_SOURCES = (
-    "../accuracy.py",
-    "../patterns.py",
-    *sorted(str(p.relative_to(LOGS)) for p in LOGS.rglob("*.py")),
+from distkpi.domain.logs.engineversion import (
+    DERIVED_FROM,
+    LOGS,
+    engine_sources,
+    engine_version,
+    version_of,
 )
-# every engine version there has been, with the hash of its sources; never edit a line
-RECORDED = {
-    1: "fa656cdae2a759292a3b39fa7f16739b2cd106e16feebaeb363c208923cb0a58",
-    # the field's formats, directions and suites' patterns (issue 23), in domain/logs/
-    2: "058b2a1f3a419c04facaf6c845cb1bf13bcbb5c45a95a4a8da3f45a680d2bfe3",
-    # what language-model logs state: tokens/s, step time, TFLOP/s, MFU, loss, memory (issue 33)
-    3: "14d4757156ea3bc83144fa4e2af8aefe956626c33282703c65fbef0d94473090",
-    # readers as a registry, one module per log family, and today's frameworks (issue 33)
-    4: "21d2f7581e5d4d167d6f6574b8a443426ce7953db1d44606d7170950384efa1d",
-    # a crash's cause: the exception line its traceback ends with (issue 34)
-    5: "e7a1a1693b18035afd56e6fa1e2d5efddaaad46fe188d0b32e0411ed63d60200",
-    # MLLOG train_loss and run_stop, perplexity fixing the direction, Megatron's interval
-    # rate over DeepSpeed's timer, MaxText's rates as work over time (issue 33)
-    6: "59680deca54f0ef4d989f672b79ca8b26a82052690879df2f5212578344b925a",
-}
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "layers" / "distkpi" / "distkpi"
 
 
-def sources_hash() -> str:
-    digest = hashlib.sha256()
-    for name in PARSER_SOURCES:
-        digest.update(name.encode() + b"\0" + (LOGS / name).read_bytes() + b"\0")
-    return digest.hexdigest()
+def copy_of_the_package(where: Path) -> Path:
+    """The package as the layer and the job image ship it: its sources, no bytecode."""
+    shutil.copytree(PACKAGE, where / "distkpi", ignore=shutil.ignore_patterns("__pycache__"))
+    return where / "distkpi" / "domain" / "logs"
 
 
-def test_the_parsers_sources_are_those_of_this_engine_version() -> None:
-    assert max(RECORDED) == ENGINE_VERSION, "record the new version's hash here"
-    assert sources_hash() == RECORDED[ENGINE_VERSION], (
-        f"the parser's sources changed: bump ENGINE_VERSION in domain/logs/filesummary.py to "
-        f"{ENGINE_VERSION + 1} and record {ENGINE_VERSION + 1}: {sources_hash()!r} here"
+def test_the_sources_are_the_readers_the_scanner_and_what_they_read_with() -> None:
+    sources = engine_sources()
+    assert sources[:2] == ("../accuracy.py", "../patterns.py")
+    assert {"registry.py", "logsummary.py", "linescan.py", "filesummary.py"} <= set(sources)
+    assert {"readers/base.py", "readers/megatron.py", "readers/torchtitan.py"} <= set(sources)
+    assert "engineversion.py" in sources
+
+
+def test_a_changed_reader_changes_the_version(tmp_path: Path) -> None:
+    logs = copy_of_the_package(tmp_path)
+    assert version_of(logs) == engine_version()
+    reader = logs / "readers" / "torchtitan.py"
+    reader.write_text(reader.read_text().replace('(b"tps: ",)', '(b"tps:",)'))
+    changed = version_of(logs)
+    assert changed != engine_version()
+    # and so does a reader added, or a change to what the readers read accuracy with
+    (logs / "readers" / "newfamily.py").write_text('"""A new log family."""\n')
+    assert version_of(logs) not in {changed, engine_version()}
+    accuracy = logs.parent / "accuracy.py"
+    before = version_of(logs)
+    accuracy.write_text(accuracy.read_text() + "\n")
+    assert version_of(logs) != before
+
+
+def test_no_version_written_by_hand_is_this_engines() -> None:
+    # manifests of the images before the version was derived state 1 to 6: another engine
+    assert DERIVED_FROM <= engine_version() < 2 * DERIVED_FROM < 2**53
+    assert engine_version() not in range(1, 7)
+
+
+def test_the_node_and_the_collector_compute_the_same_version(tmp_path: Path) -> None:
+    """The job image and the layer each install a copy of the package: the version a fresh
+    interpreter computes from a copy is the one computed here."""
+    copy_of_the_package(tmp_path)
+    code = (
+        "from distkpi.domain.logs.engineversion import LOGS, engine_version\n"
+        "print(LOGS)\nprint(engine_version())\n"
     )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path)},
+    )
+    where, version = done.stdout.split()
+    assert Path(where) == tmp_path / "distkpi" / "domain" / "logs" != LOGS
+    assert int(version) == engine_version()
 
 
-def test_no_two_versions_share_sources() -> None:
-    assert len(set(RECORDED.values())) == len(RECORDED)
+def test_the_version_is_not_computed_at_import() -> None:
+    code = (
+        "import distkpi.domain.kpis.runfolder, distkpi_cli.node.runner\n"
+        "from distkpi.domain.logs.engineversion import engine_version\n"
+        "print(engine_version.cache_info().currsize)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.split() == ["0"]

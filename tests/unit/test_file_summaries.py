@@ -17,15 +17,17 @@ import pytest
 from distkpi.domain.accuracy import Direction
 from distkpi.domain.kpis.engine import ConfigKpis, config_kpis, run_kpis
 from distkpi.domain.kpis.runfolder import Reading, compute_run_kpis, gather_config, read_run_spec
+from distkpi.domain.logs.engineversion import engine_version
 from distkpi.domain.logs.filesummary import (
-    ENGINE_VERSION,
     summarize,
     summary_from_json,
     summary_to_json,
 )
 from distkpi.domain.logs.gpumemory import GpuMemorySummary
-from distkpi.domain.logs.logformats import ParseSettings
+from distkpi.domain.logs.logformats import DEFAULT_SETTINGS, ParseSettings
 from distkpi.domain.logs.logsummary import EvalPoint, Level, LogSummary, Per, RunningMean
+from distkpi.domain.logs.parsesettings import settings_digest, settings_from_json, settings_to_json
+from distkpi.domain.patterns import DeclaredMetrics
 from distkpi.domain.signing import sign
 from distkpi.exceptions import ContractError
 from distkpi_cli.localfs import LocalRunSource
@@ -79,6 +81,7 @@ def every_field_set() -> list[tuple[str, Any]]:
         benchmark="stable_diffusion",
         part_directions={"FID": Direction.LOWER, "CLIP": Direction.HIGHER},
         parts_key="1000|",
+        observed={"prefetch_depth": RunningMean(Per.PROCESS, 2, 2, 8.0, [4.0, 4.0])},
     )
     gpu = GpuMemorySummary(peak_mib=12104.5, samples=17, problems=["1 line(s) not understood"])
     return [("log", log), ("gpu_memory", gpu)]
@@ -126,7 +129,9 @@ def test_a_summary_that_is_not_one_is_a_contract_error(data: object) -> None:
         summary_from_json("log", data)
 
 
-def nodes_write_manifests(folder: Path, **changes: Any) -> None:
+def nodes_write_manifests(
+    folder: Path, settings: ParseSettings = DEFAULT_SETTINGS, **changes: Any
+) -> None:
     """Each node's manifest of the seed run as `distkpi node` writes it: every file's sha256
     and summary from one read, the engine's version, its run and config, signed with the
     config's key."""
@@ -136,8 +141,10 @@ def nodes_write_manifests(folder: Path, **changes: Any) -> None:
         manifest |= {"run_id": run_id, "config": path.parent.name}
         for entry in manifest["files"]:
             with (path.parent / entry["path"]).open("rb") as stream:
-                entry.update(describe(stream, entry["kind"]))
-        manifest["engine_version"] = ENGINE_VERSION
+                entry.update(describe(stream, entry["kind"], settings))
+        manifest["engine_version"] = engine_version()
+        if (digest := settings_digest(settings)) is not None:
+            manifest["summary_settings"] = digest
         manifest.update(changes)
         path.write_text(json.dumps(sign(KEY, manifest)))
 
@@ -184,8 +191,10 @@ def test_with_the_summaries_no_log_is_read(folder: Path) -> None:
 @pytest.mark.parametrize(
     ("changes", "why"),
     [
-        ({"engine_version": ENGINE_VERSION + 1}, f"engine version {ENGINE_VERSION + 1}, not"),
+        ({"engine_version": engine_version() + 1}, f"engine version {engine_version() + 1}, not"),
         ({"engine_version": None}, "no file summaries in the manifest (an older image?)"),
+        # an image from before the version was derived from the engine's sources
+        ({"engine_version": 6}, f"engine version 6, not {engine_version()}"),
     ],
 )
 def test_summaries_of_another_engine_are_parsed_again_and_it_says_so(
@@ -209,13 +218,47 @@ def test_a_suite_that_reads_its_logs_its_own_way_is_parsed_without_a_problem_say
     of its statuses, before the cause of a failure."""
     own_way = Reading(KEY, settings=ParseSettings(warmup_reports=0))
     for kpis in kpis_of(folder, own_way).values():
-        assert not any("its own way" in p for p in kpis.problems)
+        assert not any("parse settings" in p for p in kpis.problems)
         assert kpis.throughput is not None
     unread = kpis_of(folder, dataclasses.replace(own_way, parse_logs=False))["1x1"]
     assert (
-        "node(s) 0: the suite reads its logs its own way (direction, warm-up or patterns); "
-        "their files were not read: only the collector parses logs"
+        "node(s) 0: the manifest's summaries were not made with the suite's own parse settings "
+        "(direction, warm-up or patterns); their files were not read: only the collector "
+        "parses logs"
     ) in unread.problems
+
+
+def test_summaries_made_with_the_suites_own_settings_stand_for_its_logs(folder: Path) -> None:
+    """The node summarised with the run's settings (DISTKPI_PARSE_SETTINGS) and its manifest
+    names their digest: the collector reads no log."""
+    own = ParseSettings(warmup_reports=0)
+    expected = kpis_of(folder, Reading(None, settings=own))
+    nodes_write_manifests(folder, own)
+    for log in folder.glob("*/logs/*"):
+        log.unlink()
+    assert kpis_of(folder, Reading(KEY, settings=own)) == expected
+    # summaries of other settings than the run's are not used: the logs, gone, are missing
+    other = Reading(KEY, settings=ParseSettings(warmup_reports=1))
+    assert any("but missing" in p for p in kpis_of(folder, other)["1x1"].problems)
+
+
+def test_parse_settings_travel_through_the_job_and_keep_their_digest() -> None:
+    """run.json's settings as the launcher writes them and the node reads them back."""
+    settings = ParseSettings(
+        Direction.LOWER,
+        3,
+        DeclaredMetrics.model_validate(
+            {"loss": {"pattern": "step (?P<step>[0-9]+) loss (?P<value>[0-9.]+)"}}
+        ),
+    )
+    carried = settings_from_json(json.dumps(settings_to_json(settings)))
+    assert carried == settings and settings_digest(carried) == settings_digest(settings)
+    assert settings_to_json(DEFAULT_SETTINGS) is None and settings_digest(DEFAULT_SETTINGS) is None
+    assert settings_from_json(None) == settings_from_json("") == DEFAULT_SETTINGS
+    with pytest.raises(ContractError, match="parse settings are not a JSON object"):
+        settings_from_json("[1]")
+    with pytest.raises(ContractError, match="warmup_reports is not a whole number"):
+        settings_from_json('{"warmup_reports": "3"}')
 
 
 def test_an_unreadable_summary_has_its_file_parsed(folder: Path) -> None:

@@ -128,8 +128,9 @@ def test_only_a_stream_longer_than_a_block_is_read_by_a_thread(
             assert stream.read() == data[:size]
             assert stream.finish() == hashlib.sha256(data[:size]).hexdigest()
         assert stream.bytes_read == size and stream.unread_bytes == 0
-    # a block exactly: whether more follows is the thread's to find out
-    assert len(started) == 3
+    # a block exactly: whether more follows is the threads' to find out; each of the three
+    # streams read on has two, one reading and one hashing
+    assert len(started) == 3 * 2
 
 
 def test_a_first_read_short_of_the_end_reads_on_to_the_end() -> None:

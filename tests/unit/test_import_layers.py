@@ -42,6 +42,7 @@ SHARED = {
     "untrusted",
     "durations",
     "averages",
+    "parse_settings",
 }
 # domain's concerns (a subpackage, or a module at its top) and those each may import
 DOMAIN_BELOW = {

@@ -432,8 +432,11 @@ class NodeManifest(_Frozen):
     # why the node could not run its command (checkout, setup, rendezvous), if it could not
     problem: Annotated[str, Field(max_length=1000)] | None = None
     hardware: NodeHardware | None = None
-    # the KPI engine that made its files' summaries (domain/logs/filesummary.ENGINE_VERSION)
+    # the KPI engine that made its files' summaries (domain/logs/engineversion.py)
     engine_version: int | None = None
+    # the digest of the parse settings its summaries were made with, where they are not the
+    # engine's defaults (domain/logs/parsesettings.py)
+    summary_settings: Annotated[str, Field(pattern=SHA256_HEX)] | None = None
     # a paired run's look manifest (pair-<p>/node-<i>.json): the pair it reports, and how
     # each arm's run of it ended
     pair: Annotated[int, Field(ge=1)] | None = None

@@ -7,14 +7,15 @@ A summary is what the KPIs need of one file (a log's `LogSummary`, a GPU sample 
 read field by field from the dataclasses themselves, so a field added to them travels
 without a change here.
 
-`ENGINE_VERSION` names the engine that made a summary: the collector takes a summary only
-from its own version and parses the file again otherwise. Bump it whenever parsing changes;
-tests/unit/test_engine_version.py records the hash of the parser's sources per version, so
-changing them without a bump fails.
+A manifest names the engine that made its summaries (engineversion.py: derived from the
+engine's sources): the collector takes a summary only from its own version and parses the
+file again otherwise.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -28,27 +29,52 @@ from distkpi.domain.logs.logformats import DEFAULT_SETTINGS, ParseSettings, pars
 from distkpi.domain.logs.logsummary import LogSummary
 from distkpi.exceptions import ContractError
 
-ENGINE_VERSION = 6
-
 Summary = LogSummary | GpuMemorySummary
-# the kinds of file the engine parses; a `file` is kept for people, never parsed
-PARSED_KINDS: frozenset[FileKind] = frozenset({"log", "gpu_memory"})
+
+
+@dataclass(frozen=True)
+class FileKindEntry:
+    """How one kind of file is summarised: its summary's type (written and read back as
+    JSON) and the function that streams a file of that kind into one."""
+
+    summary: type[Summary]
+    summarise: Callable[[Readable, ParseSettings], Summary]
+
+
+def _log(stream: Readable, settings: ParseSettings) -> LogSummary:
+    return parse_log(stream, settings)
+
+
+def _gpu_samples(stream: Readable, _settings: ParseSettings) -> GpuMemorySummary:
+    return parse_gpu_memory(stream)
+
+
+# the kinds of file the engine parses, kind -> summariser; a `file` is kept for people, never
+# parsed. Adding a kind (traces next): its summary dataclass, its summariser, its line here.
+FILE_KINDS: dict[FileKind, FileKindEntry] = {
+    "log": FileKindEntry(LogSummary, _log),
+    "gpu_memory": FileKindEntry(GpuMemorySummary, _gpu_samples),
+}
+PARSED_KINDS: frozenset[FileKind] = frozenset(FILE_KINDS)
+
+
+def _entry(kind: FileKind, what: str) -> FileKindEntry:
+    entry = FILE_KINDS.get(kind)
+    if entry is None:
+        raise ContractError(f"a {kind!r} {what}")
+    return entry
 
 
 def summarize(
     kind: FileKind, stream: Readable, settings: ParseSettings = DEFAULT_SETTINGS
 ) -> Summary:
     """One file through the engine, as the collector would parse it."""
-    if kind == "log":
-        return parse_log(stream, settings)
-    if kind == "gpu_memory":
-        return parse_gpu_memory(stream)
-    raise ContractError(f"a {kind!r} is not parsed")
+    return _entry(kind, "is not parsed").summarise(stream, settings)
 
 
 @cache
 def _adapter(kind: FileKind) -> TypeAdapter[Any]:
-    return TypeAdapter(LogSummary if kind == "log" else GpuMemorySummary)
+    return TypeAdapter(_entry(kind, "has no summary").summary)
 
 
 def summary_to_json(kind: FileKind, summary: Summary) -> dict[str, Any]:
@@ -69,12 +95,11 @@ def _numbers_fit(data: object) -> bool:
 def summary_from_json(kind: FileKind, data: object) -> Summary:
     """The summary a manifest holds; ContractError when it is not one of ``kind``, or holds
     a number no parse could give."""
-    if kind not in PARSED_KINDS:
-        raise ContractError(f"a {kind!r} has no summary")
+    adapter = _adapter(kind)
     if not _numbers_fit(data):
         raise ContractError(f"not a summary of a {kind}: a number out of range")
     try:
-        summary: Summary = _adapter(kind).validate_python(data, strict=False)
+        summary: Summary = adapter.validate_python(data, strict=False)
     except (ValidationError, RecursionError) as exc:
         raise ContractError(f"not a summary of a {kind}: {exc}") from exc
     return summary

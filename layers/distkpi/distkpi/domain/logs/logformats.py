@@ -7,12 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from distkpi.domain.accuracy import Direction
+from distkpi.domain.logs import registry as readers
 from distkpi.domain.logs.declared import reader_for
 from distkpi.domain.logs.linescan import Readable, scan_lines
 from distkpi.domain.logs.logsummary import LogSummary
 from distkpi.domain.logs.normalise import normalise
 from distkpi.domain.logs.readers.base import NUMBER_DOES_NOT_FIT, PASS_DOES_NOT_FIT
-from distkpi.domain.logs.registry import NEEDLES, REGISTRY, Registry, parse_line
+from distkpi.domain.logs.registry import NEEDLES, Registry, parse_line
 from distkpi.domain.patterns import DeclaredMetrics
 
 __all__ = [
@@ -41,9 +42,11 @@ DEFAULT_SETTINGS = ParseSettings()
 
 
 def parse_log(
-    stream: Readable, settings: ParseSettings = DEFAULT_SETTINGS, registry: Registry = REGISTRY
+    stream: Readable, settings: ParseSettings = DEFAULT_SETTINGS, registry: Registry | None = None
 ) -> LogSummary:
-    """Stream a training log of any size into a LogSummary; never raises on bad content."""
+    """Stream a training log of any size into a LogSummary; never raises on bad content.
+    ``registry``: the readers asked (None: registry.REGISTRY, as it is when the log is read)."""
+    registry = registry if registry is not None else readers.REGISTRY
     declared = reader_for(settings.metrics) if settings.metrics is not None else None
     summary = LogSummary(
         direction=settings.direction,

@@ -3,13 +3,19 @@
 Plain data only (numbers, strings, lists, dicts, enums), so that a summary can be stored and
 read back: what parsing needs to know (direction, warm-up, declared metrics) is settled
 before a log is read, in ``logformats.ParseSettings``.
+
+The readers (readers/) emit what a line measures as named ``Observation``s; ``LogSummary.observe``
+is the one place they are folded in: a name of ``FOLDS`` into the summary's own field, any
+other name (a KPI of the catalogue measured by a reader of its own) into ``observed``.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any, NamedTuple
 
 from distkpi.domain.accuracy import Accuracy, Direction, Target, dominates, reaches
 from distkpi.domain.patterns import Per
@@ -93,6 +99,46 @@ class RunningMean:
         return self.kept[self.dropped :]
 
 
+class Observation(NamedTuple):
+    """One figure a reader read off a line it claimed: ``name`` says which (a key of FOLDS,
+    else a catalogue KPI's own name), ``value`` in ``unit`` (converted to the summary's, as
+    _CONVERSIONS says), ``step`` the training step or pass it belongs to (None: the line names
+    none), ``per`` what it counts. Some figures say more: ``level`` how much a throughput
+    covers, ``seconds`` the time a rate covers (its weight), ``kind`` which of several
+    figures it is (memory's "max reserved"; an accuracy's named part, of the evaluation
+    ``part_of`` names), ``time_s`` when an evaluation ended."""
+
+    name: str
+    value: Any  # a number; an evaluation's accuracy may be an object of named parts
+    unit: str
+    step: int | None = None
+    per: Per | None = None
+    level: Level | None = None
+    seconds: float | None = None
+    kind: str | None = None
+    time_s: float | None = None
+    part_of: str | None = None
+
+
+# the names the summary folds into fields of its own, with the unit it keeps each in
+THROUGHPUT = "throughput"  # samples/s at its level
+THROUGHPUT_PER_GPU = "throughput_per_gpu"  # samples/s of one card (Horovod's `per GPU`)
+THROUGHPUT_TOTAL = "throughput_total"  # samples/s the log states for the whole job
+TOKENS_PER_S = "tokens_per_s"
+STEP_TIME_S = "step_time_s"
+TFLOPS_PER_GPU = "tflops_per_gpu"
+MFU = "mfu"
+TRAINING_LOSS = "loss"
+GPU_MEMORY = "gpu_memory_mib"  # the framework's own peak for its rank
+TEST_ACCURACY = "test_accuracy"
+
+# a unit a reader may emit in -> the unit kept, and how (the log's own unit, converted once)
+_CONVERSIONS: dict[tuple[str, str], Callable[[float], float]] = {
+    ("GiB", "MiB"): lambda v: v * 1024.0,
+    ("%", ""): lambda v: v / 100.0,
+}
+
+
 @dataclass(frozen=True)
 class EvalPoint:
     accuracy: Accuracy
@@ -160,6 +206,8 @@ class LogSummary:
     part_directions: dict[str, Direction] = field(default_factory=dict)
     # the evaluation whose parts arrive on separate lines (their epoch/step), still open
     parts_key: str | None = None
+    # what readers of a KPI the summary has no field for observed, by the KPI's name
+    observed: dict[str, RunningMean] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for running in (
@@ -170,6 +218,26 @@ class LogSummary:
             self.mfu,
         ):
             running.warmup_reports = self.warmup_reports
+
+    def observe(self, seen: Observation) -> None:
+        """Fold what a reader observed into the summary (FOLDS, else ``observed``)."""
+        fold = FOLDS.get(seen.name)
+        if fold is None:
+            running = self.observed.get(seen.name)
+            if running is None:
+                running = self.observed[seen.name] = RunningMean(
+                    seen.per or Per.PROCESS, self.warmup_reports
+                )
+            running.add(seen.value, seen.seconds)
+            return
+        unit, into = fold
+        value = seen.value
+        if seen.unit != unit:
+            convert = _CONVERSIONS.get((seen.unit, unit))
+            if convert is None:  # a reader's mistake, never the log's
+                raise ValueError(f"{seen.name} is kept in {unit!r}, not {seen.unit!r}")
+            value = convert(value)
+        into(self, seen, value)
 
     def add_loss(self, step: int | None, value: float) -> None:
         """A NaN or infinite loss is counted (and its first step kept), never stored as a
@@ -302,3 +370,53 @@ class LogSummary:
 
     def accuracy_at(self, pass_num: int) -> Accuracy | None:
         return self.accuracy_by_pass.get(pass_num, self.last_accuracy)
+
+
+def _running(name: str) -> Callable[[LogSummary, Observation, Any], None]:
+    """A fold into one of the summary's running means, which takes the figure's ``per``."""
+
+    def fold(summary: LogSummary, seen: Observation, value: Any) -> None:
+        running: RunningMean = getattr(summary, name)
+        if seen.per is not None:
+            running.per = seen.per
+        running.add(value, seen.seconds)
+
+    return fold
+
+
+def _throughput(summary: LogSummary, seen: Observation, value: Any) -> None:
+    summary.add_throughput(value, seen.level or Level.ITERATION, seen.per or Per.PROCESS)
+
+
+def _total(summary: LogSummary, _seen: Observation, value: Any) -> None:
+    summary.explicit_total = value
+
+
+def _loss(summary: LogSummary, seen: Observation, value: Any) -> None:
+    summary.add_loss(seen.step, value)
+
+
+def _memory(summary: LogSummary, seen: Observation, value: Any) -> None:
+    summary.add_framework_memory(value, seen.kind or "")
+
+
+def _accuracy(summary: LogSummary, seen: Observation, value: Any) -> None:
+    if seen.kind is not None and seen.part_of is not None:
+        summary.add_accuracy_part(seen.kind, value, seen.part_of, seen.step, seen.time_s)
+        return
+    summary.add_accuracy(value, seen.step, seen.time_s)
+
+
+# observation name -> (the unit the summary keeps it in, how it is folded in)
+FOLDS: dict[str, tuple[str, Callable[[LogSummary, Observation, Any], None]]] = {
+    THROUGHPUT: ("samples/s", _throughput),
+    THROUGHPUT_PER_GPU: ("samples/s", _running("per_gpu_throughput")),
+    THROUGHPUT_TOTAL: ("samples/s", _total),
+    TOKENS_PER_S: ("tokens/s", _running("tokens_per_s")),
+    STEP_TIME_S: ("s", _running("step_time_s")),
+    TFLOPS_PER_GPU: ("TFLOP/s", _running("tflops_per_gpu")),
+    MFU: ("", _running("mfu")),
+    TRAINING_LOSS: ("", _loss),
+    GPU_MEMORY: ("MiB", _memory),
+    TEST_ACCURACY: ("", _accuracy),
+}

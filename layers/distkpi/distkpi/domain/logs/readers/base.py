@@ -1,5 +1,5 @@
-"""What every reader shares: the reader itself (its needles and what it emits into a
-summary), the number every pattern reads, and the checks a parsed number passes."""
+"""What every reader shares: the reader itself (its needles and the observations it emits
+into a summary), the number every pattern reads, and the checks a parsed number passes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from distkpi.domain.logs.bounds import MAX_PASS, fits
-from distkpi.domain.logs.logsummary import Level, LogSummary, Per
+from distkpi.domain.logs.logsummary import (
+    THROUGHPUT,
+    TRAINING_LOSS,
+    Level,
+    LogSummary,
+    Observation,
+    Per,
+)
 
 ReadLine = Callable[[str, LogSummary], bool]
 
@@ -18,8 +25,10 @@ ReadLine = Callable[[str, LogSummary], bool]
 @dataclass(frozen=True)
 class Reader:
     """One log family. ``needles``: byte strings one of which every line it reads contains
-    (the scanner hands on only such lines); ``read``: emits what a line says into the
-    summary, and says whether the line was its own (no later reader then sees it)."""
+    (the scanner hands on only such lines); ``read``: emits what a line measures as named
+    observations (``out.observe``; the run's facts, such as its direction or a crash, are
+    set on the summary), and says whether the line was its own (no later reader then sees
+    it)."""
 
     name: str
     needles: tuple[bytes, ...]
@@ -75,10 +84,16 @@ def pass_number(value: object, out: LogSummary) -> int | None:
     return value
 
 
+def step_number(text: str) -> int | None:
+    """The step an observation belongs to, from a line's digits; None (unnoted: the
+    figure is kept, only not placed) when too big to be one."""
+    return int(text) if len(text) <= len(str(MAX_PASS)) and int(text) <= MAX_PASS else None
+
+
 def positive_throughput(text: str, level: Level, out: LogSummary, per: Per = Per.PROCESS) -> None:
     value = finite(text, out)
     if value is not None and value > 0:
-        out.add_throughput(value, level, per)
+        out.observe(Observation(THROUGHPUT, value, "samples/s", level=level, per=per))
 
 
 def positive(text: str, out: LogSummary) -> float | None:
@@ -93,7 +108,7 @@ def loss(step: int | None, text: str, out: LogSummary) -> None:
     if math.isfinite(value) and not fits(value):
         out.note(NUMBER_DOES_NOT_FIT)
         return
-    out.add_loss(step, value)
+    out.observe(Observation(TRAINING_LOSS, value, "", step))
 
 
 def without_separators(text: str) -> str:

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import re
 
-from distkpi.domain.logs.logsummary import Level, LogSummary, Per
+from distkpi.domain.logs.logsummary import (
+    TEST_ACCURACY,
+    THROUGHPUT_PER_GPU,
+    THROUGHPUT_TOTAL,
+    Level,
+    LogSummary,
+    Observation,
+    Per,
+)
 from distkpi.domain.logs.readers.base import NUM, Reader, finite, pass_number, positive_throughput
 
 _HVD_PER_GPU = re.compile(rf"Img/sec per GPU: {NUM}")
@@ -51,12 +59,12 @@ def _horovod_tf(line: str, out: LogSummary) -> bool:
     if m := _HVD_TOTAL.search(line):
         value = finite(m.group(2), out)
         if value is not None and value > 0:
-            out.explicit_total = value
+            out.observe(Observation(THROUGHPUT_TOTAL, value, "samples/s", per=Per.JOB))
         return True
     if m := _HVD_PER_GPU.search(line):
         value = finite(m.group(1), out)
         if value is not None and value > 0:
-            out.per_gpu_throughput.add(value)
+            out.observe(Observation(THROUGHPUT_PER_GPU, value, "samples/s", per=Per.CARD))
         return True
     if m := _TF_TOTAL.search(line):
         positive_throughput(m.group(1), Level.SUMMARY, out)
@@ -75,7 +83,7 @@ def _mxnet(line: str, out: LogSummary) -> bool:
         return True
     if m := _MXNET_VALIDATION.search(line):
         if (acc := finite(m.group(2), out)) is not None:
-            out.add_accuracy(acc, pass_number(m.group(1), out), None)
+            out.observe(Observation(TEST_ACCURACY, acc, "", pass_number(m.group(1), out)))
         return True
     return False
 

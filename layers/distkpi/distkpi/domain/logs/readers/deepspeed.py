@@ -21,7 +21,16 @@ from __future__ import annotations
 import re
 
 from distkpi.domain.accuracy import Direction
-from distkpi.domain.logs.logsummary import Level, LogSummary, Per
+from distkpi.domain.logs.logsummary import (
+    GPU_MEMORY,
+    TEST_ACCURACY,
+    TFLOPS_PER_GPU,
+    THROUGHPUT,
+    Level,
+    LogSummary,
+    Observation,
+    Per,
+)
 from distkpi.domain.logs.readers.base import NUM, Reader, finite, positive
 
 _CURRENT = re.compile(rf"\bCurrSamplesPerSec={NUM}")
@@ -32,7 +41,6 @@ _PPL = re.compile(rf"(?<![\w.])(?:ppl|'ppl'): {NUM}")
 _CHAT_TFLOPS = re.compile(rf"\bLatency: {NUM}s, TFLOPs: {NUM},")
 _CHAT_ACC = re.compile(rf"\bacc \(higher is better\) : {NUM}")
 _CIFAR_ACC = re.compile(rf"Accuracy of the network on the \d++ test images: {NUM} ?%")
-GIB = 1024.0
 
 
 def _timer(line: str, out: LogSummary) -> bool:
@@ -40,9 +48,9 @@ def _timer(line: str, out: LogSummary) -> bool:
     if rate is None:
         return _optimizer(line, out)
     if (value := positive(rate.group(1), out)) is not None:
-        out.add_throughput(value, Level.ITERATION, Per.JOB)
+        out.observe(Observation(THROUGHPUT, value, "samples/s", per=Per.JOB, level=Level.ITERATION))
     if (m := _MAX_MEMORY.search(line)) and (gib := positive(m.group(1), out)):
-        out.add_framework_memory(gib * GIB, "max allocated")
+        out.observe(Observation(GPU_MEMORY, gib, "GiB", kind="max allocated"))
     return True
 
 
@@ -60,19 +68,19 @@ def _evaluation(line: str, out: LogSummary) -> bool:
     if m := _PPL.search(line):
         out.direction = Direction.LOWER
         if (ppl := positive(m.group(1), out)) is not None:
-            out.add_accuracy(ppl, None, None)
+            out.observe(Observation(TEST_ACCURACY, ppl, ""))
         return True
     if m := _CHAT_TFLOPS.search(line):
         if (tflops := positive(m.group(2), out)) is not None:
-            out.tflops_per_gpu.add(tflops)
+            out.observe(Observation(TFLOPS_PER_GPU, tflops, "TFLOP/s", per=Per.CARD))
         return True
     if m := _CHAT_ACC.search(line):
         if (acc := finite(m.group(1), out)) is not None:
-            out.add_accuracy(acc, None, None)
+            out.observe(Observation(TEST_ACCURACY, acc, ""))
         return True
     if m := _CIFAR_ACC.search(line):
         if (percent := finite(m.group(1), out)) is not None:
-            out.add_accuracy(percent / 100.0, None, None)
+            out.observe(Observation(TEST_ACCURACY, percent, "%"))
         return True
     return False
 

@@ -11,8 +11,23 @@ from __future__ import annotations
 
 import re
 
-from distkpi.domain.logs.logsummary import LogSummary, Per
-from distkpi.domain.logs.readers.base import LOSS, NUM, Reader, loss, pass_number, positive
+from distkpi.domain.logs.logsummary import (
+    STEP_TIME_S,
+    TFLOPS_PER_GPU,
+    TOKENS_PER_S,
+    LogSummary,
+    Observation,
+    Per,
+)
+from distkpi.domain.logs.readers.base import (
+    LOSS,
+    NUM,
+    Reader,
+    loss,
+    pass_number,
+    positive,
+    step_number,
+)
 
 _STEP = re.compile(r"completed step: (\d++),")
 _SECONDS = re.compile(rf"\bseconds: {NUM}")
@@ -21,13 +36,12 @@ _TOKENS = re.compile(rf"\bTokens/s/device: {NUM}")
 _LOSS = re.compile(rf"(?<![\w/])loss: {LOSS}")
 
 
-def _rates(line: str, rest: int, seconds: float, out: LogSummary) -> None:
+def _rates(line: str, rest: int, step: int | None, seconds: float, out: LogSummary) -> None:
     """The step's rates, each weighed by its seconds (a rate without them is left out)."""
     if (m := _TFLOPS.search(line, rest)) and (tflops := positive(m.group(1), out)):
-        out.tflops_per_gpu.add(tflops, seconds)
+        out.observe(Observation(TFLOPS_PER_GPU, tflops, "TFLOP/s", step, Per.CARD, seconds=seconds))
     if (m := _TOKENS.search(line, rest)) and (tokens := positive(m.group(1), out)):
-        out.tokens_per_s.per = Per.CARD
-        out.tokens_per_s.add(tokens, seconds)
+        out.observe(Observation(TOKENS_PER_S, tokens, "tokens/s", step, Per.CARD, seconds=seconds))
 
 
 def _step(line: str, out: LogSummary) -> bool:
@@ -35,9 +49,10 @@ def _step(line: str, out: LogSummary) -> bool:
     if step is None:
         return False
     rest = step.end()
+    number = step_number(step.group(1))
     if (m := _SECONDS.search(line, rest)) and (seconds := positive(m.group(1), out)):
-        out.step_time_s.add(seconds)
-        _rates(line, rest, seconds, out)
+        out.observe(Observation(STEP_TIME_S, seconds, "s", number, Per.JOB))
+        _rates(line, rest, number, seconds, out)
     if m := _LOSS.search(line, rest):
         loss(pass_number(step.group(1), out), m.group(1), out)
     return True

@@ -16,7 +16,17 @@ from __future__ import annotations
 
 import re
 
-from distkpi.domain.logs.logsummary import Level, LogSummary, Per
+from distkpi.domain.logs.logsummary import (
+    GPU_MEMORY,
+    STEP_TIME_S,
+    TFLOPS_PER_GPU,
+    THROUGHPUT,
+    TOKENS_PER_S,
+    Level,
+    LogSummary,
+    Observation,
+    Per,
+)
 from distkpi.domain.logs.readers.base import LOSS, Reader, finite, loss, pass_number, positive
 
 _ITERATION = re.compile(r"\biteration\s++(\d++)/\s*+\d++\s*+\|")
@@ -65,15 +75,20 @@ def _iteration(line: str, out: LogSummary) -> bool:
         out.global_batch = int(batch)
     seconds = _seconds(pairs, out)
     if seconds is not None:
-        out.step_time_s.add(seconds)
+        out.observe(Observation(STEP_TIME_S, seconds, "s", per=Per.JOB))
         if batch is not None:
-            out.add_throughput(batch / seconds, Level.INTERVAL, Per.JOB)
+            out.observe(
+                Observation(
+                    THROUGHPUT, batch / seconds, "samples/s", level=Level.INTERVAL, per=Per.JOB
+                )
+            )
             if (per_sample := _tokens_per_sample(pairs, out)) is not None:
-                out.tokens_per_s.per = Per.JOB
-                out.tokens_per_s.add(batch * per_sample / seconds)
+                out.observe(
+                    Observation(TOKENS_PER_S, batch * per_sample / seconds, "tokens/s", per=Per.JOB)
+                )
     tflops = pairs.get("throughput per gpu (tflop/s/gpu)", pairs.get("tflops"))
     if tflops is not None and (value := positive(tflops, out)) is not None:
-        out.tflops_per_gpu.add(value)
+        out.observe(Observation(TFLOPS_PER_GPU, value, "TFLOP/s", per=Per.CARD))
     if (text := pairs.get("lm loss")) is not None:
         loss(step, text, out)
     out.nan_iterations += _count(pairs.get("number of nan iterations"), out)
@@ -90,7 +105,7 @@ def _memory(line: str, out: LogSummary) -> bool:
     pairs = _pairs(line[head.end() :])
     for kind in ("max allocated", "max reserved"):
         if kind in pairs and (mib := finite(pairs[kind], out)) is not None and mib > 0:
-            out.add_framework_memory(mib, kind)
+            out.observe(Observation(GPU_MEMORY, mib, "MiB", kind=kind))
             break
     return True
 

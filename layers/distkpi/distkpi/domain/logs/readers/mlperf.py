@@ -9,7 +9,16 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from distkpi.domain.logs.logsummary import Level, LogSummary, Per
+from distkpi.domain.logs.logsummary import (
+    STEP_TIME_S,
+    TEST_ACCURACY,
+    THROUGHPUT,
+    TRAINING_LOSS,
+    Level,
+    LogSummary,
+    Observation,
+    Per,
+)
 from distkpi.domain.logs.mlperf_rules import rule_for
 from distkpi.domain.logs.readers.base import NUM, Reader, finite, number, pass_number
 
@@ -53,20 +62,39 @@ def _eval_accuracy(
             when = (metadata.get(k) for k in ("epoch_num", "step_num", "samples_count"))
             key = "|".join(str(v)[:40] if isinstance(v, int | float | str) else "" for v in when)
             epoch = pass_number(metadata.get("epoch_num"), out)
-            out.add_accuracy_part(metric[:MAX_NAME], part, key, epoch, time_s)
+            name = metric[:MAX_NAME]
+            out.observe(
+                Observation(TEST_ACCURACY, part, "", epoch, kind=name, time_s=time_s, part_of=key)
+            )
         return
     accuracy = _accuracy(value, out)
     if accuracy is not None:
-        out.add_accuracy(accuracy, pass_number(metadata.get("epoch_num"), out), time_s)
+        out.observe(
+            Observation(
+                TEST_ACCURACY,
+                accuracy,
+                "",
+                pass_number(metadata.get("epoch_num"), out),
+                time_s=time_s,
+            )
+        )
 
 
 def _step_time(seconds: float | None, out: LogSummary) -> None:
     """A step's time; with the log's global batch size, a job-level samples/s too."""
     if seconds is None or seconds <= 0:
         return
-    out.step_time_s.add(seconds)
+    out.observe(Observation(STEP_TIME_S, seconds, "s", per=Per.JOB))
     if out.global_batch is not None:
-        out.add_throughput(out.global_batch / seconds, Level.ITERATION, Per.JOB)
+        out.observe(
+            Observation(
+                THROUGHPUT,
+                out.global_batch / seconds,
+                "samples/s",
+                level=Level.ITERATION,
+                per=Per.JOB,
+            )
+        )
 
 
 def _tracked_stats(
@@ -75,7 +103,7 @@ def _tracked_stats(
     if isinstance(value, dict):
         throughput = number(value.get("throughput"), out)
         if throughput is not None and throughput > 0:
-            out.add_throughput(throughput, Level.PASS)
+            out.observe(Observation(THROUGHPUT, throughput, "samples/s", level=Level.PASS))
         if "train_step_time" in value:
             _step_time(number(value.get("train_step_time"), out), out)
 
@@ -95,7 +123,9 @@ def _train_loss(
         return
     if math.isfinite(value) and number(value, out) is None:
         return
-    out.add_loss(pass_number(metadata.get("step_num"), out), float(value))
+    out.observe(
+        Observation(TRAINING_LOSS, float(value), "", pass_number(metadata.get("step_num"), out))
+    )
 
 
 def _train_samples(
@@ -147,7 +177,7 @@ def _throughput(
     """NVIDIA's MLPerf code logs its own `throughput` key: the whole job's rate."""
     throughput = number(value, out)
     if throughput is not None and throughput > 0:
-        out.add_throughput(throughput, Level.PASS, Per.JOB)
+        out.observe(Observation(THROUGHPUT, throughput, "samples/s", level=Level.PASS, per=Per.JOB))
 
 
 _Handler = Callable[[Any, dict[str, Any], float | None, LogSummary], None]

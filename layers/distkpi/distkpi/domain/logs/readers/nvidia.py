@@ -8,7 +8,14 @@ import json
 import re
 from typing import Any
 
-from distkpi.domain.logs.logsummary import Level, LogSummary, Per
+from distkpi.domain.logs.logsummary import (
+    TEST_ACCURACY,
+    THROUGHPUT,
+    Level,
+    LogSummary,
+    Observation,
+    Per,
+)
 from distkpi.domain.logs.readers.base import (
     NUM,
     NUMBER,
@@ -43,11 +50,19 @@ def _data(data: dict[str, Any], summary: bool, out: LogSummary, epoch: int | Non
             rate_seen = True
             rate = number(value, out)
             if rate is not None and rate > 0:
-                out.add_throughput(rate, Level.SUMMARY if summary else Level.ITERATION, Per.JOB)
+                out.observe(
+                    Observation(
+                        THROUGHPUT,
+                        rate,
+                        "samples/s",
+                        level=Level.SUMMARY if summary else Level.ITERATION,
+                        per=Per.JOB,
+                    )
+                )
         elif name == "val.top1":  # DeepLearningExamples logs top-1 in percent
             top1 = number(value, out)
             if top1 is not None:
-                out.add_accuracy(top1 / 100.0, None if summary else epoch, None)
+                out.observe(Observation(TEST_ACCURACY, top1, "%", None if summary else epoch))
 
 
 def _dllogger(line: str, out: LogSummary) -> bool:

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import re
 
-from distkpi.domain.logs.logsummary import Level, LogSummary, Per
+from distkpi.domain.logs.logsummary import (
+    TEST_ACCURACY,
+    THROUGHPUT,
+    TOKENS_PER_S,
+    Level,
+    LogSummary,
+    Observation,
+    Per,
+)
 from distkpi.domain.logs.readers.base import (
     LOSS,
     NUM,
@@ -46,7 +54,7 @@ def _pass(line: str, out: LogSummary) -> bool:
     if m := _PASS_PERF.search(line):
         positive_throughput(m.group(2), Level.PASS, out)
         if m.group(3) is not None and (acc := finite(m.group(3), out)) is not None:
-            out.add_accuracy(acc, pass_number(m.group(1), out), None)
+            out.observe(Observation(TEST_ACCURACY, acc, "", pass_number(m.group(1), out)))
         return True
     if _iteration(line, out):
         return True
@@ -54,7 +62,7 @@ def _pass(line: str, out: LogSummary) -> bool:
         if m.group(2) is not None:
             loss(None, m.group(2), out)
         if (acc := finite(m.group(3), out)) is not None:
-            out.add_accuracy(acc, pass_number(m.group(1), out), None)
+            out.observe(Observation(TEST_ACCURACY, acc, "", pass_number(m.group(1), out)))
         return True
     return False
 
@@ -88,12 +96,16 @@ def _ce_kpi(line: str, out: LogSummary) -> bool:
         return True
     if ("speed" in name and "converge" not in name) or "throughput" in name:
         if value > 0:
-            out.add_throughput(value, Level.SUMMARY)
+            out.observe(Observation(THROUGHPUT, value, "samples/s", level=Level.SUMMARY))
     elif "converge" in name:
         out.converge_speed_s = value
     elif "test_acc" in name:
         passes = _ACC_N_PASSES.search(name)
-        out.add_accuracy(value, pass_number(passes.group(1), out) if passes else None, None)
+        out.observe(
+            Observation(
+                TEST_ACCURACY, value, "", pass_number(passes.group(1), out) if passes else None
+            )
+        )
     return True
 
 
@@ -107,7 +119,7 @@ def _metrics_data(line: str, out: LogSummary) -> bool:
     for key, text in pairs.items():
         passes = _ACC_N_PASSES.fullmatch(key)
         if passes and (acc := finite(text, out)) is not None:
-            out.add_accuracy(acc, pass_number(passes.group(1), out), None)
+            out.observe(Observation(TEST_ACCURACY, acc, "", pass_number(passes.group(1), out)))
     if "converge_speed" in pairs:
         out.converge_speed_s = finite(pairs["converge_speed"], out)
     return True
@@ -129,8 +141,7 @@ def _ips(line: str, out: LogSummary) -> bool:
         if (step is not None or out.tokens_per_s.count == 0) and (
             rate := positive(m.group(1), out)
         ) is not None:
-            out.tokens_per_s.per = Per.CARD
-            out.tokens_per_s.add(rate)
+            out.observe(Observation(TOKENS_PER_S, rate, "tokens/s", per=Per.CARD))
         if step is not None and (value := _LOSS_AFTER.search(line, step.end())):
             loss(pass_number(step.group(1), out), value.group(1), out)
         return True
@@ -144,7 +155,7 @@ def _paddleclas_eval(line: str, out: LogSummary) -> bool:
     if m is None:
         return False
     if (acc := finite(m.group(2), out)) is not None:
-        out.add_accuracy(acc, pass_number(m.group(1), out), None)
+        out.observe(Observation(TEST_ACCURACY, acc, "", pass_number(m.group(1), out)))
     return True
 
 

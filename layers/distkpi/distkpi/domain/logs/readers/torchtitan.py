@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import re
 
-from distkpi.domain.logs.logsummary import LogSummary, Per
+from distkpi.domain.logs.logsummary import (
+    GPU_MEMORY,
+    MFU,
+    TFLOPS_PER_GPU,
+    TOKENS_PER_S,
+    LogSummary,
+    Observation,
+    Per,
+)
 from distkpi.domain.logs.readers.base import (
     LOSS,
     NUM,
@@ -17,6 +25,7 @@ from distkpi.domain.logs.readers.base import (
     loss,
     pass_number,
     positive,
+    step_number,
     without_separators,
 )
 
@@ -26,7 +35,6 @@ _MEMORY = re.compile(rf"\bmemory:\s*+{NUM}\s*+GiB")
 _TPS = re.compile(r"\btps:\s*+(\d{1,3}+(?:,\d{3})*+(?:\.\d++)?+)(?![\d,])")
 _TFLOPS = re.compile(rf"\btflops:\s*+{NUM}")
 _MFU = re.compile(rf"\bmfu:\s*+{NUM}%")
-GIB = 1024.0
 
 
 def _step(line: str, out: LogSummary) -> bool:
@@ -34,15 +42,15 @@ def _step(line: str, out: LogSummary) -> bool:
     step = _STEP.search(line)
     if tps is None or step is None:
         return False
+    number = step_number(step.group(1))
     if (rate := positive(without_separators(tps.group(1)), out)) is not None:
-        out.tokens_per_s.per = Per.CARD
-        out.tokens_per_s.add(rate)
+        out.observe(Observation(TOKENS_PER_S, rate, "tokens/s", number, Per.CARD))
     if (m := _TFLOPS.search(line)) and (tflops := positive(m.group(1), out)) is not None:
-        out.tflops_per_gpu.add(tflops)
+        out.observe(Observation(TFLOPS_PER_GPU, tflops, "TFLOP/s", number, Per.CARD))
     if (m := _MFU.search(line)) and (mfu := positive(m.group(1), out)) is not None:
-        out.mfu.add(mfu / 100.0)
+        out.observe(Observation(MFU, mfu, "%", number, Per.CARD))
     if (m := _MEMORY.search(line)) and (gib := positive(m.group(1), out)) is not None:
-        out.add_framework_memory(gib * GIB, "max reserved")
+        out.observe(Observation(GPU_MEMORY, gib, "GiB", number, kind="max reserved"))
     if m := _LOSS.search(line):
         loss(pass_number(step.group(1), out), m.group(1), out)
     return True

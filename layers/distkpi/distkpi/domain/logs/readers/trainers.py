@@ -20,7 +20,19 @@ from __future__ import annotations
 import re
 
 from distkpi.domain.accuracy import Direction
-from distkpi.domain.logs.logsummary import Level, LogSummary, Per
+from distkpi.domain.logs.logsummary import (
+    GPU_MEMORY,
+    MAX_KEPT,
+    STEP_TIME_S,
+    TEST_ACCURACY,
+    TFLOPS_PER_GPU,
+    THROUGHPUT,
+    TOKENS_PER_S,
+    Level,
+    LogSummary,
+    Observation,
+    Per,
+)
 from distkpi.domain.logs.readers.base import (
     LOSS,
     NUM,
@@ -34,7 +46,6 @@ from distkpi.domain.logs.readers.base import (
 _DICT_PAIR = re.compile(rf"'(\w{{1,100}}+)': {LOSS}(?=[,}}])")
 _PADDLE_PAIR = re.compile(rf"(?<![\w.])(\w{{1,100}}+): {LOSS}(?=,|\s*+$)")
 _TABLE_ROW = re.compile(rf"(?<![\w.])(\w{{1,100}}+)\s*+=\s*+{NUM}\s*+$")
-GIB = 1024.0
 MAX_PAIRS = 64
 
 
@@ -56,18 +67,38 @@ def _positive(pairs: dict[str, str], key: str, out: LogSummary) -> float | None:
 def _evaluation(pairs: dict[str, str], out: LogSummary, epoch: int | None) -> None:
     if "eval_accuracy" in pairs:
         if (acc := finite(pairs["eval_accuracy"], out)) is not None:
-            out.add_accuracy(acc, epoch, None)
+            out.observe(Observation(TEST_ACCURACY, acc, "", epoch))
     elif out.direction is Direction.LOWER and (value := _positive(pairs, "eval_loss", out)):
-        out.add_accuracy(value, epoch, None)
+        out.observe(Observation(TEST_ACCURACY, value, "", epoch))
+
+
+def _steps_done(pairs: dict[str, str], rate: float, out: LogSummary) -> tuple[float, str | None]:
+    """The Trainer divides the samples of the steps it planned by the runtime: a run stopped
+    early (early stopping) states a rate of steps it never ran. Where the log numbers its
+    steps, the rate over those it ran, and the problem saying so."""
+    runtime = _positive(pairs, "train_runtime", out)
+    steps_per_s = _positive(pairs, "train_steps_per_second", out)
+    steps = out.loss_by_step
+    if runtime is None or steps_per_s is None or not steps or len(steps) >= MAX_KEPT:
+        return rate, None
+    planned, done = steps_per_s * runtime, max(steps)
+    if done >= planned * 0.99:
+        return rate, None
+    return rate * done / planned, (
+        f"train_samples_per_second {rate:g} counts {planned:.0f} planned steps; the log's "
+        f"last step is {done}: read as {rate * done / planned:.6g}"
+    )
 
 
 def _run_totals(pairs: dict[str, str], out: LogSummary) -> None:
     """The run's end: samples/s of the job over the whole run, tokens/s per device."""
-    if (rate := _positive(pairs, "train_samples_per_second", out)) is not None:
-        out.add_throughput(rate, Level.SUMMARY, Per.JOB)
+    if (stated := _positive(pairs, "train_samples_per_second", out)) is not None:
+        rate, early = _steps_done(pairs, stated, out)
+        if early is not None:
+            out.note(early)
+        out.observe(Observation(THROUGHPUT, rate, "samples/s", level=Level.SUMMARY, per=Per.JOB))
     if out.tokens_per_s.count == 0 and (tokens := _positive(pairs, "train_tokens_per_second", out)):
-        out.tokens_per_s.per = Per.CARD
-        out.tokens_per_s.add(tokens)
+        out.observe(Observation(TOKENS_PER_S, tokens, "tokens/s", per=Per.CARD))
 
 
 def _hugging_face(line: str, out: LogSummary) -> bool:
@@ -86,23 +117,25 @@ def _hugging_face(line: str, out: LogSummary) -> bool:
 
 def _paddlenlp(line: str, out: LogSummary) -> bool:
     pairs = dict(_PADDLE_PAIR.findall(line)[:MAX_PAIRS])
-    if "global_step" not in pairs and not any(k.startswith("eval_") for k in pairs):
+    own = ("global_step", "train_runtime")
+    if not any(k in pairs for k in own) and not any(k.startswith("eval_") for k in pairs):
         return False
     step_text = pairs.get("global_step")
     step = pass_number(step_text, out) if step_text is not None and step_text.isdigit() else None
     if "loss" in pairs:
         loss(step, pairs["loss"], out)
     if (samples := _positive(pairs, "interval_samples_per_second", out)) is not None:
-        out.add_throughput(samples, Level.ITERATION, Per.JOB)
+        out.observe(
+            Observation(THROUGHPUT, samples, "samples/s", level=Level.ITERATION, per=Per.JOB)
+        )
     if (tokens := _positive(pairs, "interval_tokens_per_second_per_device", out)) is not None:
-        out.tokens_per_s.per = Per.CARD
-        out.tokens_per_s.add(tokens)
+        out.observe(Observation(TOKENS_PER_S, tokens, "tokens/s", per=Per.CARD))
     if (tflops := _positive(pairs, "interval_hardware_tflops_per_device", out)) is not None:
-        out.tflops_per_gpu.add(tflops)
+        out.observe(Observation(TFLOPS_PER_GPU, tflops, "TFLOP/s", per=Per.CARD))
     if (steps := _positive(pairs, "interval_steps_per_second", out)) is not None:
-        out.step_time_s.add(1.0 / steps)
+        out.observe(Observation(STEP_TIME_S, 1.0 / steps, "s", per=Per.JOB))
     if (gib := _positive(pairs, "max_memory_allocated", out)) is not None:
-        out.add_framework_memory(gib * GIB, "max allocated")
+        out.observe(Observation(GPU_MEMORY, gib, "GiB", kind="max allocated"))
     _evaluation(pairs, out, None)
     _run_totals(pairs, out)
     return True
@@ -118,6 +151,8 @@ def _table_row(line: str, out: LogSummary) -> bool:
     if m is None or m.group(1) not in _TABLE_KEYS:
         return False
     pairs = {m.group(1): m.group(2)}
+    if m.group(1) == "train_samples_per_second" and Level.SUMMARY in out.throughput:
+        return True  # the table repeats the run's end line, read (and checked) before
     _evaluation(pairs, out, None)
     _run_totals(pairs, out)
     return True
