@@ -5,14 +5,20 @@ never parses a log."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from tests.integration.conftest import BUCKET, Stack
+from distkpi.domain.planning.jobenv import PARSE_SETTINGS
+from tests.conftest import trainer_log
+from tests.integration.conftest import BUCKET, SUITES, Stack
 from tests.integration.test_flow import (
+    THROUGHPUT,
     deliver_all,
     final_statuses,
+    job_variable,
     jobs_by_config,
     run_all_nodes,
+    upload_node,
 )
 from tests.integration.test_reliability import config_item
 
@@ -48,6 +54,62 @@ def test_the_collector_settles_every_config_from_the_summaries_and_reads_no_log(
     assert final["state"] == "success" and final["description"].startswith(HEADLINE)
     for config in jobs_by_config(stack, run_id):
         assert problems_of(stack, run_id, config) == []
+
+
+def declare_patterns(stack: Stack) -> None:
+    """resnet50's suite reading its throughput with a pattern of its own (`metrics:`)."""
+    suite = (SUITES[0].read_text()).replace(
+        "configs:\n",
+        "metrics:\n"
+        "  throughput: {pattern: '\"throughput\": (?P<value>[0-9.]+)', per: process}\n"
+        "configs:\n",
+        1,
+    )
+    assert "metrics:" in suite
+    stack.s3.put_object(Bucket=BUCKET, Key="suites/resnet50.yaml", Body=suite.encode())
+
+
+def test_a_suite_with_patterns_of_its_own_is_settled_from_the_summaries_too(
+    stack: Stack,
+) -> None:
+    """The launcher hands the suite's patterns to its nodes (DISTKPI_PARSE_SETTINGS), which
+    summarise with them and say so in the signed manifest: the collector reads no log."""
+    declare_patterns(stack)
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    variable = job_variable(stack, run_id, "1x1", PARSE_SETTINGS)
+    assert (
+        variable is not None and json.loads(variable)["metrics"]["throughput"]["per"] == "process"
+    )
+    keys = run_all_nodes(stack, run_id)
+    assert delete_logs(stack, run_id) == 2 * len(keys)
+    deliver_all(stack, keys, copies=1)
+    (final,) = final_statuses(stack)
+    assert final["state"] == "success" and final["description"].startswith(HEADLINE)
+    for config in jobs_by_config(stack, run_id):
+        assert problems_of(stack, run_id, config) == []
+
+
+def test_an_older_image_of_a_suite_with_patterns_has_its_logs_read_from_s3(
+    stack: Stack,
+) -> None:
+    """Manifests naming no parse settings (an image older than DISTKPI_PARSE_SETTINGS):
+    their default summaries do not stand for the suite's patterns, so the collector reads
+    the logs, here gone from the bucket."""
+    declare_patterns(stack)
+    (run_id,) = stack.webhook("pull_request")["json"]["runs"]
+    spec = json.loads(
+        stack.s3.get_object(Bucket=BUCKET, Key=f"runs/{run_id}/run.json")["Body"].read()
+    )
+    keys = []
+    for cfg in spec["configs"]:
+        for node in range(cfg["nodes"]):
+            trainer = node < cfg["trainers"]
+            role, rank = ("trainer", node) if trainer else ("pserver", node - cfg["trainers"])
+            log = trainer_log(THROUGHPUT[cfg["name"]] / cfg["trainers"]) if trainer else "serving\n"
+            keys.append(upload_node(stack, run_id, cfg["name"], node, role, rank, log))
+    delete_logs(stack, run_id)
+    deliver_all(stack, keys, copies=1)
+    assert any("missing" in p for p in problems_of(stack, run_id, "1x1"))
 
 
 def test_an_older_images_manifests_are_parsed_from_s3_and_the_config_says_so(

@@ -18,8 +18,12 @@ from typing import Any
 
 import pytest
 
-from distkpi.domain.logs.filesummary import ENGINE_VERSION, summarize, summary_from_json
+from distkpi.domain.logs.engineversion import engine_version
+from distkpi.domain.logs.filesummary import summarize, summary_from_json
+from distkpi.domain.logs.logformats import ParseSettings
 from distkpi.domain.logs.logsummary import Level
+from distkpi.domain.logs.parsesettings import settings_digest, settings_to_json
+from distkpi.domain.patterns import DeclaredMetrics
 from distkpi.domain.signing import sign, signed_by
 from distkpi_cli.node.runner import NodeRunner
 from tests.conftest import git
@@ -445,7 +449,7 @@ def test_the_manifest_holds_the_engines_summary_of_each_log_it_names(
     env = node_env(path, tip, tmp_path / "work", 0, 1, 0, DISTKPI_MANIFEST_KEY=key)
     assert NodeRunner(env, ["python3", "-c", TRAINS]).run() == 0
     got = manifest(s3, 0)
-    assert signed_by(key, got) and got["engine_version"] == ENGINE_VERSION
+    assert signed_by(key, got) and got["engine_version"] == engine_version()
     entries = {entry["path"]: entry for entry in got["files"]}
     log = entries["logs/trainer-0.log"]
     content = s3.get_object(Bucket=BUCKET, Key="runs/r1/c/logs/trainer-0.log")["Body"].read()
@@ -455,6 +459,52 @@ def test_the_manifest_holds_the_engines_summary_of_each_log_it_names(
     # a file the command left is kept for people: digested, never parsed
     left = entries["files/trainer-0/workerlog.0"]
     assert left["kind"] == "file" and "summary" not in left and len(left["sha256"]) == 64
+
+
+def test_a_suites_own_parse_settings_make_the_summaries_and_the_manifest_names_them(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    """DISTKPI_PARSE_SETTINGS (the launcher's, from the suite): the node summarises its log
+    with the suite's pattern and warm-up, and its signed manifest names their digest, so
+    that the collector takes those summaries instead of reading the log."""
+    path, _, tip = repo
+    settings = ParseSettings(
+        warmup_reports=0,
+        metrics=DeclaredMetrics.model_validate(
+            {"throughput": {"pattern": "performance = (?P<value>[0-9]+) imgs/s", "per": "process"}}
+        ),
+    )
+    variable = json.dumps(settings_to_json(settings))
+    key = "k" * 64
+    env = node_env(
+        path,
+        tip,
+        tmp_path / "work",
+        0,
+        1,
+        0,
+        DISTKPI_MANIFEST_KEY=key,
+        DISTKPI_PARSE_SETTINGS=variable,
+    )
+    assert NodeRunner(env, ["python3", "-c", TRAINS]).run() == 0
+    got = manifest(s3, 0)
+    assert signed_by(key, got) and got["summary_settings"] == settings_digest(settings)
+    log = {entry["path"]: entry for entry in got["files"]}["logs/trainer-0.log"]
+    content = s3.get_object(Bucket=BUCKET, Key="runs/r1/c/logs/trainer-0.log")["Body"].read()
+    summary = summary_from_json("log", log["summary"])
+    assert summary == summarize("log", io.BytesIO(content), settings)
+    assert summary.best_throughput() == (pytest.approx((90 + 110 + 120) / 3), Level.ITERATION)
+
+
+def test_a_garbled_distkpi_parse_settings_fails_the_node_naming_it(
+    s3: Any, repo: tuple[Path, str, str], tmp_path: Path
+) -> None:
+    path, _, tip = repo
+    env = node_env(path, tip, tmp_path / "work", 0, 1, 0, DISTKPI_PARSE_SETTINGS="[1]")
+    assert NodeRunner(env, ["python3", "-c", TRAINS]).run() == 1
+    got = manifest(s3, 0)
+    assert got["problem"].startswith("DISTKPI_PARSE_SETTINGS: parse settings are not")
+    assert "summary_settings" not in got
 
 
 def test_an_empty_distkpi_paired_is_an_unpaired_run_whose_log_is_parsed(

@@ -51,7 +51,10 @@ from distkpi.domain.contracts import (
     NodeManifest,
     describe_errors,
 )
-from distkpi.domain.logs.filesummary import ENGINE_VERSION, PARSED_KINDS
+from distkpi.domain.logs.engineversion import engine_version
+from distkpi.domain.logs.filesummary import PARSED_KINDS
+from distkpi.domain.logs.logformats import DEFAULT_SETTINGS, ParseSettings
+from distkpi.domain.logs.parsesettings import settings_digest
 from distkpi.domain.planning import jobenv
 from distkpi.domain.signing import HashingReader, seal
 from distkpi.exceptions import ContractError, StorageError
@@ -135,7 +138,9 @@ class Upload:
     # is not)
     expires: bool = True
 
-    def send(self, store: S3RunStore, key: str) -> dict[str, Any]:
+    def send(
+        self, store: S3RunStore, key: str, settings: ParseSettings = DEFAULT_SETTINGS
+    ) -> dict[str, Any]:
         """Upload it, and what the manifest says of it: the sha256 of exactly the bytes
         that were sent, read to the end, and, for a log or GPU samples (within
         MAX_LOG_BYTES), the KPI engine's summary of those bytes (node/summaries.py).
@@ -145,7 +150,7 @@ class Upload:
             if self.kind in PARSED_KINDS:
                 data = f.read()
                 store.upload_stream(io.BytesIO(data), key, expires=self.expires)
-                return entry | describe(io.BytesIO(data), self.kind)
+                return entry | describe(io.BytesIO(data), self.kind, settings)
             size = os.fstat(f.fileno()).st_size
             with HashingReader(f) as stream:
                 store.upload_stream(stream, key, expires=self.expires)
@@ -280,6 +285,8 @@ class NodeRunner:
     # a paired run's base arm, in a sandbox and as a user of its own when the code has a
     # uid of its own: with the descriptor of its sandbox opened before the code ran
     base_arm: list[tuple[Sandbox, int]] = field(default_factory=list, init=False)
+    # how its logs are summarised (the run's parse settings, read with the job environment)
+    parse: ParseSettings = field(default=DEFAULT_SETTINGS, init=False)
 
     def run(self) -> int:
         place = Place.from_env(self.env)
@@ -293,6 +300,7 @@ class NodeRunner:
         except NodeProblem as garbled:
             settings = garbled
         read = settings if isinstance(settings, NodeSettings) else None
+        self.parse = read.parse if read else DEFAULT_SETTINGS
         workdir = read.workdir if read else None
         work = Path(workdir or tempfile.mkdtemp(prefix="distkpi-node-"))
         started = self.clock()
@@ -330,6 +338,7 @@ class NodeRunner:
         if notes and report.problem is None:
             report.problem = "; ".join(notes)
         manifest = self._manifest(place, report, self.clock() - started, hardware)
+        manifest |= self._summary_settings()
         key = read.signing_key if read else None
         self._upload(store, config_key, place, uploads, manifest, key=key, sent=report.sent)
         report.exit_code = manifest["exit_code"]
@@ -599,11 +608,17 @@ class NodeRunner:
             "started_at": began,
             "finished_at": _now(),
             "files": entries,
-            "engine_version": ENGINE_VERSION,
+            "engine_version": engine_version(),
+            **self._summary_settings(),
         }
         look = seal(one.settings.signing_key, as_contract(fields))
         key = look_manifest_key(one.config_key, pair, one.place.index)
         one.store.put_bytes(key, json.dumps(look).encode())
+
+    def _summary_settings(self) -> dict[str, str]:
+        """What a manifest says of the settings its summaries were made with."""
+        digest = settings_digest(self.parse)
+        return {} if digest is None else {"summary_settings": digest}
 
     @staticmethod
     def _manifest(
@@ -623,7 +638,7 @@ class NodeRunner:
             "wall_s": round(wall_s, 3),
             "setup_s": round(report.setup_s, 3),
             "hardware": hardware.to_json(),
-            "engine_version": ENGINE_VERSION,
+            "engine_version": engine_version(),
         }
         if report.problem:
             manifest["problem"] = _problem(report.problem)
@@ -662,7 +677,7 @@ class NodeRunner:
         for upload in uploads:
             try:
                 cut = cap_file(upload.local, MAX_LOG_BYTES) if upload.kind != "file" else None
-                entry = upload.send(store, config_key + upload.path)
+                entry = upload.send(store, config_key + upload.path, self.parse)
             except UnsafeFile:  # checked before (find_left); nothing of the code runs now
                 continue
             except (StorageError, OSError) as exc:

@@ -10,7 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from distkpi.domain.logs.logformats import DEFAULT_SETTINGS, ParseSettings
+from distkpi.domain.logs.parsesettings import settings_from_json
 from distkpi.domain.planning import jobenv
+from distkpi.exceptions import ContractError
 from distkpi_cli.node.hardening import MAX_CODE_TASKS
 from distkpi_cli.node.paired import PairedPlan
 from distkpi_cli.node.source import NodeProblem
@@ -33,6 +36,8 @@ class NodeSettings:
     paired: PairedPlan | None  # whether the run is paired is decided here, and only here
     # a diagnosis job's: each run writes its traces to DISTKPI_PROFILE_DIR for this many steps
     profile_steps: int | None = None
+    # how its logs are summarised: the run's parse settings (the engine's defaults if none)
+    parse: ParseSettings = DEFAULT_SETTINGS
 
     DEFAULT_NODE_WAIT_S: ClassVar[float] = 900
 
@@ -54,6 +59,7 @@ class NodeSettings:
             signing_key=env.get(jobenv.MANIFEST_KEY) or None,
             paired=PairedPlan.from_env(env),
             profile_steps=_profile_steps(env),
+            parse=_parse_settings(env),
         )
 
 
@@ -65,6 +71,13 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
         return float(text)
     except ValueError as exc:
         raise NodeProblem(f"{name} is not a number of seconds: {text!r}") from exc
+
+
+def _parse_settings(env: Mapping[str, str]) -> ParseSettings:
+    try:
+        return settings_from_json(env.get(jobenv.PARSE_SETTINGS))
+    except ContractError as exc:
+        raise NodeProblem(f"{jobenv.PARSE_SETTINGS}: {exc}") from exc
 
 
 def _profile_steps(env: Mapping[str, str]) -> int | None:

@@ -39,6 +39,8 @@ COMMAND = "DISTKPI_COMMAND"
 COMMAND_TIMEOUT_S = "DISTKPI_COMMAND_TIMEOUT_S"
 # the launcher's, when they apply
 GOLDEN = "DISTKPI_GOLDEN"
+# how the node summarises logs where the suite reads them its own way (domain/parse_settings.py)
+PARSE_SETTINGS = "DISTKPI_PARSE_SETTINGS"
 EPOCHS = "DISTKPI_EPOCHS"
 BASE_SHA = "DISTKPI_BASE_SHA"
 PAIRED = "DISTKPI_PAIRED"
@@ -114,6 +116,8 @@ class JobEnvironment:
     paired: PairedVariables | None = None
     profile_steps: int | None = None
     manifest_key: str | None = None
+    # the run's parse settings as JSON, where they are not the engine's defaults
+    parse_settings: str | None = None
 
     def variables(self) -> dict[str, str]:
         """The job's variables, each name and value as the table in
@@ -147,4 +151,6 @@ class JobEnvironment:
             env[PROFILE_STEPS] = str(self.profile_steps)
         if self.manifest_key is not None:
             env[MANIFEST_KEY] = self.manifest_key
+        if self.parse_settings is not None:
+            env[PARSE_SETTINGS] = self.parse_settings
         return env

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from distkpi.domain.contracts import (
 from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.judging.settings import PairedSettings
 from distkpi.domain.layout import config_prefix
+from distkpi.domain.parse_settings import settings_json
 from distkpi.domain.planning.jobenv import JobEnvironment, PairedVariables
 from distkpi.domain.planning.sizing import Fleet, NodeRequest, Refusal, place
 from distkpi.domain.planning.suites import Suite
@@ -108,6 +110,13 @@ def run_spec_for(
             ),
         }
     )
+
+
+def _parse_settings(run: RunSpec) -> str | None:
+    """DISTKPI_PARSE_SETTINGS: how the node summarises the run's logs, where the suite reads
+    them its own way (else the node's defaults are the run's)."""
+    data = settings_json(run.accuracy_direction, run.warmup_reports, run.metrics)
+    return None if data is None else json.dumps(data, sort_keys=True)
 
 
 def diagnosis_run_id(run_id: str, *, culprit: bool = False) -> str:
@@ -272,6 +281,7 @@ def plan_jobs(
             else PairedVariables(run.paired.base_sha, run.paired.max_pairs, run.paired.warmup),
             profile_steps=None if run.diagnosis is None else run.diagnosis.steps,
             manifest_key=(manifest_keys or {}).get(spec.name),
+            parse_settings=_parse_settings(run),
         ).variables()
         plans.append(
             JobPlan(

@@ -240,6 +240,11 @@ class Suite(BaseModel):
             )
         return configs
 
+    def runs_on_schedule(self) -> bool:
+        """Whether a config of it names `schedule` in its `when:` (a schedule starts no suite
+        that would measure only its base config)."""
+        return any(c.when is not None and "schedule" in c.when for c in self.configs)
+
     def for_event(self, event: str, labels: Iterable[str] = ()) -> Suite:
         """The suite with only the configs that run on ``event`` (the first, every other's
         base, always does)."""
