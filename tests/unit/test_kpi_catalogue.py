@@ -152,3 +152,58 @@ def test_a_kpi_added_to_the_catalogue_alone_is_measured_shown_and_judged(tmp_pat
     judged = json.loads(_distkpi("judge", str(EXAMPLE), "--history", str(many), "--json"))
     verdicts = {j["config"]: j["verdict"] for j in judged if j["kpi"] == "evaluations"}
     assert verdicts == dict.fromkeys(counts, "regressed")
+
+
+# a KPI of its own and the reader that measures it, added to the catalogue and the registry
+# alone: the reader emits a named observation (the prefetch queue's depth every Paddle data
+# reader logs), the summary folds it in by that name, the catalogue's measure reads it back
+FAKE_READER = """
+import re
+import sys
+from distkpi.domain.kpis import catalogue, measuring
+from distkpi.domain.logs import registry
+from distkpi.domain.logs.logsummary import LogSummary, Observation, Per
+from distkpi.domain.logs.readers.base import Reader
+
+DEPTH = re.compile(r"prefetch queue depth (\\d++)")
+
+def prefetch_depth(line: str, out: LogSummary) -> bool:
+    m = DEPTH.search(line)
+    if m is None:
+        return False
+    out.observe(Observation("prefetch_depth", float(m.group(1)), "batches", per=Per.PROCESS))
+    return True
+
+registry.REGISTRY = registry.Registry(
+    (*registry.READERS, Reader("prefetch", (b"prefetch queue depth",), prefetch_depth))
+)
+catalogue.CATALOGUE = (
+    *catalogue.CATALOGUE,
+    catalogue.Kpi(
+        "prefetch_depth", "batches", "prefetch queue depth", "prefetch", ".0f", True,
+        log_scale=False, measure=measuring.observed("prefetch_depth"),
+    ),
+)
+from distkpi_cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_kpi_and_its_reader_added_to_the_catalogue_and_registry_alone_are_measured() -> None:
+    # Given the seed's run folder, whose trainer logs each say `prefetch queue depth 4`
+    done = subprocess.run(
+        [sys.executable, "-c", FAKE_READER, "kpis", str(EXAMPLE), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    configs = json.loads(done.stdout)["configs"]
+    # Then each config's figure is its trainers' observations combined by what they count
+    # (one process's depth each, summed over its trainer logs)
+    trainers = {c: len(list((EXAMPLE / c / "logs").glob("trainer-*.log"))) for c in configs}
+    assert {c: v["prefetch_depth"] for c, v in configs.items()} == {
+        c: 4.0 * n for c, n in trainers.items()
+    }
+    assert trainers == {"1x1": 1, "1x8": 1, "2x8-4ps": 2, "4x8-8ps": 4}

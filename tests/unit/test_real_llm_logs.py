@@ -27,6 +27,9 @@ from typing import Any
 
 import pytest
 
+from distkpi.domain.accuracy import Direction
+from distkpi.domain.judging.history import run_direction
+from distkpi.domain.kpis.engine import ConfigKpis
 from distkpi.domain.kpis.golden import GoldenCurve, GoldenSeries, parse_golden
 from distkpi.domain.kpis.runfolder import compute_run_kpis
 from distkpi.domain.logs.logformats import parse_log
@@ -189,6 +192,29 @@ def test_each_mlperf_llm_log_gives_its_time_to_train_without_a_stated_direction(
     cfg = compute_run_kpis(LocalRunSource(run)).configs[0]
     assert cfg.status == "ok", cfg.problems
     _assert_close(cfg.time_to_accuracy_s, entry["value"], entry["tolerance_rel"])
+
+
+def test_a_run_whose_mlperf_llm_log_fixes_the_direction_is_judged_in_it(tmp_path: Path) -> None:
+    """run.json states no direction; Llama 2 70B LoRA's log names its benchmark, whose
+    quality metric (eval loss) is lower-is-better: the run, not only its config, says so,
+    and judges test_accuracy that way (a falling loss is no regression)."""
+    every = json.loads((ROOT / "tests" / "data" / "real" / "expected.json").read_text())
+    logs = [
+        REAL / e["path"]
+        for e in every
+        if e["kpi"] == "time_to_accuracy_s" and "llama2_70b_lora" in e["path"]
+    ]
+    log = next((p for p in logs if p.is_file()), None)
+    if log is None:
+        pytest.skip(f"no Llama 2 70B LoRA log in {REAL} yet (see tests/data/real/README.md)")
+    run = _run_without_direction(tmp_path / "run", log, MLPERF_TARGETS["llama2_70b_lora"])
+    kpis = compute_run_kpis(LocalRunSource(run))
+    assert kpis.configs[0].quality_direction is Direction.LOWER
+    assert kpis.accuracy_direction is Direction.LOWER
+    assert kpis.to_json()["accuracy_direction"] == "lower"
+    assert run_direction(kpis, "test_accuracy") is False
+    stored = ConfigKpis.from_record(kpis.configs[0].to_record())
+    assert stored.quality_direction is Direction.LOWER
 
 
 def test_the_expected_llm_numbers_cover_every_family_and_kpi() -> None:

@@ -20,6 +20,7 @@ from distkpi.domain.kpis.engine import (
     ConfigStatus,
     RunKpis,
     against_base,
+    run_quality_direction,
     without_kpis,
 )
 
@@ -89,4 +90,5 @@ def combine(spec: RunSpec, runs: Sequence[Mapping[str, ConfigKpis]]) -> RunKpis:
                 },
             )
         configs.append(judged)
-    return RunKpis(spec.run_id, spec.model, base_spec.name, tuple(configs), spec.accuracy_direction)
+    direction = run_quality_direction(spec, configs)
+    return RunKpis(spec.run_id, spec.model, base_spec.name, tuple(configs), direction)

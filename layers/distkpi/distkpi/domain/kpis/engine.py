@@ -129,6 +129,9 @@ class ConfigKpis:
     beyond_limits: tuple[str, ...] = ()
     # its parallel layout where the suite states it (ConfigSpec.layout: tp, pp, dp, ...)
     layout: Mapping[str, int] = field(default_factory=dict)
+    # the direction a trainer's log fixes for the run's quality metric where run.json states
+    # none (MLPerf's submission_benchmark); None: the run's own
+    quality_direction: Direction | None = None
 
     @property
     def aligned(self) -> bool | None:
@@ -186,6 +189,7 @@ class ConfigKpis:
             "loss_curve": {str(step): loss for step, loss in self.loss_curve.items()},
             "run_values": {kpi: list(values) for kpi, values in self.run_values.items()},
             "pairs": [p.to_record() for p in self.pairs],
+            "quality_direction": self.quality_direction and self.quality_direction.value,
         }
 
     @classmethod
@@ -224,6 +228,11 @@ class ConfigKpis:
                 for kpi, values in (data.get("run_values") or {}).items()
             },
             pairs=tuple(PairKpis.from_record(p, str(data["name"])) for p in data.get("pairs", ())),
+            quality_direction=(
+                None
+                if data.get("quality_direction") is None
+                else Direction(data["quality_direction"])
+            ),
         )
 
 
@@ -238,9 +247,25 @@ class PairKpis:
     pair: int
     a: ConfigKpis
     b: ConfigKpis
+    # a suite with an alignment: whether B's training loss curve is A's (the same steps,
+    # within the suite's max_rel_diff from its from_step), the largest relative difference
+    # and its step (arms_loss_alignment); None: not measured
+    aligned: bool | None = None
+    loss_alignment: float | None = None
+    loss_alignment_step: int | None = None
+
+    def _alignment(self) -> dict[str, Any]:
+        if self.aligned is None:
+            return {}
+        return {
+            "aligned": self.aligned,
+            "loss_alignment": self.loss_alignment,
+            "loss_alignment_step": self.loss_alignment_step,
+        }
 
     def to_json(self) -> dict[str, Any]:
-        return {"pair": self.pair, "a": self.a.to_json(), "b": self.b.to_json()}
+        arms = {"a": self.a.to_json(), "b": self.b.to_json()}
+        return {"pair": self.pair, **self._alignment(), **arms}
 
     def to_record(self) -> dict[str, Any]:
         """Without the arms' within-run samples and loss curves: a paired config is judged by
@@ -249,12 +274,23 @@ class PairKpis:
             arm: getattr(self, arm).to_record() | {"throughput_samples": [], "loss_curve": {}}
             for arm in "ab"
         }
-        return {"pair": self.pair, **arms}
+        return {"pair": self.pair, **self._alignment(), **arms}
 
     @classmethod
     def from_record(cls, data: Mapping[str, Any], name: str) -> PairKpis:
-        arms = [ConfigKpis.from_record({"name": name, **data[arm]}) for arm in ("a", "b")]
-        return cls(int(data["pair"]), *arms)
+        a, b = (ConfigKpis.from_record({"name": name, **data[arm]}) for arm in ("a", "b"))
+        aligned, diff, step = (data.get(k) for k in _PAIR_ALIGNMENT)
+        return cls(
+            int(data["pair"]),
+            a,
+            b,
+            aligned=None if aligned is None else bool(aligned),
+            loss_alignment=None if diff is None else float(diff),
+            loss_alignment_step=None if step is None else int(step),
+        )
+
+
+_PAIR_ALIGNMENT = ("aligned", "loss_alignment", "loss_alignment_step")
 
 
 def _parts(value: Any) -> dict[str, float] | None:
@@ -662,9 +698,11 @@ def config_kpis(
     crashes = [_crashed(log) for log in evidence.logs if log.summary.crash is not None]
     if crashes:  # even when its node exited 0, as Paddle's legacy launcher does
         status = ConfigStatus.FAILED
+    stated_direction = direction
     direction, direction_problems, misdirected = _quality_direction(
         trainers, direction, run, target_accuracy
     )
+    fixed_by_log = direction is not stated_direction
     if misdirected:
         status = ConfigStatus.FAILED
     hardware, hardware_problems = _hardware(evidence)
@@ -725,6 +763,7 @@ def config_kpis(
         diverged=diverged,
         loss_curve=_loss_curve(trainers),
         layout=spec.layout,
+        quality_direction=direction if fixed_by_log else None,
     )
     return _against_golden(kpis, evidence.golden)
 
@@ -833,10 +872,21 @@ def run_kpis(run: RunSpec, configs: Mapping[str, ConfigKpis]) -> RunKpis:
         run.model,
         base_spec.name,
         tuple(out),
-        run.accuracy_direction,
+        run_quality_direction(run, out),
         run.sha if paired else None,
         paired.base_sha if paired else None,
     )
+
+
+def run_quality_direction(run: RunSpec, configs: Sequence[ConfigKpis]) -> Direction:
+    """How the run's quality metric improves: run.json's where it states one, else the one a
+    config's logs fix (MLPerf's benchmark; the base config's first), else run.json's default."""
+    if run.direction_stated:
+        return run.accuracy_direction
+    base = run.base_config.name
+    ordered = sorted(configs, key=lambda c: c.name != base)
+    fixed = next((c.quality_direction for c in ordered if c.quality_direction), None)
+    return fixed or run.accuracy_direction
 
 
 def pairs_against_base(
@@ -852,9 +902,7 @@ def pairs_against_base(
         other = base_pairs.get(pair)
         return against_base(own, getattr(other, name) if other else None, base_spec)
 
-    pairs = tuple(
-        PairKpis(p.pair, arm(p.a, p.pair, "a"), arm(p.b, p.pair, "b")) for p in kpis.pairs
-    )
+    pairs = tuple(replace(p, a=arm(p.a, p.pair, "a"), b=arm(p.b, p.pair, "b")) for p in kpis.pairs)
     return replace(kpis, pairs=pairs)
 
 
@@ -868,6 +916,38 @@ def loss_alignment(
         return None
     worst = max(steps, key=lambda s: abs(curve[s] - base[s]) / abs(base[s]))
     return abs(curve[worst] - base[worst]) / abs(base[worst]), worst
+
+
+def arms_loss_alignment(pair: PairKpis, alignment: Alignment) -> tuple[PairKpis, str | None]:
+    """Whether a paired config's arms give the same training loss curve: B's against A's, as
+    a config's against the base config's, and at the same steps from ``alignment.from_step``
+    (a head that logs other steps does not train the same way); the pair with it measured,
+    and the problem when they do not (or when no step is in both)."""
+    a, b = pair.a.loss_curve, pair.b.loss_curve
+    if not a or not b:
+        return pair, None
+    start = alignment.from_step
+    only_a = sorted(s for s in a if s >= start and s not in b)
+    only_b = sorted(s for s in b if s >= start and s not in a)
+    found = loss_alignment(b, a, alignment)
+    if found is None:
+        why = f"pair {pair.pair}: loss alignment of B against A unknown: no step from {start} "
+        return pair, why + "in both arms' loss curves"
+    diff, step = found
+    aligned = not only_a and not only_b and diff <= alignment.max_rel_diff
+    measured = replace(pair, aligned=aligned, loss_alignment=diff, loss_alignment_step=step)
+    if only_a or only_b:
+        first = min(only_a + only_b)
+        return measured, (
+            f"pair {pair.pair}: B's loss curve is not at A's steps: {len(only_b)} step(s) only "
+            f"B reported, {len(only_a)} only A, the first {first} (from step {start})"
+        )
+    if not aligned:
+        return measured, (
+            f"pair {pair.pair}: B's loss curve {diff:.2%} from A's at step {step} "
+            f"({b[step]:.6g} vs {a[step]:.6g}), beyond {alignment.max_rel_diff:.2%}"
+        )
+    return measured, None
 
 
 def _aligned(kpis: ConfigKpis, base: ConfigKpis | None, alignment: Alignment | None) -> ConfigKpis:

@@ -20,7 +20,7 @@ per config from its trainers' summaries and the run's training settings:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -220,6 +220,24 @@ def _loss_target(m: Measuring) -> LossTarget:
         why = f"time to the target loss unknown: step {reached} reached it, but no step is timed"
         return LossTarget(reached, None, True, (why,))
     return LossTarget(reached, reached * averages.fmean(times), True)
+
+
+def observed(name: str) -> Callable[[Measuring], float | None]:
+    """The measure of a KPI that a reader of its own observes as ``name`` (kept in each
+    summary's ``observed``): the trainers' means combined as throughput's are, by what they
+    count; None when none observed it or they count it differently."""
+
+    def measure(m: Measuring) -> float | None:
+        reports = [
+            (rank, mean, running.per)
+            for rank, s in m.trainers
+            if (running := s.observed.get(name)) is not None and (mean := running.mean) is not None
+        ]
+        if not reports or len({per for _, _, per in reports}) > 1:
+            return None
+        return _combined(m.spec, reports)
+
+    return measure
 
 
 def steps_to_target(m: Measuring) -> float | None:

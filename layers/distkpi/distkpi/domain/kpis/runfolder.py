@@ -35,13 +35,14 @@ from distkpi.domain.kpis.engine import (
     ParsedGpuMemory,
     ParsedLog,
     RunKpis,
+    arms_loss_alignment,
     config_kpis,
     run_kpis,
 )
 from distkpi.domain.kpis.golden import parse_golden
 from distkpi.domain.layout import ARMS, DIAGNOSIS, arm_prefix, pair_prefix
+from distkpi.domain.logs.engineversion import engine_version
 from distkpi.domain.logs.filesummary import (
-    ENGINE_VERSION,
     PARSED_KINDS,
     Summary,
     summarize,
@@ -49,6 +50,7 @@ from distkpi.domain.logs.filesummary import (
 )
 from distkpi.domain.logs.logformats import DEFAULT_SETTINGS, ParseSettings
 from distkpi.domain.logs.logsummary import LogSummary
+from distkpi.domain.logs.parsesettings import settings_digest
 from distkpi.domain.signing import HashingReader, Unsealed, unseal
 from distkpi.exceptions import ContractError, NotFoundError, RunFolderError, StorageError
 
@@ -277,9 +279,13 @@ class Reading:
     settings: ParseSettings = DEFAULT_SETTINGS
 
 
-# why a suite with patterns, a direction or a warm-up of its own has its logs parsed by the
-# collector: its design, not a problem, and said only where the logs were left unread
-OWN_WAY = "the suite reads its logs its own way (direction, warm-up or patterns)"
+# why a node's summaries of a suite with patterns, a direction or a warm-up of its own are
+# not used: its manifest names no digest of those settings, or another (a node image older
+# than DISTKPI_PARSE_SETTINGS); the collector parses its logs, said only where left unread
+OWN_WAY = (
+    "the manifest's summaries were not made with the suite's own parse settings "
+    "(direction, warm-up or patterns)"
+)
 
 
 def _why_not_summaries(manifest: NodeManifest, reading: Reading) -> str | None:
@@ -288,12 +294,12 @@ def _why_not_summaries(manifest: NodeManifest, reading: Reading) -> str | None:
         return "no key to verify the manifest's summaries with"
     if manifest.engine_version is None:
         return "no file summaries in the manifest (an older image?)"
-    if reading.settings != DEFAULT_SETTINGS:
+    if manifest.summary_settings != settings_digest(reading.settings):
         return OWN_WAY
-    if manifest.engine_version != ENGINE_VERSION:
+    if manifest.engine_version != engine_version():
         return (
             f"the manifest's summaries are of engine version {manifest.engine_version}, "
-            f"not {ENGINE_VERSION}"
+            f"not {engine_version()}"
         )
     return None
 
@@ -510,8 +516,15 @@ def paired_config_kpis(evidence: ConfigEvidence, run: RunSpec) -> ConfigKpis:
     )
     if not pairs:
         return replace(whole, problems=(*whole.problems, "no pair of runs completed"))
+    arms: list[str] = []
+    if run.alignment is not None:
+        measured = [arms_loss_alignment(pair, run.alignment) for pair in pairs]
+        pairs = tuple(pair for pair, _ in measured)
+        arms = [why for _, why in measured if why is not None]
     heads = merged_runs([pair.b for pair in pairs])
-    problems = tuple(dict.fromkeys((*evidence.problems, *(p for x in pairs for p in x.b.problems))))
+    problems = tuple(
+        dict.fromkeys((*evidence.problems, *(p for x in pairs for p in x.b.problems), *arms))
+    )
     return replace(
         heads,
         status=whole.status if whole.status is not ConfigStatus.OK else heads.status,
