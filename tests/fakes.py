@@ -130,6 +130,16 @@ class FakeRuns:
                 self._update_config(run_id, config, looks={**record.looks, pair: dict(decision)})
             return self._configs[run_id][config].looks[pair]
 
+    def add_look_arrival(self, run_id: str, config: str, pair: int, node: int) -> ConfigRecord:
+        with self._lock:
+            record = self.config(run_id, config)
+            if record is None or not 0 <= node < record.nodes_expected:
+                raise NotFoundError(f"no node {node} of {run_id} {config}")
+            arrived = record.look_arrivals.get(pair, frozenset()) | {node}
+            return self._update_config(
+                run_id, config, look_arrivals={**record.look_arrivals, pair: arrived}
+            )
+
     def add_config_done(self, run_id: str, config: str) -> tuple[int, int]:
         with self._lock:
             run = self._run(run_id)
@@ -431,6 +441,12 @@ class FakeLauncher:
         self.submitted[job_id] = plan
         return job_id, {"jobName": job_id}
 
+    def find(self, plan: JobPlan) -> tuple[str, dict[str, Any]] | None:
+        for job_id, submitted in self.submitted.items():
+            if (submitted.run_id, submitted.config) == (plan.run_id, plan.config):
+                return job_id, {"jobName": job_id}
+        return None
+
     def terminate(self, job_id: str, reason: str) -> None:
         self.terminated[job_id] = reason
 
@@ -455,6 +471,8 @@ class FakeGitHub:
         # files of the repository at a commit: (path, ref) -> text
         self.files: dict[tuple[str, str], str] = {}
         self.permissions: dict[str, str] = {}  # login -> role (read when not set)
+        # each repository's default branch and the commit at its head
+        self.heads: dict[str, tuple[str, str]] = {}
 
     def _answer(self) -> None:
         if self.down:
@@ -486,6 +504,13 @@ class FakeGitHub:
         if sha not in self.parents:
             raise GitHubError("GitHub answered 404 to GET for the commit")
         return self.parents[sha]
+
+    def default_branch_head(self, repo: str) -> tuple[str, str]:
+        self.asked.append(f"head {repo}")
+        self._answer()
+        if repo not in self.heads:
+            raise GitHubError(f"GitHub answered 404 to GET for {repo}")
+        return self.heads[repo]
 
     def remove_label(self, repo: str, number: int, label: str) -> None:
         self._answer()

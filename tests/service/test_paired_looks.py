@@ -25,6 +25,7 @@ from distkpi.exceptions import NotFoundError
 from distkpi.services.looks import PairedLooks
 from distkpi_cli.node.summaries import describe
 from tests.conftest import trainer_log
+from tests.fakes import FakeRunSource
 from tests.service.pipeline import GPU_SAMPLES, THROUGHPUT, Pipeline, node_manifest, start
 
 BASE_SHA = "1" * 40
@@ -116,7 +117,7 @@ class Job:
             })  # fmt: skip
             key = f"{config_prefix(self.run_id, self.config)}pair-{pair}/node-{node}.json"
             self.pipeline.store.put_bytes(key, json.dumps(sign(self.key, look)).encode())
-            decisions.append(self.looks.on_look_manifest(self.run_id, self.config, pair))
+            decisions.append(self.looks.on_look_manifest(self.run_id, self.config, pair, node))
         assert all(d is None for d in decisions[:-1])  # only when every node's is in
         if pair == 4:  # the last pair: nobody waits, nothing is decided
             assert decisions[-1] is None
@@ -196,7 +197,7 @@ def test_a_look_decided_twice_keeps_the_first_decision() -> None:
     pipeline, looks, run_id = paired_pipeline()
     job = Job(pipeline, looks, run_id, "1x1")
     first = job.pair(1)
-    again = looks.on_look_manifest(run_id, "1x1", 1)
+    again = looks.on_look_manifest(run_id, "1x1", 1, 0)
     assert again is not None and again.decision == first["decision"]
     assert pipeline.runs.config(run_id, "1x1").looks[1]["decision"] == first["decision"]  # type: ignore[union-attr]
 
@@ -207,7 +208,7 @@ def test_a_look_manifest_not_signed_with_the_configs_key_decides_nothing() -> No
     forged = sign("another key", manifest(run_id, "1x1", 0, files, pair=1))
     key = f"{config_prefix(run_id, '1x1')}pair-1/node-0.json"
     pipeline.store.put_bytes(key, json.dumps(forged).encode())
-    assert looks.on_look_manifest(run_id, "1x1", 1) is None
+    assert looks.on_look_manifest(run_id, "1x1", 1, 0) is None
     assert decision_key(run_id, "1x1", 1) not in pipeline.store.objects
 
 
@@ -216,16 +217,16 @@ def test_a_look_manifest_of_an_unpaired_run_or_an_unknown_one_is_refused() -> No
     run_id = start(pipeline)  # the bundled resnet50 suite confirms; it does not pair
     looks = pipeline.looks
     with pytest.raises(NotFoundError, match="no paired config"):
-        looks.on_look_manifest(run_id, "1x1", 1)
+        looks.on_look_manifest(run_id, "1x1", 1, 0)
     with pytest.raises(NotFoundError, match="no run"):
-        looks.on_look_manifest("never-started", "1x1", 1)
+        looks.on_look_manifest("never-started", "1x1", 1, 0)
 
 
 def test_no_look_is_decided_after_the_last_pair_nor_for_a_pair_past_it() -> None:
     pipeline, looks, run_id = paired_pipeline()
     job = Job(pipeline, looks, run_id, "1x1")
     assert job.pair(4) is None  # the last: the nodes go on to their final manifests
-    assert looks.on_look_manifest(run_id, "1x1", 9) is None
+    assert looks.on_look_manifest(run_id, "1x1", 9, 0) is None
 
 
 def test_each_look_manifest_is_read_once_per_look_not_once_per_arrival() -> None:
@@ -252,3 +253,48 @@ def test_each_look_manifest_is_read_once_per_look_not_once_per_arrival() -> None
     job.pair(1)
     looked = [p for p in read if p.startswith("2x8-4ps/pair-1/node-")]
     assert sorted(looked) == [f"2x8-4ps/pair-1/node-{n}.json" for n in range(job.nodes)]
+
+
+def test_a_16_node_look_reads_each_look_manifest_once_and_lists_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a paired run whose 4x8-8ps config is widened to 16 nodes (8 trainers, 8 pservers)
+    pipeline, looks, run_id = paired_pipeline()
+    run = pipeline.runs.get(run_id)
+    assert run is not None
+    wide = [
+        c.model_copy(update={"trainers": 8, "nodes": 16}) if c.name == "4x8-8ps" else c
+        for c in run.spec.configs
+    ]
+    pipeline.runs._runs[run_id] = replace(run, spec=run.spec.model_copy(update={"configs": wide}))
+    record = pipeline.runs.config(run_id, "4x8-8ps")
+    assert record is not None
+    pipeline.runs._configs[run_id]["4x8-8ps"] = replace(record, nodes_expected=16)
+    reads: dict[str, int] = {}
+    lists: list[str] = []
+    opened = FakeRunSource.open
+
+    def counted(self: FakeRunSource, path: str) -> Any:
+        reads[path] = reads.get(path, 0) + 1
+        return opened(self, path)
+
+    monkeypatch.setattr(FakeRunSource, "open", counted)
+    monkeypatch.setattr(FakeRunSource, "list_names", lambda self, folder: lists.append(folder))
+    job = Job(pipeline, looks, run_id, "4x8-8ps")
+    assert job.nodes == 16
+    for pair in (1, 2):
+        reads.clear()
+        # When every node sends its look manifest of the pair (each arrival an event)
+        decided = job.pair(pair)
+        # Then the look is decided once, by the last arrival, having read every look
+        # manifest of the run's pairs so far exactly once, and listed no folder
+        assert decided is not None and decided["pair"] == pair
+        manifests = {p: n for p, n in reads.items() if p.startswith("4x8-8ps/pair-")}
+        assert manifests == {
+            f"4x8-8ps/pair-{p}/node-{n}.json": 1 for p in range(1, pair + 1) for n in range(16)
+        }
+        assert lists == []
+    assert pipeline.runs.config(run_id, "4x8-8ps").look_arrivals == {  # type: ignore[union-attr]
+        1: frozenset(range(16)),
+        2: frozenset(range(16)),
+    }

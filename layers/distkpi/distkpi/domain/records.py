@@ -141,6 +141,8 @@ class ConfigRecord:
     job_id: str | None = None
     # a paired config's decisions after each pair (pair -> LookDecision.to_json())
     looks: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+    # the nodes whose look manifest of each pair has arrived (pair -> nodes)
+    look_arrivals: Mapping[int, frozenset[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

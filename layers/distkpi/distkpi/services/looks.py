@@ -1,7 +1,11 @@
 """A paired config's looks: when every node of it has sent its look manifest after a pair,
 the pair is judged with the run's pairs so far against the paired history, and the decision
 (stop, with pass or fail, or go on) is stored once on the config and written, signed with
-the config's key, where the job's nodes wait for it."""
+the config's key, where the job's nodes wait for it.
+
+Each look manifest's arrival is counted on the config in the table (an atomic, idempotent
+ADD of its node): the manifests of a look are read once, by the arrival that completes it,
+and another config's complete pairs are read off its record; nothing is listed."""
 
 from __future__ import annotations
 
@@ -19,14 +23,13 @@ from distkpi.domain.kpis.runfolder import (
     RunSource,
     config_kpis_of,
     gather_looks,
-    node_index,
     parse_settings,
 )
-from distkpi.domain.layout import decision_key, pair_prefix
+from distkpi.domain.layout import decision_key
 from distkpi.domain.purpose import policy_of
 from distkpi.domain.records import RunRecord
 from distkpi.domain.signing import ManifestKeys, seal
-from distkpi.exceptions import NotFoundError, StorageError
+from distkpi.exceptions import NotFoundError
 from distkpi.services.baseline import baseline_of
 from distkpi.services.ports import Counter, History, RunFolders, Runs, no_metrics
 
@@ -43,10 +46,13 @@ class PairedLooks:
     keys: ManifestKeys
     count: Counter = no_metrics
 
-    def on_look_manifest(self, run_id: str, config: str, pair: int) -> LookDecision | None:
-        """A node's look manifest after ``pair`` landed: the decision once every node's is
-        in and verified (None before, or after the run's last pair, when nobody waits);
-        NotFoundError when it is no pair of a paired config of a known run."""
+    def on_look_manifest(
+        self, run_id: str, config: str, pair: int, node: int
+    ) -> LookDecision | None:
+        """Node ``node``'s look manifest after ``pair`` landed: the decision once every
+        node's is in and verified (None before, or after the run's last pair, when nobody
+        waits); NotFoundError when it is no pair of a paired config of a known run, or no
+        node of it."""
         run = self.runs.get(run_id)
         if run is None:
             raise NotFoundError(f"no run {run_id}")
@@ -55,10 +61,10 @@ class PairedLooks:
             raise NotFoundError(f"{config} of run {run_id} is no paired config")
         if not 1 <= pair < spec.paired.max_pairs:
             return None
-        # every node's look manifest listed before any is read: N arrivals cost N lists
-        # and one reading of the look's manifests, not N readings of them all
+        # N arrivals cost N counts in the table and one reading of the look's manifests
         nodes = spec.config(config).nodes
-        if missing := sorted(set(range(nodes)) - self._reported(spec.run_id, config, pair)):
+        arrived = self.runs.add_look_arrival(run_id, config, pair, node).look_arrivals
+        if missing := sorted(set(range(nodes)) - arrived.get(pair, frozenset())):
             waiting = {n: f"node {n} has not reported pair {pair}" for n in missing}
             logger.info(
                 "look not complete", run_id=run_id, config=config, pair=pair, waiting=waiting
@@ -120,22 +126,17 @@ class PairedLooks:
         return stored
 
     def _complete_pairs(self, spec: RunSpec, config: ConfigSpec) -> int:
-        """How many pairs every node of another config has sent its look manifest of."""
+        """How many pairs every node of another config has sent its look manifest of (its
+        arrivals as counted in the table)."""
+        record = self.runs.config(spec.run_id, config.name)
+        arrived = record.look_arrivals if record is not None else {}
         pairs = 0
         assert spec.paired is not None
         for pair in range(1, spec.paired.max_pairs + 1):
-            if not set(range(config.nodes)) <= self._reported(spec.run_id, config.name, pair):
+            if not set(range(config.nodes)) <= arrived.get(pair, frozenset()):
                 break
             pairs = pair
         return pairs
-
-    def _reported(self, run_id: str, config: str, pair: int) -> set[int]:
-        """The nodes whose look manifest of ``pair`` is listed (none when listing fails)."""
-        try:
-            names = self._source(run_id).list_names(f"{config}/{pair_prefix(pair)}".rstrip("/"))
-        except StorageError:
-            return set()
-        return {n for n in map(node_index, names) if n is not None}
 
     def _source(self, run_id: str) -> RunSource:
         return self.store.run(run_id)

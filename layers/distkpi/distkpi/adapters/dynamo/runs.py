@@ -120,10 +120,16 @@ def config_record(item: Mapping[str, Any]) -> ConfigRecord:
             for name, value in item.items()
             if name.startswith(LOOK) and name.removeprefix(LOOK).isdigit()
         },
+        look_arrivals={
+            int(name.removeprefix(ARRIVED)): frozenset(int(n) for n in value)
+            for name, value in item.items()
+            if name.startswith(ARRIVED) and name.removeprefix(ARRIVED).isdigit()
+        },
     )
 
 
 LOOK = "look_"  # a paired config's decision after pair p is its attribute look_<p>
+ARRIVED = "arrived_"  # the nodes whose look manifest of pair p arrived: a number set
 
 
 class RunRepository:
@@ -245,6 +251,14 @@ class RunRepository:
         if record is None or pair not in record.looks:
             raise NotFoundError(f"no config {config} of run {run_id}")
         return record.looks[pair]
+
+    def add_look_arrival(self, run_id: str, config: str, pair: int, node: int) -> ConfigRecord:
+        """Record that a node's look manifest of ``pair`` arrived (an atomic, idempotent
+        ADD: a redelivered event counts once); the config after it. NotFoundError for a
+        config that does not exist or has no such node."""
+        key = keys.config(run_id, config)
+        item = self._add_member(key, f"{ARRIVED}{pair}", node, below=("nodes_expected", node))
+        return config_record(item)
 
     def add_config_done(self, run_id: str, config: str) -> tuple[int, int]:
         """Record that a config settled (idempotent); (configs done, configs in the run)."""

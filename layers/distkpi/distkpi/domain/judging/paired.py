@@ -61,6 +61,7 @@ from distkpi.domain.judging.settings import (
     more_is_better,
 )
 from distkpi.domain.judging.statistics import (
+    BEYOND_LIMIT,
     NOT_REPORTED,
     SCALING,
     Judgement,
@@ -294,7 +295,7 @@ def _family_pvalues(view: _View, evidence: Sequence[_Evidence]) -> dict[Family, 
     pvalues: dict[Family, float] = {}
     listed = listed_kpis(view.run, view.settings)
     for config in view.run.configs:  # also those not ok: not yet reported, or broken
-        for kpi in (k for k in enforced if k in listed):
+        for kpi in (k for k in enforced if k in listed and not catalogue.kpi(k).limited):
             e = found.get((config.name, kpi))
             if not _applicable(config, kpi, view.run) or (e is not None and _untested(e)):
                 continue
@@ -482,7 +483,36 @@ def _by_test(e: _Evidence, view: _View, levels: _Levels) -> _Judged:
     return _Judged(judgement, fails=verdict is KpiVerdict.REGRESSED, in_doubt=doubt)
 
 
+def _arms_alignment(e: _Evidence, view: _View) -> _Judged | None:
+    """loss_alignment of a paired config whose pairs measured it: whether B's training loss
+    curve is A's in every pair the look sees (PairKpis.aligned), as the unpaired alignment
+    judges a config's curve against the base config's, by the suite's limit and not by a
+    test; None where no pair measured it."""
+    measured = [p for p in view.pairs(e.config) if p.aligned is not None]
+    if e.kpi != "loss_alignment" or not measured:
+        return None
+    worst = max(measured, key=lambda p: p.loss_alignment or 0.0)
+    apart = [p.pair for p in measured if not p.aligned]
+    enforced = e.kpi in view.settings.enforced
+    if not enforced:
+        verdict = KpiVerdict.NOT_ENFORCED
+    else:
+        verdict = KpiVerdict.REGRESSED if apart else KpiVerdict.PASS
+    why = (
+        f"paired: B's loss curve against A's in {len(measured)} pair(s), at most "
+        f"{worst.loss_alignment:.2%} (pair {worst.pair}, step {worst.loss_alignment_step})"
+    )
+    if apart:
+        why += f"; not the same curve in pair(s) {', '.join(map(str, apart))}: {BEYOND_LIMIT}"
+    judgement = Judgement(
+        e.config.name, e.kpi, worst.loss_alignment, None, None, None, verdict, why, len(measured)
+    )
+    return _Judged(judgement, fails=verdict is KpiVerdict.REGRESSED)
+
+
 def _judge(e: _Evidence, view: _View, levels: _Levels) -> _Judged:
+    if (arms := _arms_alignment(e, view)) is not None:
+        return arms
     if e.values is None or (not e.values.d and not e.values.b_never_converged):
         return _Judged(_without_pairs(e, view))
     if e.values.b_never_converged:
