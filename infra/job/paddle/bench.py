@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+from profiling import profiled  # this folder's: python runs this file as a script
 
 if TYPE_CHECKING:
     import paddle
@@ -97,25 +98,27 @@ def train(
     )
     mllog("run_start")
     speeds = []
-    for pass_id in range(setting.passes):
-        order = shard[np.random.default_rng(pass_id).permutation(len(shard))]
-        started, seen = time.perf_counter(), 0
-        for first in range(0, len(order) - setting.batch + 1, setting.batch):
-            batch = order[first : first + setting.batch]
-            step(train_x[batch], train_y[batch])
-            seen += len(batch)
-        speed = seen * setting.local_workers / (time.perf_counter() - started)
-        speeds.append(speed)
-        if setting.fail_at == pass_id:
-            raise RuntimeError(f"injected failure after pass {pass_id} (DISTKPI_FAIL_AT_EPOCH)")
-        train_acc = accuracy(train_x[shard[:2000]], train_y[shard[:2000]])
-        test_acc = accuracy(test_x, test_y)
-        print(
-            f"Pass = {pass_id}, Training performance = {speed:.6f} imgs/s, "
-            f"Train accuracy = {train_acc:.6f}, Test accuracy = {test_acc:.6f}",
-            flush=True,
-        )
-        mllog("eval_accuracy", round(test_acc, 6), epoch_num=pass_id)
+    with profiled(setting.rank) as profiler_step:  # a no-op unless DISTKPI_PROFILE_DIR is set
+        for pass_id in range(setting.passes):
+            order = shard[np.random.default_rng(pass_id).permutation(len(shard))]
+            started, seen = time.perf_counter(), 0
+            for first in range(0, len(order) - setting.batch + 1, setting.batch):
+                batch = order[first : first + setting.batch]
+                step(train_x[batch], train_y[batch])
+                profiler_step()
+                seen += len(batch)
+            speed = seen * setting.local_workers / (time.perf_counter() - started)
+            speeds.append(speed)
+            if setting.fail_at == pass_id:
+                raise RuntimeError(f"injected failure after pass {pass_id} (DISTKPI_FAIL_AT_EPOCH)")
+            train_acc = accuracy(train_x[shard[:2000]], train_y[shard[:2000]])
+            test_acc = accuracy(test_x, test_y)
+            print(
+                f"Pass = {pass_id}, Training performance = {speed:.6f} imgs/s, "
+                f"Train accuracy = {train_acc:.6f}, Test accuracy = {test_acc:.6f}",
+                flush=True,
+            )
+            mllog("eval_accuracy", round(test_acc, 6), epoch_num=pass_id)
     steady = speeds[1:] or speeds  # pass 0 warms up
     print(f"kpis\ttrain_speed\t{sum(steady) / len(steady):.6f}", flush=True)
     mllog("run_stop", status="success")

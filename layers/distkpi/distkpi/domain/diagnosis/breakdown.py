@@ -14,7 +14,8 @@ compute, a `gloo:`/`nccl:` collective span or a `c10d::` op (the host calling, o
 in, a collective) communication, a `record_function` region of the user's other host time,
 a DataLoader span (and the ops inside it) data loading. On both, an `rpc_async#...` span
 (a parameter server's pull or push, named as torch.distributed.rpc names its calls; Kineto
-records none itself) is communication."""
+records none itself) is communication. A Paddle trace is reduced by the same code, its
+categories read by `rules` (`Operator` for `cpu_op`, `Dataloader` spans, its annotations)."""
 
 from __future__ import annotations
 
@@ -169,7 +170,7 @@ def _kernel_comm_times(events: Sequence[Event], kernels: Sequence[Event]) -> dic
     launches = {
         e.args.get("correlation"): e
         for e in events
-        if e.cat in ("cuda_runtime", "cuda_driver") and "correlation" in e.args
+        if e.cat in ("cuda_runtime", "cuda_driver", "CudaRuntime") and "correlation" in e.args
     }
     calls: dict[tuple[str, str], list[tuple[float, float, str]]] = defaultdict(list)
     for e in events:
@@ -227,7 +228,7 @@ def _cpu_layers(events: Sequence[Event]) -> dict[str, list[iv.Interval]]:
             or (rules.is_host_op(e) and _is_comm_op(e.name))
         ):
             layers["communication"].append((e.ts, e.end))
-        elif e.cat == "user_annotation" and not (rules.is_step(e) or rules.is_data_loading(e)):
+        elif rules.is_annotation(e) and not (rules.is_step(e) or rules.is_data_loading(e)):
             layers["other"].append((e.ts, e.end))
     return layers
 
@@ -242,7 +243,7 @@ def _cpu_ops(events: Sequence[Event]) -> list[Event]:
     starts = {k: [s for s, _ in v] for k, v in merged.items()}
     ops = []
     for e in events:
-        if not rules.is_host_op(e) or _is_comm_op(e.name):
+        if not rules.is_host_op(e) or _is_comm_op(e.name) or rules.collective_call(e):
             continue
         spans = merged.get((e.pid, e.tid))
         if spans:

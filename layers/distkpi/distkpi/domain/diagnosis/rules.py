@@ -3,7 +3,16 @@
 The kernel patterns are Holistic Trace Analysis' (`hta/common/types.py`:
 `CommunicateKernelGroupingPattern`, `MemoryKernelGroupingPattern`,
 `ComputeKernelGroupingPattern`, `KERNEL_CATEGORY_PATTERN`; `hta/utils/utils.py`:
-`get_kernel_type`), matched the same way (`re.match`, the compute one inverted)."""
+`get_kernel_type`), matched the same way (`re.match`, the compute one inverted).
+
+A Paddle trace (`paddle.profiler`'s Chrome trace, read by `trace.read_trace` with its names'
+`[1.234 ms]` suffix taken off) says the same things in its own categories: `ProfileStep#N`
+steps, `Operator` ops (their `OperatorInner` parts left out, as Kineto's ops' children are
+ops too), a `Dataloader` span per batch fetched, `Forward`/`Backward`/`Optimization` and the
+user's `RecordEvent` regions as annotations, `Kernel`/`Memcpy`/`Memset` on a GPU, and
+communication where its own profiler summary finds it (`profiler_statistic.py`: a
+`Communication` event, or an `Operator` whose name holds `allreduce`, `broadcast` or
+`rpc`, such as `c_allreduce_sum`)."""
 
 from __future__ import annotations
 
@@ -14,6 +23,7 @@ from math import prod
 from distkpi.domain.diagnosis.trace import Event
 
 GPU_CATEGORY = re.compile(r"(kernel)|(gpu_mem.+)|(mtia_ccp_events)")
+PADDLE_DEVICE = frozenset({"Kernel", "Memcpy", "Memset"})
 COMMUNICATION_KERNEL = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
 MEMORY_KERNEL = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
 NOT_COMPUTE_KERNEL = re.compile(
@@ -21,8 +31,16 @@ NOT_COMPUTE_KERNEL = re.compile(
     r"|(^runFunction)|(^hip)|(^job_exe)|(^packet)|(^pe_exe)|(^cpum_exe_subgraph)|(^hccl)"
     r"|(^collective_subgraph_execution)"
 )
-PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)")
+PROFILER_STEP = re.compile(r"^Profiler?Step#(\d+)")  # Kineto's ProfilerStep#, Paddle's ProfileStep#
 DATA_LOADER = re.compile(r"^enumerate\(DataLoader\)#")
+HOST_OPS = frozenset({"cpu_op", "Operator"})
+ANNOTATIONS = frozenset(
+    {"user_annotation", "PythonUserDefined", "UserDefined", "Forward", "Backward",
+     "Optimization", "PythonOp"}
+)  # fmt: skip
+# Paddle's `_CommunicationOpName`; a static graph's op is `c_allreduce_sum`, `c_broadcast`
+PADDLE_COMMUNICATION_OP = re.compile(r"allreduce|broadcast|rpc", re.IGNORECASE)
+PADDLE_OP_PREFIX = re.compile(r"^(c|mp)_")  # c_allreduce_sum, mp_allreduce_sum
 # the host-side span of a collective, as c10d records it: `nccl:all_reduce`, `gloo:broadcast`
 COLLECTIVE_CALL = re.compile(r"^(nccl|gloo|mpi|ucc|hccl|xccl):(\w+)$")
 # torch.distributed.rpc's span of a call, send to answer: `rpc_async#pull(trainer0 -> ps0)`
@@ -45,7 +63,7 @@ class KernelType(StrEnum):
 
 def is_device(event: Event) -> bool:
     """A kernel, memcpy or memset on a GPU stream (HTA's `KERNEL_CATEGORY_PATTERN`)."""
-    return GPU_CATEGORY.match(event.cat) is not None
+    return GPU_CATEGORY.match(event.cat) is not None or event.cat in PADDLE_DEVICE
 
 
 def kernel_type(name: str) -> KernelType:
@@ -68,13 +86,24 @@ def is_step(event: Event) -> bool:
 
 
 def is_data_loading(event: Event) -> bool:
-    return is_host(event) and DATA_LOADER.match(event.name) is not None
+    return is_host(event) and (
+        DATA_LOADER.match(event.name) is not None or event.cat == "Dataloader"
+    )
+
+
+def is_annotation(event: Event) -> bool:
+    """A region of host time an op need not cover: the user's, or the framework's own."""
+    return event.cat in ANNOTATIONS
 
 
 def collective_call(event: Event) -> str | None:
     """The kind of a host-side collective span (`gloo:all_reduce` -> all_reduce), else None."""
     if not is_host(event):
         return None
+    if event.cat == "Communication" or (
+        event.cat == "Operator" and PADDLE_COMMUNICATION_OP.search(event.name)
+    ):
+        return collective_kind(PADDLE_OP_PREFIX.sub("", event.name.split(" ")[0]))
     found = COLLECTIVE_CALL.match(event.name)
     return collective_kind(found.group(2)) if found else None
 
@@ -131,4 +160,4 @@ def collective_bytes(event: Event) -> int:
 
 
 def is_host_op(event: Event) -> bool:
-    return event.cat == "cpu_op"
+    return event.cat in HOST_OPS

@@ -1,16 +1,20 @@
-"""One PyTorch profiler (Kineto) Chrome-trace file read into typed events, bounded in size."""
+"""One profiler's Chrome-trace file read into typed events, bounded in size: PyTorch's
+(Kineto) or PaddlePaddle's (`paddle.profiler`, which ends each event's name with its
+duration, `matmul dygraph[149.822 us]`, and calls a launch's id `correlation id`)."""
 
 from __future__ import annotations
 
 import json
+import re
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from distkpi.exceptions import RunFolderError
 
 MAX_TRACE_BYTES = 128 * 1024 * 1024  # of JSON: about 6x that in memory once parsed
 MAX_EVENTS = 1_000_000
+PADDLE_DURATION = re.compile(r"\[\d+(?:\.\d+)? (?:ns|us|ms|s)\]$")
 
 
 class TraceError(RunFolderError):
@@ -61,8 +65,10 @@ def read_trace(data: bytes, *, limit: int = MAX_TRACE_BYTES) -> Trace:
         raise TraceError(f"trace has {len(raw)} events, more than the {MAX_EVENTS} read")
     info = doc.get("distributedInfo") if isinstance(doc, dict) else None
     info = info if isinstance(info, dict) else {}
+    paddle = isinstance(doc, dict) and "span_indx" in doc  # written by Paddle's logger only
+    events = (e for e in map(_event, raw) if e is not None)
     return Trace(
-        events=tuple(e for e in map(_event, raw) if e is not None),
+        events=tuple(map(_from_paddle, events) if paddle else events),
         rank=_int(info.get("rank")),
         world_size=_int(info.get("world_size")),
         backend=info.get("backend") if isinstance(info.get("backend"), str) else None,
@@ -96,6 +102,15 @@ def _event(raw: object) -> Event | None:
         tid=str(raw.get("tid", "")),
         args=args if isinstance(args, dict) else {},
     )
+
+
+def _from_paddle(event: Event) -> Event:
+    """A Paddle event under its own name (no duration suffix) and with Kineto's `correlation`."""
+    args = event.args
+    if "correlation id" in args:
+        args = {**args, "correlation": args["correlation id"]}
+    name = PADDLE_DURATION.sub("", event.name)
+    return replace(event, name=name, args=args)
 
 
 def _int(value: object) -> int | None:
