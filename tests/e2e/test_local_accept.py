@@ -82,7 +82,11 @@ def test_a_regression_opens_and_is_fixed_and_an_accepted_pull_request_passes(
     (status,) = replayed["statuses"]
     assert (status["sha"], status["state"]) == (shas[6], "success")
     assert status["description"] == f"accepted by @\u200blocal: {REASON}"
-    (reply,) = replayed["comments"]
+    # and the suite's pull-request comment says success, who accepted and why, then the reply
+    (suite_comment, reply) = replayed["comments"]
+    assert suite_comment["number"] == 1
+    assert "### distkpi/speed: success" in suite_comment["body"]
+    assert f"**accepted by @\u200blocal: {REASON}**" in suite_comment["body"]
     assert reply["number"] == 1 and reply["body"].startswith("Accepted by @local for distkpi/speed")
 
     # A push at 60 (not the accepted head) opens a regression; one back at 100 fixes it

@@ -1,6 +1,7 @@
 """Accepting a regression through the real webhook handler, on GitHub's recorded
 issue_comment, check_run requested_action and merged pull_request deliveries (tests/events/),
-with the permission asked of the GitHub stand-in and the replies posted to it."""
+with the permission asked of the GitHub stand-in and the replies posted to it; the suite's
+pull-request comment edited in place once accepted, GitHub's failures on the edit retried."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tests.integration.test_history import seed_history
 
 COMMENTER = "Codertocat"  # who wrote the recorded comment
 REASON = "trades 8% throughput for 30% less GPU memory"
+MARKER = "<!-- distkpi:suite=resnet50 -->"
 
 
 def failed_pull_request(stack: Stack) -> str:
@@ -106,3 +108,48 @@ def test_the_merge_of_the_accepted_head_starts_a_new_baseline_level(app_stack: S
     history = HistoryRepository(DynamoTable(TABLE, app_stack.table))
     (reset,) = history.resets("PaddlePaddle/Paddle", "develop", "resnet50")
     assert (reset.config, reset.reason, reset.who) == ("4x8-8ps", REASON, f"@{COMMENTER}")
+
+
+def suite_comment(stack: Stack) -> dict[str, Any]:
+    (comment,) = [c for c in stack.github.comments if c["body"].startswith(MARKER)]
+    return comment
+
+
+def test_accepting_edits_the_suites_comment_in_place_through_a_failed_attempt(
+    app_stack: Stack,
+) -> None:
+    failed_pull_request(app_stack)
+    before = suite_comment(app_stack)
+    assert before["body"].splitlines()[1] == "### distkpi/resnet50: failure"
+    app_stack.github.set_permission(COMMENTER, "write")
+    patch = f"PATCH /repos/PaddlePaddle/Paddle/issues/comments/{before['id']}"
+    app_stack.github.fail_next(502, on=patch)  # the edit's first attempt: GitHub's 502
+
+    assert app_stack.webhook("issue_comment")["json"]["message"] == "accepted"
+
+    after = suite_comment(app_stack)
+    assert (after["id"], after["edits"]) == (before["id"], 1)
+    (check,) = checks_named(app_stack)
+    lines = after["body"].splitlines()
+    assert lines[1] == "### distkpi/resnet50: success"
+    assert lines[3] == f"**{check['output']['title']}**"
+    assert "### Accepted" in after["body"] and "/distkpi accept" not in after["body"]
+    assert [r for r in app_stack.github.requested if r == patch] == [patch, patch]
+
+
+def test_github_down_through_every_retry_of_the_edit_keeps_the_accept(
+    app_stack: Stack,
+) -> None:
+    run_id = failed_pull_request(app_stack)
+    before = suite_comment(app_stack)
+    app_stack.github.set_permission(COMMENTER, "write")
+    patch = f"PATCH /repos/PaddlePaddle/Paddle/issues/comments/{before['id']}"
+    app_stack.github.fail_next(*[503] * 5, on=patch)
+
+    response = app_stack.webhook("issue_comment")
+
+    assert response["json"] == {"message": "accepted", "accepted": [run_id]}
+    (check,) = checks_named(app_stack)
+    assert check["conclusion"] == "success"
+    assert suite_comment(app_stack) == before
+    assert [r for r in app_stack.github.requested if r == patch] == [patch] * 5

@@ -1,7 +1,9 @@
 """Accepting an intended regression, from GitHub's real deliveries (tests/events/): a writer's
 `/distkpi accept` turns the failed check `success` and is kept; a reader is told who may;
 a new push is judged afresh; the merge starts the accepted configs' new baseline level;
-a suite's `verdict.acceptable` refuses the KPIs it leaves out."""
+a suite's `verdict.acceptable` refuses the KPIs it leaves out; the pull request's comment
+says it was accepted as the check run does, unless the suite's is `never`, and GitHub down
+while editing it loses no acceptance."""
 
 from __future__ import annotations
 
@@ -9,9 +11,13 @@ import copy
 import json
 from typing import Any
 
+import pytest
+
 from distkpi.domain.github.acceptance import AcceptAsked, Merged, Via
 from distkpi.domain.github.webhook import Trigger, decide, parse
+from distkpi.domain.layout import diagnosis_key
 from distkpi.domain.records import RunRecord
+from distkpi.exceptions import GitHubError
 from distkpi.services.launch import Outcome
 from tests.fakes import ROOT
 from tests.service.pipeline import Pipeline, report_all, start
@@ -244,3 +250,95 @@ def test_a_run_not_failed_has_nothing_to_accept() -> None:
     assert answer.refused == (
         f"@{COMMENTER}: no failed distkpi run of this head to accept. Nothing changed."
     )
+
+
+def suite_comment(pipeline: Pipeline) -> dict[str, Any]:
+    """The suite's own pull-request comment as it stands, with its id."""
+    (comment,) = [
+        {"id": i, **c}
+        for i, c in pipeline.github.comments.items()
+        if c["body"].startswith("<!-- distkpi:")
+    ]
+    return comment
+
+
+def test_accepting_edits_the_pull_requests_comment_as_the_check_run_says_it() -> None:
+    pipeline = Pipeline(checks=True)
+    with_history(pipeline)
+    run = slowed_pull_request(pipeline)
+    before = suite_comment(pipeline)
+    assert before["body"].splitlines()[1] == "### distkpi/resnet50: failure"
+    pipeline.github.permissions[COMMENTER] = "write"
+
+    assert pipeline.acceptances.asked(comment(), "c-1").accepted == (run.run_id,)
+
+    after = suite_comment(pipeline)
+    assert (after["id"], after["edits"]) == (before["id"], 1)
+    (check,) = [c for c in pipeline.github.checks.values() if c["external_id"] == run.run_id]
+    lines = after["body"].splitlines()
+    assert (
+        lines[1]
+        == f"### distkpi/{run.model}: {check['conclusion']}"
+        == ("### distkpi/resnet50: success")
+    )
+    title = f"accepted by {AT}{COMMENTER}: {REASON}"
+    assert lines[3] == f"**{check['output']['title']}**" == f"**{title}**"
+    # the check run's closing section, word for word; the table kept, the hint gone
+    accepted = check["output"]["summary"][check["output"]["summary"].index("### Accepted") :]
+    assert after["body"].endswith(accepted)
+    assert "| 4x8-8ps | throughput (samples/s) |" in after["body"]
+    assert "/distkpi accept" not in after["body"]
+
+
+def test_a_suite_whose_comment_is_never_gets_none_on_accepting() -> None:
+    pipeline = Pipeline()
+    suite = (ROOT / "infra" / "suites" / "resnet50.yaml").read_text()
+    pipeline.store.put_bytes("suites/resnet50.yaml", (suite + "comment: never\n").encode())
+    with_history(pipeline)
+    run = slowed_pull_request(pipeline)
+    pipeline.github.permissions[COMMENTER] = "write"
+
+    assert pipeline.acceptances.asked(comment(), "c-1").accepted == (run.run_id,)
+
+    assert [c["body"][:9] for c in pipeline.github.comments.values()] == ["Accepted "]
+    assert pipeline.states()[-1][0] == "success"
+
+
+def test_github_down_while_editing_the_comment_loses_no_accept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pipeline = Pipeline()
+    with_history(pipeline)
+    run = slowed_pull_request(pipeline)
+    before = dict(suite_comment(pipeline))
+    pipeline.github.permissions[COMMENTER] = "write"
+
+    def down(repo: str, comment_id: int, body: str) -> None:
+        raise GitHubError("GitHub answered 503 to PATCH")
+
+    monkeypatch.setattr(pipeline.github, "update_issue_comment", down)
+    answer = pipeline.acceptances.asked(comment(), "c-1")
+
+    assert answer.accepted == (run.run_id,) and answer.refused is None
+    assert pipeline.runs.get(run.run_id).accepted is not None  # type: ignore[union-attr]
+    assert pipeline.states()[-1] == ("success", f"accepted by {AT}{COMMENTER}: {REASON}")
+    assert suite_comment(pipeline) == before
+    assert pipeline.counts.totals["CommentFailures"] == 1
+    ((_, _, reply),) = replies(pipeline)
+    assert reply.startswith(f"Accepted by @{COMMENTER}")
+
+
+def test_the_accepted_comment_keeps_the_lines_of_the_runs_diagnosis() -> None:
+    pipeline = Pipeline()
+    with_history(pipeline)
+    run = slowed_pull_request(pipeline)
+    diagnosis = {"problems": ["no trace was left by the command"]}
+    pipeline.store.put_json(diagnosis_key(run.run_id, "4x8-8ps"), diagnosis)
+    pipeline.github.permissions[COMMENTER] = "write"
+
+    assert pipeline.acceptances.asked(comment(), "c-1").accepted == (run.run_id,)
+
+    body = suite_comment(pipeline)["body"]
+    assert "**Why it changed** (profiled base and head):" in body
+    assert "not diagnosed: no trace was left by the command" in body
+    assert "### Accepted" in body

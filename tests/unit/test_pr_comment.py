@@ -1,6 +1,6 @@
 """The pull request's comment, pinned by golden files: the seed run whose 4x8-8ps regressed
-(the first post), the same run passing, a run of hostile strings; and when a suite's
-`comment:` writes it."""
+(the first post), the same run passing, a run of hostile strings, the regressed run once
+accepted; and when a suite's `comment:` writes it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from distkpi.domain.commit_status import State
+from distkpi.domain.github.acceptance import Acceptance, Via, accepted_markdown
 from distkpi.domain.github.comment_mode import CommentMode
 from distkpi.domain.github.pr_comment import (
     ACCEPT_HINT,
@@ -143,3 +144,21 @@ def test_a_diagnosis_job_adds_why_under_the_table_and_changes_the_outcome() -> N
     assert why > max(i for i, x in enumerate(lines) if x.startswith("| 4x8-8ps"))
     # on_change edits the comment once the diagnosis is in
     assert after.outcome != before.outcome
+
+
+def test_an_accepted_run_says_who_accepted_it_and_why_as_its_check_run_does() -> None:
+    evaluation = regressed_evaluation()
+    kpis = (("4x8-8ps", "throughput"), ("4x8-8ps", "speedup"), ("4x8-8ps", "efficiency"))
+    reason = "trades 8% throughput for 30% less GPU memory"
+    acceptance = Acceptance("octocat", "2026-11-30T03:00:00+00:00", reason, Via.COMMENT, kpis)
+
+    comment = pull_request_comment(evaluation, FACTS, acceptance=acceptance)
+
+    assert comment.body == golden("pr_comment_accepted.md", comment.body)
+    lines = comment.body.splitlines()
+    assert lines[1] == "### distkpi/resnet50: success"
+    assert lines[3] == f"**accepted by @{ZERO_WIDTH}octocat: {reason}**"
+    assert comment.body.endswith(accepted_markdown(acceptance).lstrip("\n"))
+    assert ACCEPT_HINT not in comment.body and "🔻 **regressed**" in comment.body
+    # on_change sees the acceptance: the comment of the same evaluation is edited
+    assert comment.outcome != pull_request_comment(evaluation, FACTS).outcome

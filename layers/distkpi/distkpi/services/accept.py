@@ -1,9 +1,9 @@
 """Accepting an intended regression (domain/github/acceptance.py): asked by a comment, the
 check run's button or `distkpi accept`, allowed by GitHub's collaborator permission alone;
-the run's status turns `success` saying who accepted and why, the run and its history keep
-it; when the accepted head merges, the accepted configs' baseline starts anew on the target
-branch (an audited reset with the same reason). Anyone else is told who may, and nothing
-changes."""
+the run's status turns `success` saying who accepted and why, and so does the pull
+request's comment; the run and its history keep it; when the accepted head merges, the
+accepted configs' baseline starts anew on the target branch (an audited reset with the same
+reason). Anyone else is told who may, and nothing changes."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ from distkpi.services.ports import (
     no_metrics,
     utcnow,
 )
+from distkpi.services.pr_comments import PullRequestComments
 from distkpi.services.regressions import RegressionLedger
 from distkpi.services.statuses import StatusPublisher
 
@@ -70,6 +71,7 @@ class Acceptances:
     ledger: RegressionLedger | None = None
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
+    comments: PullRequestComments | None = None  # a pull request's comment per suite
 
     def asked(self, ask: AcceptAsked, delivery: str) -> Answer:
         """Accept what ``ask`` names, once per delivery (a redelivery is told so)."""
@@ -137,6 +139,8 @@ class Acceptances:
             self.history.accept(run, acceptance)
         assert run.evaluation is not None
         self.statuses.accepted(run, run.evaluation, acceptance)
+        if self.comments is not None:
+            self.comments.accepted(run)
         if run.trigger.event == "push":  # on the branch itself: its new level starts now
             self._new_level(run, run.trigger.branch)
             if self.ledger is not None:

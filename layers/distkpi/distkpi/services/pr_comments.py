@@ -1,8 +1,8 @@
 """The one comment per pull request and suite (domain/github/pr_comment.py): created on the
 pull request's first finished run, edited in place on later ones, as the suite's `comment:`
-says. Its id is kept in the table (`Comments`), not found again by its marker: a marker
-anyone can paste into a comment of their own, and the kept outcome is what `on_change`
-compares with, so the thread is never read."""
+says, and edited again when the run is accepted. Its id is kept in the table (`Comments`),
+not found again by its marker: a marker anyone can paste into a comment of their own, and
+the kept outcome is what `on_change` compares with, so the thread is never read."""
 
 from __future__ import annotations
 
@@ -12,15 +12,25 @@ from dataclasses import dataclass
 from aws_lambda_powertools import Logger
 
 from distkpi.domain.github.comment_mode import CommentMode
+from distkpi.domain.github.diagnosis_texts import diagnosis_lines
 from distkpi.domain.github.pr_comment import (
     CommentFacts,
     KeptComment,
     pull_request_comment,
     should_write,
 )
+from distkpi.domain.kpis.runfolder import stored_diagnoses
 from distkpi.domain.records import RunRecord
 from distkpi.exceptions import GitHubError, GitHubNotFoundError, StorageError
-from distkpi.services.ports import Comments, Counter, GitHub, PullRequests, SuiteSource, no_metrics
+from distkpi.services.ports import (
+    Comments,
+    Counter,
+    GitHub,
+    PullRequests,
+    RunFolders,
+    SuiteSource,
+    no_metrics,
+)
 
 logger = Logger(child=True)
 
@@ -34,30 +44,33 @@ class PullRequestComments:
     report_url: Callable[[str], str | None]
     web_url: str = "https://github.com"
     count: Counter = no_metrics
+    store: RunFolders | None = None  # where a diagnosis job stored its diagnoses
 
     def after(self, run: RunRecord, *, report: bool, diagnoses: Sequence[str] = ()) -> bool:
-        """Post or edit the suite's comment on the run's pull request; True when GitHub was
-        told. A failure is logged and counted (the status still goes out, and the pull
-        request's next run writes the comment again). ``diagnoses``: the lines of its
-        diagnosis job, once done."""
+        """Post or edit the suite's comment on the run's pull request (saying who accepted
+        it, once accepted); True when GitHub was told. A failure is logged and counted (the
+        status still goes out, and the pull request's next run writes the comment again).
+        ``diagnoses``: the lines of its diagnosis job, once done."""
         trigger, evaluation = run.trigger, run.evaluation
         number = trigger.pull_request
         if trigger.event != "pull_request" or number is None or evaluation is None:
             return False
-        mode = self.mode_of(run.model)
-        if mode is CommentMode.NEVER or self._superseded(run, number):
-            return False
-        facts = CommentFacts(
-            run.model,
-            trigger.repo,
-            trigger.sha,
-            run.run_id,
-            self.report_url(run.run_id) if report else None,
-            self.web_url,
-        )
-        comment = pull_request_comment(evaluation, facts, diagnoses=diagnoses)
         extra = {"run_id": run.run_id, "pull_request": number}
         try:
+            mode = self.mode_of(run.model)
+            if mode is CommentMode.NEVER or self._superseded(run, number):
+                return False
+            facts = CommentFacts(
+                run.model,
+                trigger.repo,
+                trigger.sha,
+                run.run_id,
+                self.report_url(run.run_id) if report else None,
+                self.web_url,
+            )
+            comment = pull_request_comment(
+                evaluation, facts, diagnoses=diagnoses, acceptance=run.accepted
+            )
             kept = self.kept.get(trigger.repo, number, run.model)
             if not should_write(mode, kept.outcome if kept else None, comment.outcome):
                 logger.info("pull request comment unchanged", extra=extra)
@@ -74,6 +87,12 @@ class PullRequestComments:
         logger.info("pull request comment written", extra={**extra, "comment_id": comment_id})
         return True
 
+    def accepted(self, run: RunRecord) -> bool:
+        """Edit the suite's comment of an accepted run to say so, as its check run does:
+        `success`, who accepted it and why; the lines of its diagnosis job kept. GitHub
+        down: logged and counted, the acceptance stands (the next push's run writes it)."""
+        return self.after(run, report=True, diagnoses=self._diagnoses(run))
+
     def mode_of(self, suite: str) -> CommentMode:
         """The suite's `comment:` as the stack holds it now (on_change when it is gone)."""
         suites, _ = self.catalog.suites()
@@ -89,6 +108,13 @@ class PullRequestComments:
             except GitHubNotFoundError:
                 logger.info("pull request comment gone: a new one", extra={"id": kept.comment_id})
         return self.github.create_issue_comment(repo, number, body)
+
+    def _diagnoses(self, run: RunRecord) -> list[str]:
+        """The lines the comment shows of the run's diagnosis job, once it stored any."""
+        if self.store is None or run.evaluation is None:
+            return []
+        names = [c.name for c in run.spec.configs]
+        return diagnosis_lines(run.evaluation, stored_diagnoses(self.store.run(run.run_id), names))
 
     def _superseded(self, run: RunRecord, number: int) -> bool:
         """Whether a later run of the suite was started for the pull request (an older run

@@ -1,11 +1,12 @@
 """The one comment distkpi keeps per pull request and suite: its headline, the KPIs against
 their baseline (regressions first), the problems its configs reported, the links and, when
-something regressed, how a writer accepts it. Every string a log or manifest gave passes
+something regressed, how a writer accepts it; once accepted, who accepted it and why, as
+the check run says it (acceptance.py). Every string a log or manifest gave passes
 ``neutral`` as in the check run (check_summary.py).
 
 ``outcome`` is what the comment shows that a suite's ``comment: on_change`` watches: the
-verdict and each row's judgement (its config, KPI and verdict), not the numbers, which move
-a little with every run."""
+verdict, each row's judgement (its config, KPI and verdict) and the acceptance, not the
+numbers, which move a little with every run."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from distkpi.domain.commit_status import State
+from distkpi.domain.github.acceptance import Acceptance, accepted_description, accepted_markdown
 from distkpi.domain.github.check_summary import MARKS, MAX_OUTPUT, TRUNCATED
 from distkpi.domain.github.comment_mode import CommentMode
 from distkpi.domain.judging.evaluation import Evaluation
@@ -83,9 +85,13 @@ def regressed(evaluation: Evaluation) -> bool:
     )
 
 
-def outcome_of(evaluation: Evaluation, diagnoses: Sequence[str] = ()) -> str:
+def outcome_of(
+    evaluation: Evaluation, diagnoses: Sequence[str] = (), acceptance: Acceptance | None = None
+) -> str:
     rows = "\n".join(f"{j.config}\t{j.kpi}\t{j.verdict.value}" for j in _ordered(evaluation))
     text = f"{evaluation.verdict.state.value}\n{rows}" + "".join(f"\n{d}" for d in diagnoses)
+    if acceptance is not None:
+        text += f"\naccepted\t{acceptance.login}\t{acceptance.at}\t{acceptance.reason}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -102,16 +108,23 @@ def pull_request_comment(
     facts: CommentFacts,
     limit: int = MAX_OUTPUT,
     diagnoses: Sequence[str] = (),
+    acceptance: Acceptance | None = None,
 ) -> PullRequestComment:
     """The comment; ``diagnoses``: a line per diagnosed config once its diagnosis job has
-    reduced its traces (domain/github/diagnosis_texts.diagnosis_lines)."""
+    reduced its traces (domain/github/diagnosis_texts.diagnosis_lines); ``acceptance``: who
+    accepted the run's regressions, which makes it `success` with the check run's title
+    and closing section, the table kept."""
     web = facts.web_url.rstrip("/")
     state = evaluation.verdict.state.value
+    headline = evaluation.description
+    if acceptance is not None:
+        state = State.SUCCESS.value
+        headline = accepted_description(acceptance.login, acceptance.reason)
     lines = [
         marker(facts.suite),
         f"### distkpi/{facts.suite}: {state}",
         "",
-        f"**{_escape(evaluation.description)}**",
+        f"**{_escape(headline)}**",
         "",
         f"Commit [`{facts.sha[:10]}`]({web}/{facts.repo}/commit/{facts.sha}) · run "
         f"`{facts.run_id}`",
@@ -126,14 +139,16 @@ def pull_request_comment(
         links.append(f"[Full report]({facts.report_url})")
     links.append(f"[Checks]({web}/{facts.repo}/commit/{facts.sha}/checks)")
     lines += ["", " · ".join(links)]
-    if regressed(evaluation):
+    if acceptance is not None:
+        lines += ["", accepted_markdown(acceptance).strip()]
+    elif regressed(evaluation):
         lines += ["", f"Intended? {ACCEPT_HINT}."]
     head = "\n".join(lines)
     problems = _problems(evaluation)
     body = head + problems if len(head) + len(problems) <= limit else head
     if len(body) > limit:
         body = body[: limit - len(TRUNCATED)] + TRUNCATED
-    return PullRequestComment(body + "\n", outcome_of(evaluation, diagnoses))
+    return PullRequestComment(body + "\n", outcome_of(evaluation, diagnoses, acceptance))
 
 
 def kpi_rows(evaluation: Evaluation) -> str:
