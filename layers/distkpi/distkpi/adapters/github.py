@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -188,6 +189,20 @@ class GitHubStatusClient:
         if parents is None:
             raise GitHubError(f"GitHub's answer for commit {sha[:10]} lists no parents")
         return parents
+
+    def default_branch_head(self, repo: str) -> tuple[str, str]:
+        """The repository's default branch and the commit at its head: GET /repos/{repo}, then
+        GET /repos/{repo}/git/ref/heads/{branch} (the ref alone), both conditional (a night
+        with nothing new costs two 304s). GitHubError when GitHub refuses or is down."""
+        branch = self._send("GET", f"{self.api_url}/repos/{repo}", repo).get("default_branch")
+        if not isinstance(branch, str) or not branch:
+            raise GitHubError(f"GitHub's answer for {repo} names no default branch")
+        url = f"{self.api_url}/repos/{repo}/git/ref/heads/{quote(branch)}"
+        target = self._send("GET", url, repo).get("object")
+        sha = target.get("sha") if isinstance(target, dict) else None
+        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{40}", sha):
+            raise GitHubError(f"GitHub's answer for {repo}'s {branch} names no commit")
+        return branch, sha
 
     def remove_label(self, repo: str, number: int, label: str) -> None:
         """DELETE /repos/{repo}/issues/{number}/labels/{label}; a label already gone is
