@@ -252,8 +252,9 @@ def node_reports(aws: Any, run_id: str, config: str) -> dict[str, Any]:
     """The seed run's 1x1 node as `distkpi node` reports it (its files, then its manifest
     with their digests and summaries and its run and config, signed with the config's key
     derived from the stack's master secret), and the S3 event of
-    its manifest, tests/events/s3_object_created.json pointed at it."""
-    from distkpi.domain.logs.filesummary import ENGINE_VERSION
+    the EventBridge event of its manifest (the collector's rule), tests/events/
+    s3_object_created_eventbridge.json pointed at it."""
+    from distkpi.domain.logs.engineversion import engine_version
     from distkpi.domain.signing import config_key, sign
     from distkpi_cli.local.aws_stack import BUCKET, MANIFEST_SECRET_ID
     from distkpi_cli.node.summaries import describe
@@ -268,12 +269,13 @@ def node_reports(aws: Any, run_id: str, config: str) -> dict[str, Any]:
             entry.update(describe(stream, entry["kind"]))
         body = (seed / entry["path"]).read_bytes()
         s3.put_object(Bucket=BUCKET, Key=f"runs/{run_id}/{config}/{entry['path']}", Body=body)
-    manifest["engine_version"] = ENGINE_VERSION
+    manifest["engine_version"] = engine_version()
     where = f"runs/{run_id}/{config}/node-0.json"
     s3.put_object(Bucket=BUCKET, Key=where, Body=json.dumps(sign(key, manifest)))
-    event = copy.deepcopy(recorded("s3_object_created"))
-    event["Records"][0]["s3"]["bucket"]["name"] = BUCKET
-    event["Records"][0]["s3"]["object"]["key"] = where
+    event = copy.deepcopy(recorded("s3_object_created_eventbridge"))
+    event["resources"] = [f"arn:aws:s3:::{BUCKET}"]
+    event["detail"]["bucket"]["name"] = BUCKET
+    event["detail"]["object"]["key"] = where
     return event
 
 

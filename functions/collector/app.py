@@ -1,8 +1,9 @@
-"""S3 ObjectCreated on a node manifest: fan nodes in to configs and configs in to runs."""
+"""S3's Object Created event (through EventBridge) on a node or look manifest: fan nodes in to
+configs and configs in to runs."""
 
 from typing import Any
 
-from aws_lambda_powertools.utilities.data_classes import S3Event, event_source
+from aws_lambda_powertools.utilities.data_classes import EventBridgeEvent, event_source
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from distkpi.entry.collector import handle_keys
@@ -13,6 +14,6 @@ from distkpi.entry.tracing import tracer
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @log_metrics
-@event_source(data_class=S3Event)
-def lambda_handler(event: S3Event, context: LambdaContext) -> dict[str, Any]:
-    return {"handled": handle_keys(record.s3.get_object.key for record in event.records)}
+@event_source(data_class=EventBridgeEvent)
+def lambda_handler(event: EventBridgeEvent, context: LambdaContext) -> dict[str, Any]:
+    return {"handled": handle_keys([event.detail["object"]["key"]])}

@@ -194,12 +194,11 @@ class Stack:
         return {**swept, "timed_out": self.settle_overdue()}
 
     def s3_event(self, key: str) -> dict[str, Any]:
-        record = copy.deepcopy(event("s3_object_created"))
-        s3 = record["Records"][0]["s3"]
-        s3["bucket"]["name"] = BUCKET
-        s3["bucket"]["arn"] = f"arn:aws:s3:::{BUCKET}"
-        s3["object"]["key"] = key.replace(" ", "+")
-        return record
+        created = copy.deepcopy(event("s3_object_created_eventbridge"))
+        created["resources"] = [f"arn:aws:s3:::{BUCKET}"]
+        created["detail"]["bucket"]["name"] = BUCKET
+        created["detail"]["object"]["key"] = key.replace(" ", "+")
+        return created
 
     def collect(self, key: str) -> dict[str, Any]:
         return self.handlers["collector"].lambda_handler(self.s3_event(key), LambdaContext())  # type: ignore[no-any-return]
@@ -443,6 +442,27 @@ def _s3_urls_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(S3Backend, "_url_module", property(lambda self: moto.s3.urls))
 
 
+def _clients_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each handler's container makes its boto3 clients afresh, as a new Lambda container
+    would: about 5% of this package's time went to building the same clients of the same
+    few sessions again. A client keeps no state of its calls and is thread-safe, so each
+    session makes each (identically configured) client once for the package. Resources are
+    not thread-safe and are still made per thread."""
+    made: dict[tuple[int, str, str], tuple[boto3.Session, Any]] = {}
+    original = boto3.Session.client
+    lock = threading.Lock()
+
+    def client(self: boto3.Session, *args: Any, **kwargs: Any) -> Any:
+        key = (id(self), repr(args), repr(sorted(kwargs.items())))
+        with lock:
+            kept = made.get(key)
+            if kept is None or kept[0] is not self:
+                kept = made[key] = (self, original(self, *args, **kwargs))
+            return kept[1]
+
+    monkeypatch.setattr(boto3.Session, "client", client)
+
+
 @pytest.fixture(scope="package")
 def shared_aws() -> Iterator[SharedAws]:
     """moto's backends for the whole package (not the session: the e2e tests talk to moto's
@@ -450,6 +470,7 @@ def shared_aws() -> Iterator[SharedAws]:
     with pytest.MonkeyPatch.context() as monkeypatch:
         offline_aws(monkeypatch)
         _s3_urls_read_once(monkeypatch)
+        _clients_made_once(monkeypatch)
         github = GitHubStandIn(token=GITHUB_TOKEN)
         github.start()
         with mock_aws(config={"batch": {"use_docker": False}}):

@@ -1,7 +1,7 @@
 """What only the real parts show of a bisection: the compare's commits as the stand-in serves
 them from a real git repository through the real adapter (a merge one step of the line),
 bisections in DynamoDB (created once, each save conditional on the revision read, listed by a
-Query), and `distkpi bisections` and `distkpi history` reading them."""
+Query), and `distkpi bisections`, `distkpi regressions` and `distkpi history` reading them."""
 
 from __future__ import annotations
 
@@ -14,11 +14,13 @@ import pytest
 
 from distkpi.adapters.dynamo import DynamoTable, HistoryRepository
 from distkpi.adapters.dynamo.bisections import BisectionRepository
+from distkpi.adapters.dynamo.regressions import RegressionRepository
 from distkpi.adapters.github import GitHubStatusClient
 from distkpi.domain.bisect.deciding import Ends, Side
 from distkpi.domain.bisect.line import first_parent_line
 from distkpi.domain.bisect.plan import Bisection, BisectState, Step
 from distkpi.domain.records import SeriesRecord
+from distkpi.domain.regressions import Regression
 from distkpi_cli.local.github_standin import GitHubStandIn
 from distkpi_cli.main import main
 from tests.conftest import git
@@ -145,3 +147,27 @@ def test_the_cli_lists_bisections_and_history_marks_the_culprit(
     marked = [line for line in lines[1:] if line.split(",")[6] == "push-9"]
     assert len(marked) == 4 and all(line.endswith(f",{culprit}") for line in marked)
     assert all(line.endswith(",") for line in lines[1:] if line not in marked)
+
+
+def test_the_cli_lists_regressions_as_it_lists_bisections(
+    stack: Stack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    del stack
+    HistoryRepository(DynamoTable(TABLE)).record_series(
+        SeriesRecord(REPO, "develop", MODEL, "push-9", "failure", "slower", "2026-10-01T09:00")
+    )
+    opened = Regression(
+        REPO, "develop", MODEL, "4x8-8ps", "throughput", "push-9", "9" * 40,
+        "2026-10-01T09:00:00", 1800.0, 2400.0, 2300.0, 2500.0,
+    )  # fmt: skip
+    RegressionRepository(DynamoTable(TABLE)).create(opened)
+
+    assert main(["regressions", "--repo", REPO, "--table", TABLE]) == 0
+    assert capsys.readouterr().out == (
+        f"2026-10-01T09:00:00  open         push-9:4x8-8ps:throughput  {REPO} develop  "
+        f"4x8-8ps throughput 1800 (was 2300..2500) at 9999999999\n"
+    )
+    assert main(["regressions", "--table", TABLE, "--json"]) == 0
+    assert [r["id"] for r in json.loads(capsys.readouterr().out)] == [opened.id]
+    assert main(["regressions", "--state", "fixed", "--table", TABLE]) == 0
+    assert capsys.readouterr().out == "no regressions\n"

@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
-from distkpi.domain.logs.filesummary import ENGINE_VERSION
+from distkpi.domain.logs.engineversion import engine_version
+from distkpi.domain.logs.logformats import DEFAULT_SETTINGS, ParseSettings
+from distkpi.domain.logs.parsesettings import settings_digest, settings_from_json
+from distkpi.domain.planning.jobenv import PARSE_SETTINGS
 from distkpi.domain.signing import config_key, sign
 from distkpi.entry import wiring
 from distkpi_cli.local.handlers import LambdaContext
@@ -36,10 +39,12 @@ def upload_node(
     key: str | None = None,
     hardware: dict[str, Any] | None = None,
     summaries: bool = True,
+    parse: ParseSettings = DEFAULT_SETTINGS,
 ) -> str:
     """What `distkpi node` does: the node's files first, then its manifest, naming each
     file's sha256 and its summary (node/summaries.py; an older image's has none:
-    ``summaries=False``), signed with the config's key (``key`` overrides it)."""
+    ``summaries=False``) made with ``parse``, the job's DISTKPI_PARSE_SETTINGS, signed with
+    the config's key (``key`` overrides it)."""
     prefix = f"runs/{run_id}/{config}/"
     log_path, gpu_path = f"logs/{role}-{rank}.log", f"logs/{role}-{rank}.gpu.csv"
     gpu = "timestamp, index, memory.used [MiB]\n2026/11/30 00:00:00.000, 0, 12000 MiB\n"
@@ -49,7 +54,7 @@ def upload_node(
         stack.job_s3.put_object(Bucket=BUCKET, Key=prefix + path, Body=data)
         entry = {"path": path, "role": role, "rank": rank, "kind": kind}
         if summaries:
-            entry |= describe(io.BytesIO(data), kind)
+            entry |= describe(io.BytesIO(data), kind, parse)
         else:
             entry["sha256"] = hashlib.sha256(data).hexdigest()
         files.append(entry)
@@ -66,7 +71,9 @@ def upload_node(
     if hardware is not None:
         manifest["hardware"] = hardware
     if summaries:
-        manifest["engine_version"] = ENGINE_VERSION
+        manifest["engine_version"] = engine_version()
+        if (digest := settings_digest(parse)) is not None:
+            manifest["summary_settings"] = digest
     signed = sign(key or config_key_of(stack, run_id, config), manifest)
     key_name = f"{prefix}node-{node}.json"
     stack.job_s3.put_object(Bucket=BUCKET, Key=key_name, Body=json.dumps(signed))
@@ -96,6 +103,7 @@ def run_all_nodes(
     )
     keys = []
     for cfg in spec["configs"]:
+        parse = settings_from_json(job_variable(stack, run_id, cfg["name"], PARSE_SETTINGS))
         for node in range(cfg["nodes"]):
             role = "trainer" if node < cfg["trainers"] else "pserver"
             rank = node if role == "trainer" else node - cfg["trainers"]
@@ -117,9 +125,19 @@ def run_all_nodes(
                     exit_code=exit_code,
                     hardware=hardware,
                     summaries=summaries,
+                    parse=parse,
                 )
             )
     return keys
+
+
+def job_variable(stack: Stack, run_id: str, config: str, name: str) -> str | None:
+    """A variable the launcher put in the config's job (its first node group's, for a
+    multi-node job), as the node reads it."""
+    request = submitted(stack, jobs_by_config(stack, run_id)[config])
+    groups = request.get("nodeOverrides", {}).get("nodePropertyOverrides", [])
+    container = request.get("containerOverrides") or groups[0]["containerOverrides"]
+    return {e["name"]: e["value"] for e in container["environment"]}.get(name)
 
 
 def deliver_all(stack: Stack, keys: list[str], copies: int = 2, threads: int = 8) -> None:

@@ -8,6 +8,7 @@ starts it."""
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from typing import Any
@@ -17,10 +18,11 @@ from boto3.dynamodb.conditions import Key
 
 from distkpi.adapters.batch import BatchLauncher
 from distkpi.adapters.dynamo import DynamoTable, RunRepository
+from distkpi.domain.github.deliveries import MAX_INLINE_BODY_BYTES
 from distkpi.domain.layout import delivery_key
 from distkpi_cli.local.aws_stack import ACCOUNT, REGION
 from distkpi_cli.local.handlers import LambdaContext
-from tests.integration.conftest import BUCKET, TABLE, Stack
+from tests.integration.conftest import BUCKET, TABLE, Stack, event
 
 DELIVERY = "72d3162e-cc78-11e3-81ab-4c9367dc0958"
 # infra/suites/resnet50.yaml, the suite the integration stack serves: four configs
@@ -38,8 +40,8 @@ def claims(stack: Stack) -> dict[str, dict[str, Any]]:
 
 
 def _covering(claim: dict[str, Any]) -> str:
-    """The webhook's claim answers where it recorded the body; the launcher's, its runs."""
-    return "queued" if "deliveries/" in str(claim.get("answer", "")) else "started"
+    """The webhook's claim answers the message it queued; the launcher's, its runs."""
+    return "queued" if '"event"' in str(claim.get("answer", "")) else "started"
 
 
 def wait_past(epoch_ms: int) -> None:
@@ -111,10 +113,35 @@ def test_the_webhook_queues_the_delivery_and_answers_without_submitting_a_job(
     assert stack.jobs() == []
     assert stack.github.requests == 0  # no status posted, nothing asked of GitHub
     assert "Contents" not in stack.s3.list_objects_v2(Bucket=BUCKET, Prefix="runs/")
-    kept = stack.s3.get_object(Bucket=BUCKET, Key=delivery_key(DELIVERY))["Body"].read()
-    assert json.loads(kept)["pull_request"]["head"]["sha"]
+    # the body travels in the message: nothing kept in the bucket for it
+    assert "Contents" not in stack.s3.list_objects_v2(Bucket=BUCKET, Prefix="deliveries/")
+    (message,) = stack.sqs.receive_message(
+        QueueUrl=stack.queues.deliveries,  # type: ignore[union-attr]
+        VisibilityTimeout=0,
+    )["Messages"]
+    queued = json.loads(message["Body"])
+    assert sorted(queued) == ["body", "delivery", "event"]
+    assert json.loads(queued["body"]) == event("pull_request")["payload"]
     assert in_queue(stack, stack.queues.deliveries) == 1  # type: ignore[union-attr]
-    assert claims(stack)["queued"]["claim_status"] == "COMPLETED"
+    claim = claims(stack)["queued"]
+    assert claim["claim_status"] == "COMPLETED"
+    assert "body" not in json.loads(claim["answer"])["answer"]  # not kept twice
+
+
+def test_a_body_too_big_for_a_message_is_kept_in_the_bucket_and_started_from_there(
+    stack: Stack,
+) -> None:
+    """A pull request's description may be long (GitHub caps it at 65,536 characters; its
+    commits' messages and labels add to it): past the inline limit, the body is kept in
+    the bucket and the message names it."""
+    payload = copy.deepcopy(event("pull_request")["payload"])
+    payload["pull_request"]["body"] = "\u00e9 " * (MAX_INLINE_BODY_BYTES // 4)
+    answered = stack.webhook("pull_request", payload=payload, delivery=DELIVERY, drain=False)
+    assert answered["statusCode"] == 202
+    kept = stack.s3.get_object(Bucket=BUCKET, Key=delivery_key(DELIVERY))["Body"].read()
+    assert json.loads(kept) == payload
+    (started,) = stack.launch()
+    assert started["status"] == 201 and len(stack.jobs()) == CONFIGS
 
 
 def test_githubs_redelivery_of_a_queued_delivery_queues_nothing(stack: Stack) -> None:
@@ -145,6 +172,38 @@ def test_a_launcher_killed_midway_is_given_the_delivery_again_and_starts_each_ru
     assert in_queue(stack, stack.queues.deliveries) == 0  # type: ignore[union-attr]
 
 
+def test_a_launcher_killed_between_submitjob_and_keeping_the_id_is_not_submitted_twice(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SubmitJob takes no idempotency key: Batch took the second job, the invocation died
+    before the job's id was stored; the redelivery finds that job by its name and tags."""
+    submit_paced = BatchLauncher._submit_paced
+
+    def second_taken_then_killed(self: BatchLauncher, name: str, request: Any) -> Any:
+        answer = submit_paced(self, name, request)
+        if self.submitted == 2:
+            raise Killed
+        return answer
+
+    with monkeypatch.context() as patched:
+        patched.setattr(BatchLauncher, "_submit_paced", second_taken_then_killed)
+        with pytest.raises(Killed):
+            stack.webhook(
+                "pull_request", delivery=DELIVERY, context=LambdaContext(remaining_ms=lambda: 10)
+            )
+    assert len(stack.jobs()) == 2
+    visibility_timeout_passes(stack.queues.deliveries)  # type: ignore[union-attr]
+    wait_past(int(claims(stack)["started"]["in_progress_expiration"]))
+    (started,) = stack.launch()
+    assert started["status"] == 201
+    (run_id,) = started["answer"]["runs"]
+    jobs = stack.jobs()
+    assert sorted(j["jobName"] for j in jobs) == sorted({j["jobName"] for j in jobs})
+    assert len(jobs) == CONFIGS
+    configs = RunRepository(DynamoTable(TABLE, stack.table)).configs(run_id)
+    assert sorted(c.job_id for c in configs) == sorted(j["jobId"] for j in jobs)
+
+
 def test_a_message_given_while_the_claiming_launcher_may_still_run_goes_back_to_the_queue(
     stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -160,7 +219,8 @@ def test_a_second_message_of_a_delivery_started_before_starts_nothing(stack: Sta
     first = stack.webhook("pull_request", delivery=DELIVERY)
     assert first["statusCode"] == 201
     jobs = len(stack.jobs())
-    message = {"delivery": DELIVERY, "event": "pull_request", "key": delivery_key(DELIVERY)}
+    body = json.dumps(event("pull_request")["payload"])  # what stack.webhook sent
+    message = {"delivery": DELIVERY, "event": "pull_request", "body": body}
     stack.sqs.send_message(QueueUrl=stack.queues.deliveries, MessageBody=json.dumps(message))  # type: ignore[union-attr]
     (again,) = stack.launch()
     assert again["status"] == 200 and again["answer"]["message"] == "duplicate delivery"

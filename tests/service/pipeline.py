@@ -11,7 +11,7 @@ from typing import Any
 
 from distkpi.domain.github.webhook import Trigger, decide, parse
 from distkpi.domain.layout import config_prefix
-from distkpi.domain.logs.filesummary import ENGINE_VERSION
+from distkpi.domain.logs.engineversion import engine_version
 from distkpi.domain.signing import ManifestKeys, sign
 from distkpi.entry.root import Services
 from distkpi.services.accept import Acceptances
@@ -198,7 +198,7 @@ def node_manifest(
         "started_at": "2026-11-30T03:00:00Z",
         "finished_at": "2026-11-30T03:10:00Z",
         "files": files,
-        "engine_version": ENGINE_VERSION,
+        "engine_version": engine_version(),
         **extra,
     }
 

@@ -100,7 +100,7 @@ def run_every_pair(pipeline: Pipeline, looks: PairedLooks, run_id: str, job: int
                 look = manifest(run_id, config, node, files, pair=pair)
                 at = f"{config_prefix(run_id, config)}pair-{pair}/node-{node}.json"
                 pipeline.store.put_bytes(at, json.dumps(sign(key, look)).encode())
-                looks.on_look_manifest(run_id, config, pair)
+                looks.on_look_manifest(run_id, config, pair, node)
         written = json.loads(pipeline.store.objects[decision_key(run_id, config, 1)])
         assert signed_by(key, written)
         decisions.append(written)

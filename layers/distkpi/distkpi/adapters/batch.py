@@ -231,6 +231,28 @@ class BatchLauncher:
         response = self._submit_paced(plan.name, request)
         return response["jobId"], without_key(request)
 
+    def find(self, plan: JobPlan) -> tuple[str, dict[str, Any]] | None:
+        """The plan's job if one was submitted already (SubmitJob takes no idempotency key: a
+        launcher may have died after Batch took it and before its id was kept), as
+        ``submit`` answers; found by its name in the queue and its run and config tags."""
+        try:
+            ids = [
+                job["jobId"]
+                for page in self.batch.get_paginator("list_jobs").paginate(
+                    jobQueue=self.queue, filters=[{"name": "JOB_NAME", "values": [plan.name]}]
+                )
+                for job in page["jobSummaryList"]
+                if job["jobName"] == plan.name
+            ]
+            found = self.batch.describe_jobs(jobs=ids[:100])["jobs"] if ids else []
+        except ClientError as exc:
+            raise LaunchError(f"Batch did not list the jobs named {plan.name}: {exc}") from exc
+        ours = {"distkpi:run": plan.run_id, "distkpi:config": plan.config}
+        for job in found:
+            if ours.items() <= job.get("tags", {}).items():
+                return job["jobId"], without_key(self.request(plan))
+        return None
+
     def _submit_paced(self, name: str, request: dict[str, Any]) -> Any:
         """SubmitJob at this container's pace; throttled, again after a jittered backoff,
         up to ``throttle_retries`` times, then SubmitThrottledError (the delivery is then

@@ -1,10 +1,10 @@
-"""S3 ObjectCreated on runs/<run>/<config>/node-<i>.json: a node has reported; on
+"""S3 Object Created on runs/<run>/<config>/node-<i>.json: a node has reported; on
 runs/<run>/<config>/pair-<p>/node-<i>.json: a node of a paired run has done pair p.
 
-The notification takes only keys under runs/ ending .json (what S3's prefix and suffix
-rules can say); any other such key (run.json, kpis.json, a decision, a .json file a
-command left) is told apart by its name alone, before anything is read or wired, and
-counted (`ObjectsNotManifests`)."""
+The EventBridge rule takes only keys matching runs/*/node-*.json, so run.json, kpis.json,
+a decision or the golden curve never invoke it; what its wildcard still lets through (a
+command's own node-x.json among its files) is told apart by its name alone, before
+anything is read or wired, and counted (`ObjectsNotManifests`)."""
 
 from __future__ import annotations
 
@@ -48,15 +48,16 @@ def handle_keys(keys: Iterable[str]) -> int:
 
 
 def _look(key: str, look: LookKey) -> int:
-    if node_index(look.name) is None:
+    node = node_index(look.name)
+    if node is None:
         logger.warning("look manifest name not node-<i>.json; ignored", key=key)
         count("ManifestsIgnored")
         return 0
     logger.append_keys(run_id=look.run_id)
     try:
-        fanin().looks.on_look_manifest(look.run_id, look.config, look.pair)
+        fanin().looks.on_look_manifest(look.run_id, look.config, look.pair, node)
     except NotFoundError:
-        logger.warning("look manifest of an unknown run or unpaired config ignored", key=key)
+        logger.warning("look manifest of an unknown run, unpaired config or node ignored", key=key)
         count("ManifestsIgnored")
         return 0
     return 1

@@ -12,7 +12,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from distkpi.domain.github.acceptance import AcceptAsked, Merged
-from distkpi.domain.github.deliveries import QueuedDelivery
+from distkpi.domain.github.deliveries import QueuedDelivery, is_schedule
 from distkpi.domain.github.trust import NeedsApproval
 from distkpi.domain.github.webhook import Calibrate, Ignored, Invalid, Rerun, Trigger, parse
 from distkpi.entry.admission import Answer, decide_delivery, nothing_to_start, reply
@@ -20,6 +20,7 @@ from distkpi.entry.observability import count, logger
 from distkpi.entry.wiring import LauncherWiring, launcher
 from distkpi.exceptions import DeliveryInProgressError
 from distkpi.services.launch import Delivery, Outcome
+from distkpi.services.schedule import SCHEDULE
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -33,6 +34,9 @@ def handle_messages(event: dict[str, Any], context: LambdaContext) -> dict[str, 
     for record in event.get("Records", []):
         message_id = str(record.get("messageId", ""))
         try:
+            if is_schedule(str(record.get("body", ""))):
+                answers.append(scheduled(launcher(), context))
+                continue
             queued = QueuedDelivery.from_message(str(record.get("body", "")))
             logger.append_keys(delivery=queued.delivery, github_event=queued.event)
             answer = launch(launcher(), queued, context)
@@ -46,12 +50,26 @@ def handle_messages(event: dict[str, Any], context: LambdaContext) -> dict[str, 
     return {"batchItemFailures": failures, "deliveries": answers}
 
 
+def scheduled(wired: LauncherWiring, context: LambdaContext) -> dict[str, Any]:
+    """The schedule: each listed repository's default branch head measured by the suites
+    that run on `schedule`, each head once (its claim lasts this invocation, as a
+    delivery's); a head GitHub could not tell makes SQS give the schedule again."""
+    if (budget := wired.github_budget) is not None:
+        budget.start()
+    wired.deliveries.expire_with(context)
+    started = wired.schedule.start(wired.settings.allowed_repositories)
+    runs = [run for of_repo in started.values() for run in of_repo]
+    answer = reply(HTTPStatus.CREATED, message="schedule", runs=runs, repositories=started)
+    return {"delivery": SCHEDULE, **answer.to_json()}
+
+
 def launch(wired: LauncherWiring, queued: QueuedDelivery, context: LambdaContext) -> Answer:
     """A queued delivery decided again (the settings may have changed since it was queued)
     and started, as the webhook once did inside GitHub's 10 s."""
     if (budget := wired.github_budget) is not None:
         budget.start()
-    payload = json.loads(wired.store.read_bytes(queued.key))
+    raw = wired.store.read_bytes(queued.key) if queued.key is not None else queued.body or ""
+    payload = json.loads(raw)
     event = parse(queued.event, payload)
     decided = decide_delivery(wired.settings, wired.app_id, queued.event, event)
     if isinstance(decided, NeedsApproval):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -33,14 +34,17 @@ def count(name: str, value: int = 1) -> None:
 
 
 def log_metrics(handler: Handler) -> Handler:
-    """Like Powertools' ``metrics.log_metrics``: flush the invocation's metrics as EMF."""
+    """Like Powertools' ``metrics.log_metrics``: flush the invocation's metrics as EMF. An
+    invocation that counted nothing (a schedule with no scheduled suite) flushes nothing,
+    without Powertools' warning on stderr."""
 
     @functools.wraps(handler)
     def wrapper(event: Any, context: Any) -> Any:
         try:
             return handler(event, context)
         finally:
-            with _metrics_lock:
+            with _metrics_lock, warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "No application metrics", UserWarning)
                 metrics.flush_metrics()
 
     return wrapper  # type: ignore[return-value]

@@ -182,6 +182,7 @@ class Services:
             self.ledger,
             self.stack.count,
             self.stack.clock,
+            comments=self.pr_comments,
         )
 
     @cached_property
@@ -216,6 +217,7 @@ class Services:
             self.stack.report_url,
             self.stack.github_web_url,
             self.stack.count,
+            store=self.stack.store,
         )
 
     @cached_property

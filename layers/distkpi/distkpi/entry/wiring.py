@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from distkpi.services.intake import DeliveryIntake
     from distkpi.services.looks import PairedLooks
     from distkpi.services.publish import DrawReport, Publisher
+    from distkpi.services.schedule import ScheduledRuns
     from distkpi.services.settle import ConfigSettler
 
 
@@ -385,6 +386,12 @@ class LauncherWiring(BatchWiring):
     @property
     def cancel_superseded(self) -> bool:
         return self.settings.cancel_superseded
+
+    @cached_property
+    def schedule(self) -> ScheduledRuns:
+        from distkpi.services.schedule import ScheduledRuns
+
+        return ScheduledRuns(self.github, self.catalog, self.starter.delivery, self.count)
 
 
 class DeadlineWiring(BatchWiring):

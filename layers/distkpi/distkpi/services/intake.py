@@ -1,6 +1,7 @@
-"""The webhook's whole work on a delivery that may start runs: claimed once, its body
-recorded and the delivery queued for the launcher, so GitHub is answered in a few
-milliseconds whatever the delivery starts (docs/explanation/scale.md)."""
+"""The webhook's whole work on a delivery that may start runs: claimed once and queued for
+the launcher with its body (kept in the bucket first only when too big for a message), so
+GitHub is answered in a few milliseconds whatever the delivery starts
+(docs/explanation/scale.md)."""
 
 from __future__ import annotations
 
@@ -33,15 +34,16 @@ class DeliveryIntake:
         releases the claim, so GitHub's redelivery queues it then."""
 
         def record() -> dict[str, Any]:
-            queued = QueuedDelivery(delivery, event, delivery_key(delivery))
-            self.store.put_bytes(queued.key, body)
+            queued = QueuedDelivery.of(delivery, event, body, delivery_key(delivery))
+            if queued.key is not None:
+                self.store.put_bytes(queued.key, body)
             self.queue.send(queued.to_json())
-            return queued.to_json()
+            return queued.receipt()
 
         done = self.deliveries.once(QUEUED + delivery, record)
         if done.repeat:
             logger.info("delivery queued before; not again")
             return False
         self.count("DeliveriesQueued")
-        logger.info("delivery queued", key=(done.answer or {}).get("key"))
+        logger.info("delivery queued", key=(done.answer or {}).get("key", "in the message"))
         return True

@@ -206,13 +206,18 @@ class RunLauncher:
             if only is not None and plan.config not in only:
                 continue
             try:
-                job_id, request = self.launcher.submit(plan)
+                # resumed: the dead invocation may have submitted it without keeping its id
+                found = self.launcher.find(plan) if only is not None else None
+                job_id, request = found or self.launcher.submit(plan)
             except LaunchError as exc:
                 logger.exception("job not submitted", run_id=run.run_id, config=plan.config)
                 self._fail(run.run_id, plan.config, str(exc))
                 continue
             self.jobs.record(JobRecord(job_id, run.run_id, plan.config, request))
             self.runs.set_job(run.run_id, plan.config, job_id)
+            if found is not None:
+                logger.warning("job found submitted", run_id=run.run_id, config=plan.config)
+                self.count("JobsFoundSubmitted")
             logger.info("job submitted", run_id=run.run_id, config=plan.config, job_id=job_id)
 
     def _refuse(self, run: RunSpec, plans: Sequence[JobPlan], first_refusal: str) -> None:

@@ -20,17 +20,36 @@ class Once:
     repeat: bool
 
 
+# SQS takes messages of 256 KiB: a body up to this (JSON-escaped in the message) travels in
+# it, a bigger one is kept in the bucket and the message names its key
+MAX_INLINE_BODY_BYTES = 192 * 1024
+
+
 @dataclass(frozen=True)
 class QueuedDelivery:
-    """A delivery the webhook verified, recorded (its body at ``key`` in the bucket) and
-    handed to the launcher's queue: one SQS message."""
+    """A delivery the webhook verified and handed to the launcher's queue: one SQS message,
+    with its body in it (``body``), or recorded in the bucket at ``key`` when too big."""
 
     delivery: str
     event: str
-    key: str
+    key: str | None = None
+    body: str | None = None
+
+    @classmethod
+    def of(cls, delivery: str, event: str, body: bytes, key: str) -> QueuedDelivery:
+        """The message for ``body``: in it when it fits, else to be kept at ``key``."""
+        text = _utf8(body)
+        if text is not None and len(json.dumps(text)) <= MAX_INLINE_BODY_BYTES:
+            return cls(delivery, event, body=text)
+        return cls(delivery, event, key=key)
 
     def to_json(self) -> dict[str, str]:
-        return {"delivery": self.delivery, "event": self.event, "key": self.key}
+        where = {"key": self.key} if self.key is not None else {"body": self.body or ""}
+        return {"delivery": self.delivery, "event": self.event, **where}
+
+    def receipt(self) -> dict[str, str]:
+        """What the webhook's claim keeps as its answer: the message without the body."""
+        return {k: v for k, v in self.to_json().items() if k != "body"}
 
     @classmethod
     def from_message(cls, body: str) -> QueuedDelivery:
@@ -42,8 +61,33 @@ class QueuedDelivery:
             raise ContractError(f"queued delivery is not JSON: {exc}") from exc
         if not isinstance(fields, dict):
             raise ContractError("queued delivery is not a JSON object")
-        values = {name: fields.get(name) for name in ("delivery", "event", "key")}
+        delivery, event = fields.get("delivery"), fields.get("event")
+        values = {"delivery": delivery, "event": event}
         wrong = [name for name, value in values.items() if not isinstance(value, str) or not value]
-        if wrong:
+        if wrong or not isinstance(delivery, str) or not isinstance(event, str):
             raise ContractError(f"queued delivery without {', '.join(wrong)}")
-        return cls(**values)  # type: ignore[arg-type]
+        key, inline = fields.get("key"), fields.get("body")
+        if isinstance(key, str) and key and inline is None:
+            return cls(delivery, event, key=key)
+        if isinstance(inline, str) and inline and key is None:
+            return cls(delivery, event, body=inline)
+        raise ContractError("queued delivery without its body or key (exactly one)")
+
+
+def _utf8(body: bytes) -> str | None:
+    try:
+        return body.decode()
+    except UnicodeDecodeError:
+        return None
+
+
+# what the stack's schedule (template.yaml, NightlySchedule) puts on the delivery queue
+SCHEDULE_MESSAGE = {"event": "schedule"}
+
+
+def is_schedule(body: str) -> bool:
+    """Whether a queue message is the schedule's rather than a GitHub delivery's."""
+    try:
+        return bool(json.loads(body) == SCHEDULE_MESSAGE)
+    except ValueError:
+        return False
