@@ -67,7 +67,9 @@ class Parser(argparse.ArgumentParser):
         raise BadArguments(self, message)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; given the name of a command, only that command's parser under
+    the top one: `distkpi COMMAND ...` builds no other command's options."""
     parser = Parser(
         prog="distkpi",
         description="KPIs of distributed training runs: compute, judge and browse them, and "
@@ -75,8 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"distkpi {__version__}")
     sub = parser.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.add(sub)
+    named = [c for c in COMMANDS if c.__name__.rpartition(".")[2] == command]
+    for module in named or COMMANDS:
+        module.add(sub)
     return parser
 
 
@@ -101,7 +104,7 @@ def _say(prog: str, message: str, as_json: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv else None)
     as_json = "--json" in argv
     try:
         args, unknown = parser.parse_known_args(argv)

@@ -114,4 +114,4 @@ def test_a_second_stack_on_the_folder_is_refused_and_a_damaged_one_named(
     with pytest.raises(StateError) as err:
         run_local(tiny, tmp_path / "out", source=source, progress=io.StringIO(), state=state)
     assert f"state folder {state.path}" in str(err.value) and "--fresh" in str(err.value)
-    assert main(["history", "--local", "--state", str(tmp_path / "none"), *ON_LOCAL]) == 1
+    assert main(["history", "--local", "--state", str(tmp_path / "none"), *ON_LOCAL]) == 2

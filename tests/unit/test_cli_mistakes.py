@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -105,6 +107,18 @@ def _subcommands(
                 found.append((sub.prog, sub))
                 found += _subcommands(sub)
     return found
+
+
+def test_a_command_line_builds_its_own_command_only_and_the_same_parser_for_it() -> None:
+    whole = dict(_subcommands(build_parser()))
+    commands = [prog.split()[1] for prog in whole if len(prog.split()) == 2]
+    assert len(commands) == 15
+    for command in commands:
+        own = _subcommands(build_parser(command))
+        assert [prog for prog, _ in own if len(prog.split()) == 2] == [f"distkpi {command}"]
+        for prog, parser in own:
+            assert parser.format_help() == whole[prog].format_help()
+    assert build_parser("bogus").format_help() == build_parser().format_help()
 
 
 def test_every_command_has_a_description_and_every_option_help_with_its_default() -> None:
@@ -338,3 +352,59 @@ def test_site_says_where_it_writes_before_reading_the_table(
 ) -> None:
     assert main([*argv, "--table", "no-such-table"]) == 2
     assert capsys.readouterr().err == f"distkpi site: {message}\n"
+
+
+def _no_state(state: Path) -> str:
+    return (
+        f"no local state: no `distkpi local up` is running for {state}, and the folder does "
+        "not exist (run `distkpi local` first, or give --state)"
+    )
+
+
+def _foreign_state(state: Path) -> str:
+    state.mkdir()
+    (state / "state.json").write_text('{"format": 0}')
+    return (
+        f"state folder {state}: it is in state format 0; this distkpi reads 1. Keep it and "
+        "find out why, or start from empty state with --fresh (which deletes it)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "prepare"),
+    [
+        (["history", "--repo", "a/b", "--model", "m", "--local", "--state"], _no_state),
+        (["runs", "--repo", "a/b", "--sha", "HEAD", "--local", "--state"], _foreign_state),
+        (["local", "--dry-run", "--state"], _foreign_state),
+    ],
+)
+def test_an_unusable_state_folder_is_bad_input_for_every_command(
+    argv: list[str], prepare: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "state"
+    message = f"distkpi {argv[0]}: {prepare(state)}"
+    assert main([*argv, str(state)]) == 2
+    assert capsys.readouterr().err == message + "\n"
+    if argv[0] != "history":  # which has no --json
+        assert main([*argv, str(state), "--json"]) == 2
+        captured = capsys.readouterr()
+        assert json.loads(captured.out) == {"error": message}
+        assert captured.err == message + "\n"
+
+
+def test_a_state_folder_in_use_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from distkpi_cli.local.state import StateFolder
+
+    state = StateFolder(tmp_path / "state")
+    state.path.mkdir()
+    with state.locked():
+        assert (
+            main(["runs", "--repo", "a/b", "--sha", "HEAD", "--local", "--state", str(state.path)])
+            == 2
+        )
+    assert capsys.readouterr().err == (
+        f"distkpi runs: state folder {state.path} is in use by distkpi pid {os.getpid()}; "
+        "wait for it to finish, or give another --state\n"
+    )

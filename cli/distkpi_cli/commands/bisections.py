@@ -4,37 +4,26 @@ names its (repo, branch, model), whose bisections are one Query)."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
 from distkpi_cli.commands.common import Subcommands, open_table, table_options
+from distkpi_cli.commands.listing import histories, print_listed
 
 if TYPE_CHECKING:
     from distkpi.domain.bisect.plan import Bisection
 
 
 def run(args: argparse.Namespace) -> int:
-    from distkpi.adapters.dynamo import HistoryRepository
     from distkpi.adapters.dynamo.bisections import BisectionRepository
 
     with open_table(args) as table:
-        histories = {
-            (s.repo, s.branch, s.model)
-            for s in HistoryRepository(table).series(args.repo)
-            if (args.model is None or s.model == args.model)
-            and (args.branch is None or s.branch == args.branch)
-        }
         repository = BisectionRepository(table)
-        found = [b for key in sorted(histories) for b in repository.of_branch(*key)]
+        keys = histories(table, args.repo, args.model, args.branch)
+        found = [b for key in keys for b in repository.of_branch(*key)]
     found.sort(key=lambda b: (b.created_at, b.bad_run_id))
-    if args.json:
-        print(json.dumps([b.summary() for b in found], indent=2))
-        return 0
-    if not found:
-        print("no bisections")
-    for b in found:
-        print(_line(b))
-    return 0
+    return print_listed(
+        found, as_json=args.json, to_json=lambda b: b.summary(), line=_line, none="no bisections"
+    )
 
 
 def _line(b: Bisection) -> str:

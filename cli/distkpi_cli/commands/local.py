@@ -235,7 +235,9 @@ def add(sub: Subcommands) -> None:
         metavar="FILE",
         help="replay this recorded delivery (headers and payload, or a bare payload), signed "
         "with the local secret, on the state folder's stack when there is one (a "
-        "`/distkpi accept` comment finds the run it accepts); repeat for a sequence",
+        "`/distkpi accept` comment finds the run it accepts); repeat for a sequence. "
+        "`--event schedule`: the stack's schedule instead (the default branch's head, the "
+        "configs whose `when:` names schedule)",
     )
     p.add_argument(
         "--event-name",

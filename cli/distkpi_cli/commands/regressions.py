@@ -10,6 +10,7 @@ import json
 from typing import TYPE_CHECKING
 
 from distkpi_cli.commands.common import Subcommands, UsageError, open_table, table_options
+from distkpi_cli.commands.listing import histories, print_listed
 
 if TYPE_CHECKING:
     from distkpi.domain.regressions import Regression
@@ -19,27 +20,17 @@ LOCAL_FOLDER = "--local-state"  # --state is the regression's state here
 
 
 def listed(args: argparse.Namespace) -> int:
-    from distkpi.adapters.dynamo import HistoryRepository
     from distkpi.adapters.dynamo.regressions import RegressionRepository
 
     with open_table(args) as table:
-        histories = {
-            (s.repo, s.branch, s.model)
-            for s in HistoryRepository(table).series(args.repo)
-            if args.model is None or s.model == args.model
-        }
         repository = RegressionRepository(table)
-        found = [r for key in sorted(histories) for r in repository.of_branch(*key)]
+        keys = histories(table, args.repo, args.model)
+        found = [r for key in keys for r in repository.of_branch(*key)]
     found = [r for r in found if args.wanted is None or r.state.value == args.wanted]
     found.sort(key=lambda r: (r.opened_at, r.id))
-    if args.json:
-        print(json.dumps([r.to_json() for r in found], indent=2))
-        return 0
-    if not found:
-        print("no regressions")
-    for r in found:
-        print(_line(r))
-    return 0
+    return print_listed(
+        found, as_json=args.json, to_json=lambda r: r.to_json(), line=_line, none="no regressions"
+    )
 
 
 def _line(r: Regression) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from distkpi.exceptions import ContractError
+from distkpi.services.schedule import SCHEDULE
 from distkpi_cli.local.demo import planned_run
 from distkpi_cli.local.dispatch import Dispatcher
 from distkpi_cli.local.handlers import project_root
@@ -38,6 +39,9 @@ def read_events(files: Sequence[Path], names: Sequence[str]) -> list[RecordedEve
         )
     events = []
     for n, path in enumerate(files):
+        if str(path) == SCHEDULE and not path.exists():
+            events.append(RecordedEvent(SCHEDULE, SCHEDULE, b""))
+            continue
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
@@ -82,7 +86,8 @@ def replay(
                 "X-GitHub-Delivery": event.delivery,
                 "Content-Type": "application/json",
             }
-            code, body = stack.deliver(headers, event.body)
+            scheduled = (event.name, event.delivery, event.body) == (SCHEDULE, SCHEDULE, b"")
+            code, body = stack.schedule() if scheduled else stack.deliver(headers, event.body)
             stack.say(f"webhook: {event.name} -> {code} {body.get('message', '')}")
             deliveries.append({"event": event.name, "status_code": code, "body": body})
         run_ids = [r for d in deliveries for r in d["body"].get("runs", [])]

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from distkpi.domain.layout import REPORTS, RUNS, SITE
-from distkpi.exceptions import DistkpiError
+from distkpi_cli.commands.common import UsageError
 
 FORMAT = 1
 # the bucket's prefixes a state folder holds: results, never configuration
@@ -44,8 +44,9 @@ KEPT = (RUNS, REPORTS, SITE)
 OBJECT_FILE = re.compile(r"[0-9]+")
 
 
-class StateError(DistkpiError):
-    """A state folder that cannot be used as it is."""
+class StateError(UsageError):
+    """A state folder that cannot be used as it is (none, damaged, of another format, or in
+    use by another stack): what --state names is unusable, so every command exits 2."""
 
 
 def _encode(value: Any) -> Any:

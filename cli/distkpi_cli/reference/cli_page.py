@@ -112,8 +112,8 @@ Every command exits with one of these (the value a command's own description add
 | {failure} | something it relies on failed: AWS or GitHub refused or cannot be reached, \
 a run could not be read, an `error` verdict |
 | {usage} | its arguments name nothing usable: no run folder, suite or history file, no \
-table, no such run or commit, AWS without a region or credentials, or argparse refused the \
-command line |
+table, no such run or commit, a local state folder that is missing, damaged or in use by \
+another stack, AWS without a region or credentials, or argparse refused the command line |
 
 The error is one line on stderr that names the input and what to do (after the command's
 usage when argparse refused it); a command given `--json` also prints `{{"error": "<that
