@@ -4,9 +4,10 @@ Batch's SubmitJob rate, GitHub requests and collector invocations per run.
     python bench/scale.py --deliveries 50 [--baseline] [--complete 5] [--app] [--json] [--smoke]
 
 AWS is moto's server (its own process, on 127.0.0.1) with the stack made from template.yaml
-(the table, the bucket, the delivery queue with its dead-letter queue, the S3 notification
-queue), GitHub the stand-in (127.0.0.1), the suite the seed's matrix
-(infra/suites/resnet50.yaml: 1x1, 1x8, 2x8 + 4 pservers, 4x8 + 8 pservers, 4 jobs a run).
+(the table, the bucket, the delivery queue with its dead-letter queue, the collector's
+EventBridge rule and the queue behind it), GitHub the stand-in (127.0.0.1), the suite the
+seed's matrix (infra/suites/resnet50.yaml: 1x1, 1x8, 2x8 + 4 pservers, 4x8 + 8 pservers, 4
+jobs a run).
 N pushes of distinct commits are delivered at once, signed, to the real webhook handler run
 by 10 processes (the template's WebhookConcurrency), each delivery's answer timed (a
 process's first answer includes its container's cold start: `webhook_ms_warm` leaves those
@@ -26,7 +27,8 @@ after GitHub's 10 s (GitHub does not redeliver). Training is a job stand-in: for
 the first `--complete` runs it writes what a finished node writes to S3 (each multi-node
 node's rendezvous record, its log with throughput lines and its signed manifest, last), then
 Batch's Job State Change events (RUNNING, SUCCEEDED) go to the real job_events handler and
-the S3 notifications (through SQS, as the local stack takes them) to the real collector.
+the S3 events the collector's rule takes (through EventBridge and SQS, as the local stack
+takes them) to the real collector.
 GitHub requests per run: those the stand-in served during the launch, over the runs started,
 plus those during the completion, over the runs completed; content-creating ones (POST,
 PATCH, PUT, DELETE, other than an installation token) apart. Collector invocations per run
@@ -40,7 +42,6 @@ import argparse
 import hashlib
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -50,7 +51,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import requests
+from _local_stack import moto_server
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO = "PaddlePaddle/Paddle"
@@ -66,37 +67,13 @@ LOG = "".join(
 )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def moto_server() -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    binary = Path(sys.executable).parent / "moto_server"
-    proc = subprocess.Popen(
-        [str(binary), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            requests.get(f"{endpoint}/moto-api/", timeout=1)
-            return proc, endpoint
-        except requests.ConnectionError:
-            time.sleep(0.1)
-    raise SystemExit("moto_server did not start")
-
-
 # --- the worker processes: a webhook's or a launcher's container -------------------------
 
 
 def webhook_worker(job: dict[str, Any]) -> None:
     """Each delivery given to the real webhook handler, timed; with ``baseline``, the real
     launcher handler on it right after, in the same timing (as the main branch's webhook)."""
+    from distkpi.domain.github.deliveries import QueuedDelivery
     from distkpi.domain.layout import delivery_key
     from distkpi_cli.local.handlers import (
         LambdaContext,
@@ -114,7 +91,8 @@ def webhook_worker(job: dict[str, Any]) -> None:
         response = handlers["webhook"].lambda_handler(event, LambdaContext())
         status, answer = response["statusCode"], json.loads(response.get("body") or "{}")
         if job["baseline"] and status == 202:
-            message = {"delivery": delivery, "event": "push", "key": delivery_key(delivery)}
+            queued = QueuedDelivery.of(delivery, "push", body, delivery_key(delivery))
+            message = queued.to_json()
             record = {"MessageId": delivery, "ReceiptHandle": "-", "Body": json.dumps(message)}
             result = handlers["launcher"].lambda_handler(
                 sqs_event([record], "arn:aws:sqs:us-east-1:123456789012:inline"),
@@ -271,7 +249,7 @@ class Stack:
             nonlocal acted
             for record in event["Records"]:
                 body = json.loads(record["body"])
-                if body.get("Event") == "s3:TestEvent" or not body.get("Records"):
+                if body.get("detail-type") != "Object Created":
                     continue
                 from distkpi_cli.local.handlers import LambdaContext
 
@@ -289,6 +267,7 @@ class Stack:
         from distkpi.domain.signing import ManifestKeys, sign
         from distkpi_cli.local.aws_stack import BUCKET, MANIFEST_SECRET_ID, TABLE
         from distkpi_cli.local.handlers import LambdaContext, batch_job_event
+        from distkpi_cli.node.rendezvous import FOLDER, record_name
 
         s3, sm = self.aws.client("s3"), self.aws.client("secretsmanager")
         master = str(sm.get_secret_value(SecretId=MANIFEST_SECRET_ID)["SecretString"])
@@ -317,7 +296,7 @@ class Stack:
                     where = {"node": node, "address": "127.0.0.1", "port": 6000 + node}
                     s3.put_object(
                         Bucket=BUCKET,
-                        Key=f"{prefix}rendezvous/node-{node}.json",
+                        Key=f"{prefix}{FOLDER}{record_name(node)}",
                         Body=json.dumps(where),
                     )
                 log = f"logs/{role}-{rank}.log"

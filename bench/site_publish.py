@@ -10,8 +10,12 @@ For each N of --runs: the bucket's site/api/ is seeded with N runs of one model'
 248 runs into a month so that the next publishes write into a part of the month's chunk
 as full as parts get (about 1,000 points); then --publishes new runs are published one
 after the other, each a real evaluation of the seed's suite, through
-SitePublisher on S3 (conditional writes) with the resets read from the table. Reported: the
-median and the slowest publish's wall time, and the S3 and DynamoDB requests each made.
+SitePublisher on S3 (conditional writes) with the resets and the regressions read from the
+table, as the stack builds it; every other one regressed (its regression item made before,
+as the alert step makes it), so that its publish writes regressions.json, which the others
+only read. Reported: the median and the slowest publish's wall time, and the S3 and
+DynamoDB requests each made (the DynamoDB Queries among them; a column with two figures,
+such as 8/9, gives each count seen).
 For each N of --old: the same history in the table, and one full rebuild of the old pages
 (what the sweeper did for every history with a new run), its time and requests.
 """
@@ -41,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "distkpi"))
 
 from distkpi.adapters.dynamo import DynamoTable, HistoryRepository  # noqa: E402
+from distkpi.adapters.dynamo.regressions import RegressionRepository  # noqa: E402
 from distkpi.adapters.s3_runs import S3RunStore  # noqa: E402
 from distkpi.domain.github.webhook import Trigger  # noqa: E402
 from distkpi.domain.judging.evaluation import evaluate  # noqa: E402
@@ -48,6 +53,7 @@ from distkpi.domain.kpis.engine import ConfigKpis, RunKpis  # noqa: E402
 from distkpi.domain.planning.jobs import run_spec_for  # noqa: E402
 from distkpi.domain.planning.suites import load_suite  # noqa: E402
 from distkpi.domain.records import HistoryRecord, RunRecord, SeriesRecord  # noqa: E402
+from distkpi.domain.regressions import Regression  # noqa: E402
 from distkpi.reporting import api  # noqa: E402
 from distkpi.reporting.app_files import AppFiles  # noqa: E402
 from distkpi.services.site import BucketSite, SitePublisher, rebuild  # noqa: E402
@@ -161,14 +167,20 @@ def new_run(i: int, rate: int, runs: int) -> RunRecord:
 
 
 class Requests:
-    """Counts the HTTP requests a boto3 client sends, by service."""
+    """Counts the HTTP requests a boto3 client sends, by service, and DynamoDB's by
+    operation too ("dynamodb Query": its X-Amz-Target names it)."""
 
     def __init__(self) -> None:
         self.sent: dict[str, int] = {}
 
     def watch(self, client: Any, service: str) -> Any:
-        def count(**_: Any) -> None:
+        def count(request: Any, **_: Any) -> None:
             self.sent[service] = self.sent.get(service, 0) + 1
+            target = request.headers.get("X-Amz-Target") or b""
+            if target:
+                name = target.decode() if isinstance(target, bytes) else str(target)
+                operation = f"{service} {name.rsplit('.', 1)[-1]}"
+                self.sent[operation] = self.sent.get(operation, 0) + 1
 
         client.meta.events.register("before-send", count)
         return client
@@ -190,8 +202,18 @@ def stack(endpoint: str) -> tuple[Any, Any]:
     return s3, dynamodb
 
 
+def opened_by(run: RunRecord) -> Regression:
+    """The regression the alert step opens, before the site's step, for a run whose
+    4x8-8ps throughput fell out of its range: regressions.json changes with it."""
+    return Regression(
+        REPO, BRANCH, MODEL, "4x8-8ps", "throughput", run.run_id, run.trigger.sha,
+        run.finished_at or "", 2000.0, 2400.0, 2300.0, 2500.0,
+    )  # fmt: skip
+
+
 def publish_row(endpoint: str, runs: int, rate: int, publishes: int) -> str:
-    s3, _ = stack(endpoint)
+    s3, dynamodb = stack(endpoint)
+    ledger = RegressionRepository(DynamoTable(TABLE, dynamodb.Table(TABLE)))  # not counted
     started = time.perf_counter()
     built = rebuild(
         SyntheticHistory(runs, rate), BucketSite(S3RunStore(BUCKET, s3)), change_points=False
@@ -203,13 +225,21 @@ def publish_row(endpoint: str, runs: int, rate: int, publishes: int) -> str:
     resource = boto3.resource("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
     table = DynamoTable(TABLE, resource.Table(TABLE))
     counted.watch(resource.meta.client, "dynamodb")
-    site = SitePublisher(store, HistoryRepository(table).resets, app=lambda: APP)
+    # as the stack builds it (entry/root.py): the resets and the regressions from the table
+    site = SitePublisher(
+        store,
+        HistoryRepository(table).resets,
+        app=lambda: APP,
+        regressions=RegressionRepository(table).of_branch,
+    )
     run = new_run(runs - 1, rate, runs)  # the last seeded, again: the index gets its app key
     site.publish(run, *_evaluated(run))
     counted.take()
     times, sent, parts = [], [], []
     for k in range(publishes):
         run = new_run(runs + k, rate, runs)
+        if k % 2 == 0:  # every other run regressed: its publish writes regressions.json
+            ledger.create(opened_by(run))
         began = time.perf_counter()
         site.publish(run, *_evaluated(run))
         times.append(time.perf_counter() - began)
@@ -221,10 +251,12 @@ def publish_row(endpoint: str, runs: int, rate: int, publishes: int) -> str:
     largest = max(o["Size"] for page in listed for o in page.get("Contents", []))
     s3_requests = sorted({s.get("s3", 0) for s in sent})
     dynamo = sorted({s.get("dynamodb", 0) for s in sent})
+    queries = sorted({s.get("dynamodb Query", 0) for s in sent})
     return (
         f"| {runs} | {built.chunks} | {statistics.median(times) * 1000:.0f} | "
         f"{max(times) * 1000:.0f} | {'/'.join(map(str, s3_requests))} | "
-        f"{'/'.join(map(str, dynamo))} | {max(parts)} | {largest / 1e6:.2f} | {seeded:.0f} |"
+        f"{'/'.join(map(str, dynamo))} | {'/'.join(map(str, queries))} | {max(parts)} | "
+        f"{largest / 1e6:.2f} | {seeded:.0f} |"
     )
 
 
@@ -291,10 +323,10 @@ def main() -> int:
             print("\nOne run published into the site's files (services/site.py):\n")
             print(
                 "| runs of history | chunks | publish, median (ms) | slowest (ms) "
-                "| S3 requests | DynamoDB requests | points in the part written "
-                "| largest file (MB) | seeding (s) |"
+                "| S3 requests | DynamoDB requests | of which Queries "
+                "| points in the part written | largest file (MB) | seeding (s) |"
             )
-            print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+            print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
             for runs in args.runs:
                 print(publish_row(endpoint, runs, args.rate, args.publishes), flush=True)
             if args.old:

@@ -1,5 +1,6 @@
 """AWS on 127.0.0.1: moto's server, with the table, bucket, secrets and Batch resources made
-from the same definitions as template.yaml, and S3 notifications going to an SQS queue."""
+from the same definitions as template.yaml, and S3's events going through EventBridge, under
+the collector's rule, to an SQS queue."""
 
 from __future__ import annotations
 
@@ -95,10 +96,22 @@ def aws_environment(
     }
 
 
-def _notification_filter(template: dict[str, Any]) -> dict[str, Any]:
-    """The collector's S3 event filter, as written in the template."""
+def notification_pattern(template: dict[str, Any]) -> dict[str, Any]:
+    """The collector's EventBridge pattern, as written in the template, on this stack's
+    bucket."""
     collector = resources_of_type(template, "AWS::Serverless::Function")["CollectorFunction"]
-    return dict(collector["Events"]["NodeManifest"]["Properties"]["Filter"])
+    pattern = collector["Events"]["NodeManifest"]["Properties"]["Pattern"]
+
+    def on_bucket(node: Any) -> Any:
+        if node == {"Ref": "RunsBucket"}:
+            return BUCKET
+        if isinstance(node, dict):
+            return {k: on_bucket(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [on_bucket(v) for v in node]
+        return node
+
+    return dict(on_bucket(pattern))
 
 
 def _job_command(template: dict[str, Any], logical_id: str) -> list[str]:
@@ -257,24 +270,19 @@ def work_queues(sqs: Any, template: dict[str, Any]) -> WorkQueues:
 
 
 def _notify_queue(client: Callable[[str], Any], template: dict[str, Any]) -> str:
-    """S3 notifications with the collector's filter go to an SQS queue (moto runs no Lambda)."""
+    """S3's events go to EventBridge and the collector's rule, as the template writes it, to
+    an SQS queue (moto runs no Lambda)."""
     sqs = client("sqs")
     queue_url: str = sqs.create_queue(QueueName=QUEUE)["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
         "Attributes"
     ]["QueueArn"]
-    rules = _notification_filter(template)["S3Key"]["Rules"]
+    events = client("events")
+    events.put_rule(Name=QUEUE, EventPattern=json.dumps(notification_pattern(template)))
+    events.put_targets(Rule=QUEUE, Targets=[{"Id": "collector", "Arn": queue_arn}])
     client("s3").put_bucket_notification_configuration(
         Bucket=BUCKET,
-        NotificationConfiguration={
-            "QueueConfigurations": [
-                {
-                    "QueueArn": queue_arn,
-                    "Events": ["s3:ObjectCreated:*"],
-                    "Filter": {"Key": {"FilterRules": rules}},
-                }
-            ]
-        },
+        NotificationConfiguration={"EventBridgeConfiguration": {}},
     )
     return queue_url
 

@@ -10,13 +10,14 @@ import json
 import secrets
 import threading
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from distkpi_cli.local.standin_server import QuietHandler, StandInServer
 
-class ChatStandIn:
+
+class ChatStandIn(StandInServer):
     def __init__(self, port: int = 0) -> None:
-        self.port = port  # 0: any free one
+        super().__init__(port)
         self.path = (
             f"/services/T{secrets.token_hex(4)}/B{secrets.token_hex(4)}/{secrets.token_hex(12)}"
         )
@@ -24,65 +25,34 @@ class ChatStandIn:
         self.refused = 0  # posts answered with an error
         self._scripted: deque[int] = deque()
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
-        """The webhook's URL: the secret a stack keeps in Secrets Manager."""
-        assert self._server is not None, "not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}{self.path}"
-
-    @property
-    def base_url(self) -> str:
-        """Where `/_standin/messages` answers what was posted (for `distkpi local` attached
-        to `distkpi local up`)."""
-        assert self._server is not None, "not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        """The webhook's URL: the secret a stack keeps in Secrets Manager (``base_url``:
+        where `/_standin/messages` answers what was posted, for `distkpi local` attached to
+        `distkpi local up`)."""
+        return self.base_url + self.path
 
     def fail_next(self, *codes: int) -> None:
         with self._lock:
             self._scripted.extend(codes)
 
-    def start(self) -> str:
+    def handler(self) -> type[QuietHandler]:
         standin = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                del format, args
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 found = self.path == "/_standin/messages"
                 with standin._lock:
                     data = json.dumps(standin.messages if found else {"error": "no_service"})
-                self.send_response(200 if found else 404)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data.encode())))
-                self.end_headers()
-                self.wfile.write(data.encode())
+                self.reply(200 if found else 404, data.encode())
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 code, text = standin._take(self.path, raw)
-                data = text.encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.reply(code, text.encode(), "text/plain")
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
-        return self.url
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        return Handler
 
     def _take(self, path: str, raw: bytes) -> tuple[int, str]:
         with self._lock:

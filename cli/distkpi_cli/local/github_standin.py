@@ -24,13 +24,13 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 from distkpi.domain.github.webhook import sign
 from distkpi_cli.local.standin_git import GitRepository
+from distkpi_cli.local.standin_server import QuietHandler, StandInServer
 
 # what receives a webhook delivery (its headers, signed, and body): its status and answer
 Webhook = Callable[[dict[str, str], bytes], tuple[int, dict[str, Any]]]
@@ -46,6 +46,10 @@ TOKEN_PATH = re.compile(r"^/app/installations/(?P<installation>[0-9]+)/access_to
 INSTALLATION_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/installation$")
 CHECK_RUNS_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/check-runs$")
 CHECK_RUN_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/check-runs/(?P<id>[0-9]+)$")
+REPO_PATH = re.compile(r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)$")
+BRANCH_REF_PATH = re.compile(
+    r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/git/ref/heads/(?P<branch>.+)$"
+)
 GIT_COMMIT_PATH = re.compile(
     r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/git/commits/(?P<sha>[0-9a-f]{40})$"
 )
@@ -171,11 +175,12 @@ class Route:
     token: bool = True  # takes the token; else it checks the App's JWT itself
 
 
-class GitHubStandIn:
+class GitHubStandIn(StandInServer):
     """Records POST /repos/{owner}/{repo}/statuses/{sha}; 422 like GitHub on bad input.
 
-    ``fail_next(500, 503)`` makes the next requests, on any route, answer those codes
-    first, with ``headers`` if given (``throttle_next`` scripts GitHub's limit answers).
+    ``fail_next(500, 503)`` makes the next requests, on any route (or, with ``on``, the
+    next ones whose "METHOD /path" starts so), answer those codes first, with ``headers``
+    if given (``throttle_next`` scripts GitHub's limit answers).
     ``deliver(event, payload)`` makes a signed webhook delivery of any event.
     """
 
@@ -186,9 +191,9 @@ class GitHubStandIn:
         port: int = 0,
         repository: Path | None = None,
     ) -> None:
+        super().__init__(port)
         self.token = token
         self.app = app
-        self.port = port  # 0: any free one
         # the git repository it serves, for every owner/name: compares' merge bases and
         # files, commits' parents; None: compares list `changed_files`, commits are 404
         self.repository = repository
@@ -207,6 +212,8 @@ class GitHubStandIn:
         self.changed_files: list[str] | None = None
         # which of those are renames, and from where: {new path: previous path}
         self.renamed_from: dict[str, str] = {}
+        # each branch's head for every owner/name, before the repository's own: {branch: sha}
+        self.heads: dict[str, str] = {}
         self.requests = 0
         # each request by kind: "content" (POST, PATCH, PUT, DELETE but the App's token
         # exchange), "read" (a GET answered in full), "not_modified" (a 304), "token",
@@ -221,10 +228,10 @@ class GitHubStandIn:
         self.deliveries: list[dict[str, Any]] = []
         self._outbox: deque[tuple[dict[str, str], bytes]] = deque()
         self._delivering = threading.Lock()
-        self._scripted: deque[tuple[int, dict[str, str]]] = deque()
+        # scripted answers: code, headers, and the "METHOD /path" start they wait for
+        self._scripted: deque[tuple[int, dict[str, str], str]] = deque()
         self._lock = threading.Lock()
         self._messages: dict[int, str] = {}
-        self._server: ThreadingHTTPServer | None = None
 
     def reset(self, token: str | None = None, app: GitHubApp | None = None) -> None:
         """Forget every request and script, as a new stand-in would, keeping the server (and
@@ -233,10 +240,6 @@ class GitHubStandIn:
         self.__dict__.update(GitHubStandIn(token, app, self.port, self.repository).__dict__)
         self._server, self.webhook, self.webhook_secret = server, webhook, secret
 
-    @property
-    def stopped(self) -> bool:
-        return self._server is None
-
     def set_permission(self, login: str, role: str) -> None:
         """``login``'s role (admin, maintain, write, triage, read, none) on every repository."""
         if role not in PERMISSIONS:
@@ -244,9 +247,9 @@ class GitHubStandIn:
         with self._lock:
             self.permissions[login] = role
 
-    def fail_next(self, *codes: int, headers: dict[str, str] | None = None) -> None:
+    def fail_next(self, *codes: int, headers: dict[str, str] | None = None, on: str = "") -> None:
         with self._lock:
-            self._scripted.extend((code, dict(headers or {})) for code in codes)
+            self._scripted.extend((code, dict(headers or {}), on) for code in codes)
 
     def throttle_next(
         self,
@@ -267,22 +270,13 @@ class GitHubStandIn:
             headers["x-ratelimit-reset"] = str(int(time.time() + reset_in))
         message = "You have exceeded a secondary rate limit. Please wait a few minutes."
         with self._lock:
-            self._scripted.extend([(code, headers)] * times)
+            self._scripted.extend([(code, headers, "")] * times)
             self._messages[code] = message
 
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> str:
+    def handler(self) -> type[QuietHandler]:
         standin = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                del format, args
-
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 self._answer(*standin._serve("POST", self.path, self._auth(), self._body()))
                 standin.deliver_queued()  # GitHub answers first, then delivers
@@ -302,29 +296,12 @@ class GitHubStandIn:
 
             def _answer(self, code: int, body: Any, headers: dict[str, str]) -> None:
                 data = b"" if code in (204, 304) else json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
+                self.reply(code, data, headers=headers)
 
             def _body(self) -> bytes:
                 return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        # a short poll: stop() waits up to one interval for the loop to notice
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
-        return self.url
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        return Handler
 
     def _routes(self) -> list[Route]:
         """Every route but the reads of `/_standin/`: its method, path, whether it takes
@@ -343,6 +320,8 @@ class GitHubStandIn:
             Route("GET", INSTALLATION_PATH, self._installation, token=False),
             Route("GET", COMMIT_CHECKS_PATH, self._list_checks),
             Route("GET", GIT_COMMIT_PATH, self._git_commit),
+            Route("GET", REPO_PATH, self._repository),
+            Route("GET", BRANCH_REF_PATH, self._branch_ref),
             Route("GET", COMPARE_PATH, self._compare),
             Route("DELETE", LABEL_PATH, self._remove_label),
         ]
@@ -356,11 +335,14 @@ class GitHubStandIn:
         url = urlparse(path)
         if not url.path.startswith("/_standin/"):
             with self._lock:
-                if self._scripted:
+                asked = f"{method} {url.path}"
+                found = next((s for s in self._scripted if asked.startswith(s[2])), None)
+                if found is not None:
+                    self._scripted.remove(found)
                     self.requests += 1
-                    self.requested.append(f"{method} {url.path}")
+                    self.requested.append(asked)
                     self.kinds["scripted"] += 1
-                    code, scripted = self._scripted.popleft()
+                    code, scripted, _ = found
                     return code, {"message": self._messages.get(code, "scripted failure")}, scripted
         code, body = self._route(method, path, auth, raw)
         kind = "read"
@@ -551,6 +533,22 @@ class GitHubStandIn:
             repository = GitRepository(self.repository)
             found = repository.git_commit(request.match["sha"], self.url, request.repo)
         return (404, {"message": "Not Found"}) if found is None else (200, found)
+
+    def _repository(self, request: Request) -> tuple[int, Any]:
+        """GET /repos/{owner}/{repo}: its name and default branch (what the schedule asks)."""
+        return 200, {"full_name": request.repo, "default_branch": DEFAULT_BRANCH}
+
+    def _branch_ref(self, request: Request) -> tuple[int, Any]:
+        """GET /repos/{owner}/{repo}/git/ref/heads/{branch}: its head, from ``heads`` or
+        the repository it serves."""
+        branch = unquote(request.match["branch"])
+        sha = self.heads.get(branch)
+        if sha is None and self.repository is not None:
+            sha = GitRepository(self.repository).commit_of(branch)
+        if sha is None:
+            return 404, {"message": "Not Found"}
+        ref = {"ref": f"refs/heads/{branch}", "object": {"sha": sha, "type": "commit"}}
+        return 200, {**ref, "url": f"{self.url}/repos/{request.repo}/git/refs/heads/{branch}"}
 
     def _dispatch(self, request: Request) -> tuple[int, Any]:
         """POST /repos/{owner}/{repo}/dispatches: 204, and a repository_dispatch delivery

@@ -22,8 +22,10 @@ from unittest import mock
 import boto3
 
 from distkpi.adapters.dynamo import DynamoTable, JobRepository, RunRepository
+from distkpi.domain.github.deliveries import SCHEDULE_MESSAGE
 from distkpi.domain.layout import SUITES
 from distkpi.domain.signing import ManifestKeys
+from distkpi.services.schedule import SCHEDULE
 from distkpi_cli.local.attach import RunningStack, running
 from distkpi_cli.local.aws_stack import (
     BUCKET,
@@ -105,6 +107,18 @@ class LocalStack:
         response = self.handlers["webhook"].lambda_handler(event, LambdaContext())
         return int(response["statusCode"]), json.loads(response.get("body") or "{}")
 
+    def schedule(self) -> tuple[int, dict[str, Any]]:
+        """What the stack's schedule does (template.yaml, NightlySchedule): its message on
+        the delivery queue, drained; the launcher's answer (the runs it started)."""
+        sqs = self.aws.client("sqs")
+        sqs.send_message(
+            QueueUrl=self.aws.queues.deliveries, MessageBody=json.dumps(SCHEDULE_MESSAGE)
+        )
+        for started in self.drain_deliveries():
+            if started["delivery"] == SCHEDULE:
+                return int(started["status"]), dict(started["answer"])
+        raise RuntimeError("the schedule was queued but not started (see the launcher's log)")
+
     def drain_deliveries(self, context: LambdaContext | None = None) -> list[dict[str, Any]]:
         """Every queued delivery to the launcher, five to an invocation as the template's
         event source gives them; each started delivery's answer."""
@@ -143,7 +157,8 @@ class LocalStack:
         return list(answer["runs"])
 
     def drain_s3_events(self) -> int:
-        """Deliver every queued S3 notification to the collector; how many were delivered."""
+        """Deliver every queued S3 event (the collector's rule took) to the collector; how many
+        were delivered."""
         sqs = self.aws.client("sqs")
         delivered = 0
         while True:
@@ -155,7 +170,7 @@ class LocalStack:
                 return delivered
             for message in messages:
                 body = json.loads(message["Body"])
-                if body.get("Event") != "s3:TestEvent" and body.get("Records"):
+                if body.get("detail-type") == "Object Created":
                     self.handlers["collector"].lambda_handler(body, LambdaContext())
                     delivered += 1
                 sqs.delete_message(
