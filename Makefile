@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 CHECKOV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV)/.installed
 
-.PHONY: demo test lint typecheck unit integration e2e slow browser bench clean lock package docs
+.PHONY: demo test tiers lint typecheck unit integration e2e slow browser bench clean lock package docs
 
 # the layer's lock is the tests' constraints: they run the versions that are deployed
 $(STAMP): pyproject.toml layers/distkpi/requirements.txt
@@ -71,12 +71,16 @@ slow: $(STAMP)
 browser: $(STAMP)
 	$(PYTEST) tests/browser
 
-# lint and types side by side (one core each), then the three tiers in one pytest run on
-# every core: the minutes-long end-to-end tests are handed out first, the seconds-long ones
-# fill the cores around them, and the workers start once rather than once per tier
+# lint, types and the three tiers side by side: one pytest run, two workers per core, the
+# tests waiting on subprocesses, polls and locks about half their time, which a second
+# worker per core and the linters fill (bench/README.md, the test tiers). The end-to-end
+# tests are handed out first, and the workers start once rather than once per tier
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 test: $(STAMP) $(CHECKOV_STAMP)
-	$(MAKE) -j2 --output-sync=target lint typecheck
-	$(PYTEST) tests/e2e tests/integration tests/service tests/unit -m "not slow"
+	$(MAKE) -j3 --output-sync=target lint typecheck tiers
+
+tiers: $(STAMP)
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal tests/e2e tests/integration tests/service tests/unit -m "not slow"
 
 # layers/distkpi/requirements.txt from requirements.in, at the versions the tests install
 lock: $(STAMP)

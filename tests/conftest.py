@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
+import pickle
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +16,90 @@ import botocore.loaders
 import botocore.session
 import pytest
 
+import distkpi.domain.diagnosis.breakdown
+import distkpi.domain.diagnosis.collect
+import distkpi.domain.diagnosis.trace
+import distkpi.reporting.page
+import distkpi_cli.diagnosis.folder
+
 SHA = "a" * 40
 
 # Each boto3 Session (one per identity, per moto stack, per wiring) would load and decode
 # botocore's service models again, about 0.2 s a client: one loader for the test process
 # keeps what it decoded, as one Lambda container keeps its clients' models.
 botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)  # type: ignore[attr-defined]
+
+
+def drawn_once(draw: Callable[..., bytes | None]) -> Callable[..., bytes | None]:
+    """A chart function that draws each distinct input once per test process: the charts are
+    pure functions of their arguments, and matplotlib took most of the time of the tests that
+    publish runs (a history seeded run by run is the same in every test that seeds it). An
+    argument that cannot be pickled is drawn every time."""
+    drawn: dict[bytes, bytes | None] = {}
+
+    @functools.wraps(draw)
+    def once(*args: Any, **kwargs: Any) -> bytes | None:
+        try:
+            key = pickle.dumps((args, sorted(kwargs.items())))
+        except (pickle.PicklingError, TypeError, AttributeError):
+            return draw(*args, **kwargs)
+        if key not in drawn:
+            if len(drawn) >= 512:
+                drawn.clear()
+            drawn[key] = draw(*args, **kwargs)
+        return drawn[key]
+
+    return once
+
+
+for _chart in ("speedup_chart", "throughput_history_chart"):
+    setattr(distkpi.reporting.page, _chart, drawn_once(getattr(distkpi.reporting.page, _chart)))
+
+
+def read_once(read: Callable[..., Any]) -> Callable[..., Any]:
+    """``read_trace`` that parses the same bytes once per test process: the traces of
+    tests/data/traces (megabytes, a couple of seconds each) are read by a dozen tests. A
+    trace is immutable, and an unreadable one raises every time."""
+    parsed: dict[tuple[bytes, tuple[Any, ...]], Any] = {}
+
+    @functools.wraps(read)
+    def once(data: bytes, **kwargs: Any) -> Any:
+        key = (hashlib.sha256(data).digest(), tuple(sorted(kwargs.items())))
+        if key not in parsed:
+            if len(parsed) >= 64:
+                parsed.clear()
+            parsed[key] = read(data, **kwargs)
+        return parsed[key]
+
+    return once
+
+
+def reduced_once(reduce: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``reduce_trace`` once per trace object (which read_once hands out again for the same
+    bytes): a pure function of an immutable trace."""
+    reduced: dict[int, tuple[Any, Any]] = {}
+
+    @functools.wraps(reduce)
+    def once(trace: Any) -> Any:
+        kept = reduced.get(id(trace))
+        if kept is None or kept[0] is not trace:
+            if len(reduced) >= 64:
+                reduced.clear()
+            kept = reduced[id(trace)] = (trace, reduce(trace))
+        return kept[1]
+
+    return once
+
+
+_read = read_once(distkpi.domain.diagnosis.trace.read_trace)
+_reduce = reduced_once(distkpi.domain.diagnosis.breakdown.reduce_trace)
+for _module in (distkpi.domain.diagnosis.trace, distkpi.domain.diagnosis.collect,
+                distkpi_cli.diagnosis.folder):  # fmt: skip
+    if hasattr(_module, "read_trace"):
+        _module.read_trace = _read  # type: ignore[attr-defined]
+for _module in (distkpi.domain.diagnosis.breakdown, distkpi.domain.diagnosis.collect,
+                distkpi_cli.diagnosis.folder):  # fmt: skip
+    _module.reduce_trace = _reduce  # type: ignore[attr-defined]
 
 
 def offline_aws(monkeypatch: pytest.MonkeyPatch) -> None:
