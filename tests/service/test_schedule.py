@@ -11,8 +11,8 @@ import pytest
 
 from distkpi.exceptions import GitHubError
 from distkpi.services.schedule import ScheduledRuns
-from tests.fakes import ROOT
-from tests.service.pipeline import Pipeline
+from tests.fakes import ROOT, plain_report
+from tests.service.pipeline import Pipeline, report_all
 
 REPO = "PaddlePaddle/Paddle"
 OTHER = "PaddlePaddle/PaddleNLP"
@@ -104,3 +104,27 @@ def test_github_down_starts_nothing_and_says_so(pipeline: Pipeline) -> None:
     with pytest.raises(GitHubError, match="GitHub answered 503"):
         schedule(pipeline).start([REPO])
     assert pipeline.launcher.submitted == {}
+
+
+def test_a_scheduled_runs_regression_is_the_branchs_alerted_and_bisected() -> None:
+    from tests.service.test_bisection import GOOD, LINE, SLOW, listed, with_history
+
+    p = Pipeline(draw=plain_report)
+    with_history(p)  # six passing pushes measure every config, the last of them GOOD
+    p.store.put_bytes(f"suites/{SEED.name}", seed_with_nightly({SLOW: "[push, schedule]"}))
+    p.github.heads = {REPO: ("develop", LINE[-1])}
+    p.github.commits[(GOOD, LINE[-1])] = listed(LINE)
+    (run_id,) = schedule(p).start([REPO])[REPO]
+    report_all(p, run_id, **{SLOW: 0.7})
+    assert p.states()[-1][0] == "failure"
+    ((subject, _),) = p.topic.messages
+    assert subject == "distkpi: resnet50 regressed on PaddlePaddle/Paddle develop"
+    assert {r.kpi for r in p.regressions.of_branch(REPO, "develop", "resnet50")} == {
+        "throughput",
+        "speedup",
+        "efficiency",
+    }
+    bisection = p.bisections.get(REPO, "develop", "resnet50", run_id)
+    assert bisection is not None and (bisection.good, bisection.bad) == (GOOD, LINE[-1])
+    first = p.runs.get(f"{run_id}-b1")
+    assert first is not None and [c.name for c in first.spec.configs] == ["1x1", SLOW]

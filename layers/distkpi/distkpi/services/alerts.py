@@ -58,8 +58,8 @@ class RegressionAlerts:
         evaluation, trigger = run.evaluation, run.trigger
         if evaluation is None or not self._alerts_of(run):
             return False
-        branch = trigger.branch if trigger.event == "push" else run.history_branch
-        ledger = self.ledger if trigger.event == "push" else None  # the branch's items
+        branch = trigger.branch if trigger.of_branch else run.history_branch
+        ledger = self.ledger if trigger.of_branch else None  # the branch's items
         if ledger is not None:
             ledger.check_fixed(run)
         before = self.alarms.get(trigger.repo, branch, run.model)
@@ -97,8 +97,9 @@ class RegressionAlerts:
         return bool(new)
 
     def _alerts_of(self, run: RunRecord) -> bool:
-        """A push's run; a pull request's when its suite asks (`alert: pull_requests`)."""
-        if run.trigger.event == "push":
+        """A push's (or the schedule's) run; a pull request's when its suite asks
+        (`alert: pull_requests`)."""
+        if run.trigger.of_branch:
             return True
         if run.trigger.event != "pull_request" or self.owners is None:
             return False
@@ -138,7 +139,7 @@ class RegressionAlerts:
     def diagnosed(self, run: RunRecord, lines: list[str]) -> None:
         """A push's regression's alert again, with its diagnosis; a topic that refuses is
         logged and counted (the diagnosis stays stored with the run)."""
-        if run.trigger.event != "push" or not lines:
+        if not run.trigger.of_branch or not lines:
             return
         from distkpi.domain.github.diagnosis_texts import diagnosis_alert
 

@@ -124,10 +124,10 @@ class Bisector:
 
     def _wanted(self, run: RunRecord) -> tuple[Suite, tuple[str, ...], str] | None:
         """(its suite, the regressed configs, the good commit) when the run calls for a
-        bisection: a push's, not a step's, that failed with regressions, of a suite that
-        bisects, on a branch with a passing commit before it."""
+        bisection: a push's (or the schedule's), not a step's, that failed with regressions,
+        of a suite that bisects, on a branch with a passing commit before it."""
         evaluation, trigger = run.evaluation, run.trigger
-        if evaluation is None or trigger.event != "push" or not policy_of(run).bisects:
+        if evaluation is None or not trigger.of_branch or not policy_of(run).bisects:
             return None
         configs = tuple(sorted(regressed_configs(evaluation)))
         suite = self._suite(run.model) if configs else None

@@ -76,6 +76,13 @@ class Trigger:
     author: str | None = dataclasses.field(default=None, compare=False)
 
     @property
+    def of_branch(self) -> bool:
+        """A branch's own head measured: a push, or the schedule's run of the default
+        branch. Its regressions are the branch's (alerted, kept, bisected), where a pull
+        request's are its own."""
+        return self.event in ("push", "schedule")
+
+    @property
     def compared_from(self) -> str | None:
         """The commit whose difference to this one says which files changed."""
         return self.base_sha if self.event == "pull_request" else self.before
