@@ -42,6 +42,7 @@ from distkpi.exceptions import (
     ChatError,
     GitHubError,
     GitHubNotFoundError,
+    GitHubWriteSkipped,
     LaunchError,
     NotFoundError,
 )
@@ -452,7 +453,8 @@ class FakeLauncher:
 
 
 class FakeGitHub:
-    """Records what it is told; while ``down``, every call fails as GitHub's 503 would."""
+    """Records what it is told; while ``down``, every call fails as GitHub's 503 would;
+    while ``paced``, a skippable write is left out as the paced writer would leave it."""
 
     def __init__(self) -> None:
         self.statuses: list[CommitStatus] = []
@@ -466,6 +468,8 @@ class FakeGitHub:
         self.commits: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self.asked: list[str] = []  # each compare and commit lookup, in order
         self.down = False
+        self.paced = False
+        self.skipped: list[dict[str, Any]] = []  # the skippable writes left out
         # each pull request comment as it stands: id -> repo, number, body, edits
         self.comments: dict[int, dict[str, Any]] = {}
         # files of the repository at a commit: (path, ref) -> text
@@ -474,12 +478,15 @@ class FakeGitHub:
         # each repository's default branch and the commit at its head
         self.heads: dict[str, tuple[str, str]] = {}
 
-    def _answer(self) -> None:
+    def _answer(self, skippable: bool = False, **left_out: Any) -> None:
         if self.down:
             raise GitHubError("GitHub answered 503")
+        if skippable and self.paced:
+            self.skipped.append(left_out)
+            raise GitHubWriteSkipped("GitHub writes paced: left out")
 
-    def post(self, status: CommitStatus) -> None:
-        self._answer()
+    def post(self, status: CommitStatus, *, skippable: bool = False) -> None:
+        self._answer(skippable, status=status)
         self.statuses.append(status)
 
     def compare(self, repo: str, base: str, head: str, limit: int = 300) -> Comparison:
@@ -516,16 +523,18 @@ class FakeGitHub:
         self._answer()
         self.removed_labels.append((repo, number, label))
 
-    def create_check_run(self, repo: str, body: dict[str, Any]) -> int:
+    def create_check_run(self, repo: str, body: dict[str, Any], *, skippable: bool = False) -> int:
         del repo
-        self._answer()
+        self._answer(skippable, check=body)
         check_id = len(self.checks) + 1
         self.checks[check_id] = {"id": check_id, **body}
         return check_id
 
-    def update_check_run(self, repo: str, check_run: int, body: dict[str, Any]) -> None:
+    def update_check_run(
+        self, repo: str, check_run: int, body: dict[str, Any], *, skippable: bool = False
+    ) -> None:
         del repo
-        self._answer()
+        self._answer(skippable, check=body)
         self.checks[check_run].update(body)
 
     def create_issue_comment(self, repo: str, number: int, body: str) -> int:

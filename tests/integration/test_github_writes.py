@@ -6,6 +6,7 @@ and the request sent again, and the paced writer's slots shared through the tabl
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from distkpi.adapters.dynamo import DynamoTable
@@ -17,7 +18,7 @@ from distkpi.domain.commit_status import CommitStatus
 from distkpi_cli.local.aws_stack import TABLE
 from distkpi_cli.local.github_standin import GitHubStandIn
 from tests.integration.conftest import GITHUB_TOKEN, Stack, event
-from tests.integration.test_flow import deliver_all, run_all_nodes
+from tests.integration.test_flow import deliver_all, jobs_by_config, run_all_nodes
 from tests.integration.test_github_app import checks_named, with_installation
 from tests.integration.test_history import seed_history
 
@@ -125,3 +126,32 @@ def test_writers_in_every_container_share_one_installations_slots(stack: Stack) 
     assert slots[0].claim("installation-2", now, 1.0) == now
     later = now + 60  # idle since: the next write's slot is now again
     assert slots[1].claim("installation-1", later, 1.0) == later
+
+
+def test_a_turn_taken_only_if_it_is_now_is_shared_and_claims_nothing_when_refused(
+    stack: Stack,
+) -> None:
+    slots = [PaceSlots(DynamoTable(TABLE)) for _ in range(2)]
+    now = 1_790_000_000.0
+    latest = now + 2  # a burst of three a second
+    taken = [slots[n % 2].claim_by("installation-1", now, 1.0, latest) for n in range(5)]
+    assert taken == [True, True, True, False, False]
+    assert slots[0].claim("installation-1", now, 1.0) == now + 3  # nothing claimed since
+    assert slots[1].claim_by("installation-2", now, 1.0, latest)
+    assert slots[0].claim_by("installation-1", now + 60, 1.0, now + 62)  # idle: now again
+
+
+def test_a_push_whose_writer_is_spent_submits_its_jobs_and_leaves_the_queued_check_out(
+    app_stack: Stack,
+) -> None:
+    seed_history(app_stack, 12)
+    slots, now = PaceSlots(DynamoTable(TABLE)), time.time()
+    for _ in range(16):  # another run's burst took the minute's 15 turns, and one more
+        slots.claim("installation-58120731#0", now, 1.0)
+    run_id = push(app_stack)
+    assert checks_named(app_stack) == []  # `queued` left out: it would have waited
+    assert len(jobs_by_config(app_stack, run_id)) == 4  # the jobs did not wait for it
+    deliver_all(app_stack, run_all_nodes(app_stack, run_id), copies=1)
+    (check,) = checks_named(app_stack)  # the verdict's check run, created on its own
+    assert check["status"] == "completed" and check["external_id"] == run_id
+    assert app_stack.github.kinds["content"] == 1

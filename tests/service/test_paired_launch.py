@@ -107,8 +107,7 @@ def test_a_root_commit_pushed_is_an_error_at_once_with_no_job() -> None:
     pipeline.github.parents[HEAD] = ()
     run_id = started(pipeline, pushed(HEAD))
     assert pipeline.launcher.submitted == {}
-    assert pipeline.states() == [
-        ("pending", "running 3 config(s), up to 2 GPUs"),
+    assert pipeline.states() == [  # ended at once: no `pending` before its result
         (
             "error",
             "all 3 configs failed: not submitted: no base to pair with: 9f4e1c2b7a is a root "

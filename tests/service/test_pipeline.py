@@ -33,6 +33,42 @@ def test_a_push_starts_one_run_with_a_job_per_config_and_says_pending() -> None:
     assert f"runs/{run_id}/run.json" in pipeline.store.objects
 
 
+def test_a_runs_jobs_are_submitted_before_its_pending_is_posted() -> None:
+    pipeline = Pipeline()
+    submitted_when_posted: list[int] = []
+    post = pipeline.github.post
+
+    def posted(status: Any, *, skippable: bool = False) -> None:
+        submitted_when_posted.append(len(pipeline.launcher.submitted))
+        post(status, skippable=skippable)
+
+    pipeline.github.post = posted  # type: ignore[method-assign]
+    start(pipeline)
+    assert submitted_when_posted == [4]
+
+
+def test_a_spent_write_rate_leaves_pending_out_and_the_result_stands_alone() -> None:
+    pipeline = Pipeline()
+    pipeline.github.paced = True  # another run's burst spent the installation's turns
+    run_id = start(pipeline)
+    assert len(pipeline.launcher.submitted) == 4 and pipeline.states() == []
+    assert [s["status"].state for s in pipeline.github.skipped] == ["pending"]
+    assert pipeline.counts.totals["StatusesLeftOut"] == 1
+    assert "StatusPostFailures" not in pipeline.counts.totals
+    report_all(pipeline, run_id)  # a result is never skippable: it waits for its turn
+    assert [s for s, _ in pipeline.states()] == ["success"]
+
+
+def test_a_spent_write_rate_leaves_the_queued_check_run_out_and_the_verdict_creates_it() -> None:
+    pipeline = Pipeline(checks=True)
+    pipeline.github.paced = True
+    run_id = start(pipeline)
+    assert pipeline.github.checks == {}
+    report_all(pipeline, run_id)
+    (check,) = pipeline.github.checks.values()
+    assert check["status"] == "completed" and check["conclusion"] == "success"
+
+
 def test_the_same_delivery_twice_starts_nothing_more() -> None:
     pipeline = Pipeline()
     start(pipeline)

@@ -21,7 +21,7 @@ from distkpi.adapters.github_limits import (
     throttle_wait,
 )
 from distkpi.domain.commit_status import CommitStatus
-from distkpi.exceptions import GitHubError, GitHubRateLimitError
+from distkpi.exceptions import GitHubError, GitHubRateLimitError, GitHubWriteSkipped
 
 STATUS = CommitStatus("o/r", "a" * 40, "success", "distkpi/m", "ok")
 NOW = 1_790_000_000.0
@@ -201,6 +201,32 @@ def test_a_turn_after_the_time_left_fails_before_sleeping() -> None:
         str(refused.value) == "GitHub writes paced: the next turn is in 1.0 s, after the 0.5 s left"
     )
     assert clock.slept == []
+
+
+def test_a_turn_taken_only_if_it_is_now_takes_the_burst_then_claims_nothing() -> None:
+    clock = Clock()
+    pacer = WritePacer(MemorySlots(), (Rate(1.0, 3),), clock=clock, sleep=clock.sleep)
+    assert [pacer.turn_now("k") for _ in range(5)] == [True, True, True, False, False]
+    # the two turns refused claimed no slot: the next write that waits waits one interval
+    assert pacer.wait_turn("k", time_left=10.0) == 1.0
+    clock.now += 10  # idle since: the burst is back
+    assert pacer.turn_now("k") and pacer.turn_now("other")
+    assert clock.slept == [1.0]
+
+
+def test_a_skippable_write_is_left_out_rather_than_wait_for_its_turn_or_a_throttle() -> None:
+    clock = Clock()
+    pacer = WritePacer(MemorySlots(), (Rate(1.0, 1),), clock=clock, sleep=clock.sleep)
+    session = ScriptedSession(Answer(201, {}), Answer(429, {"message": SECONDARY}, retry_after="5"))
+    github = client(session, clock, pacer=pacer)
+    github.post(STATUS, skippable=True)  # the burst's turn: sent
+    with pytest.raises(GitHubWriteSkipped, match="GitHub writes paced: POST for o/r left out"):
+        github.post(STATUS, skippable=True)  # its turn is a second away: not sent
+    assert len(session.asked) == 1
+    clock.now += 1
+    with pytest.raises(GitHubWriteSkipped, match="GitHub answered 429 to POST for o/r"):
+        github.post(STATUS, skippable=True)  # its turn, but GitHub throttles: not retried
+    assert len(session.asked) == 2 and clock.slept == []
 
 
 def test_the_client_paces_writes_and_never_reads() -> None:

@@ -46,6 +46,11 @@ class GitHubRateLimitError(GitHubError):
     """GitHub's limits would make a request wait longer than the invocation has left."""
 
 
+class GitHubWriteSkipped(GitHubRateLimitError):
+    """A write that may be left out (a run's `pending`) was not sent: it would have waited
+    for its turn under GitHub's limits, and what comes after it stands without it."""
+
+
 class GitHubAuthError(GitHubError):
     """GitHub refused the App's JWT, or the installation has no access to the repository."""
 

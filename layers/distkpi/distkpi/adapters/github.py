@@ -33,6 +33,7 @@ from distkpi.exceptions import (
     GitHubError,
     GitHubNotFoundError,
     GitHubRateLimitError,
+    GitHubWriteSkipped,
 )
 
 # server errors, retried by the session; GitHub's throttling answers (403/429) are waited
@@ -213,7 +214,8 @@ class GitHubStatusClient:
         if code not in (200, 404):
             raise GitHubError(f"GitHub answered {code} removing {label!r}")
 
-    def post(self, status: CommitStatus) -> None:
+    def post(self, status: CommitStatus, *, skippable: bool = False) -> None:
+        """``skippable``: GitHubWriteSkipped instead of waiting for a turn (see _request)."""
         body: dict[str, str] = {
             "state": status.state,
             "context": status.context,
@@ -222,7 +224,7 @@ class GitHubStatusClient:
         if status.target_url:
             body["target_url"] = status.target_url
         url = f"{self.api_url}/repos/{status.repo}/statuses/{status.sha}"
-        code, _ = self._request("POST", url, status.repo, body=body)
+        code, _ = self._request("POST", url, status.repo, body=body, skippable=skippable)
         self._check_auth(code, status.repo)
         if code != 201:
             raise GitHubError(f"GitHub answered {code} for {status.repo}@{status.sha[:10]}")
@@ -235,13 +237,16 @@ class GitHubStatusClient:
                 self.refused(repo)
             raise GitHubAuthError(f"GitHub answered {code} for {repo}: credentials refused")
 
-    def create_check_run(self, repo: str, body: dict[str, Any]) -> int:
-        answer = self._send("POST", f"{self.api_url}/repos/{repo}/check-runs", repo, body=body)
+    def create_check_run(self, repo: str, body: dict[str, Any], *, skippable: bool = False) -> int:
+        url = f"{self.api_url}/repos/{repo}/check-runs"
+        answer = self._send("POST", url, repo, body=body, skippable=skippable)
         return int(answer.get("id") or 0)
 
-    def update_check_run(self, repo: str, check_run: int, body: dict[str, Any]) -> None:
+    def update_check_run(
+        self, repo: str, check_run: int, body: dict[str, Any], *, skippable: bool = False
+    ) -> None:
         url = f"{self.api_url}/repos/{repo}/check-runs/{check_run}"
-        self._send("PATCH", url, repo, body=body)
+        self._send("PATCH", url, repo, body=body, skippable=skippable)
 
     def collaborator_permission(self, repo: str, login: str) -> str:
         """``login``'s role on ``repo`` (GET .../collaborators/{login}/permission): its
@@ -292,8 +297,11 @@ class GitHubStatusClient:
         *,
         body: dict[str, Any] | None = None,
         params: dict[str, Any] | None = None,
+        skippable: bool = False,
     ) -> dict[str, Any]:
-        code, answer = self._request(method, url, repo, body=body, params=params)
+        code, answer = self._request(
+            method, url, repo, body=body, params=params, skippable=skippable
+        )
         self._check_auth(code, repo)
         if code == 404:
             raise GitHubNotFoundError(f"GitHub answered 404 to {method} for {repo}")
@@ -309,16 +317,17 @@ class GitHubStatusClient:
         *,
         body: dict[str, Any] | None = None,
         params: dict[str, Any] | None = None,
+        skippable: bool = False,
     ) -> tuple[int, Any]:
         """One request, as GitHub's limits want it: a write waits its turn (the pacer), a
         read that repeats is conditional (a 304 answers with the answer kept), and a
         throttled answer is waited out as long as it asks, while there is time left;
-        GitHubRateLimitError when there is not. Its status code and JSON answer."""
+        GitHubRateLimitError when there is not. Its status code and JSON answer.
+        ``skippable``: a write that waits for nothing, GitHubWriteSkipped when its turn is
+        not now or GitHub throttles it (what comes after it must stand without it)."""
         content = method in CONTENT_METHODS
-        if content and self.pacer is not None:
-            waited = self.pacer.wait_turn(self.pace_key(repo), self._time_left())
-            if waited:
-                self.count("GitHubWritesPaced")
+        if content:
+            self._take_turn(method, repo, skippable)
         query = "&".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
         cache_key = f"{url}?{query}"
         for attempt in range(THROTTLE_RETRIES + 1):
@@ -336,6 +345,10 @@ class GitHubStatusClient:
             if wait is None:
                 return self._answer(method, response, cache_key, etag)
             self.count("GitHubThrottled")
+            if skippable:
+                raise GitHubWriteSkipped(
+                    f"GitHub answered {response.status_code} to {method} for {repo}: left out"
+                )
             left = self._time_left()
             if wait > left or attempt == THROTTLE_RETRIES:
                 raise GitHubRateLimitError(
@@ -344,6 +357,18 @@ class GitHubStatusClient:
                 )
             self.sleep(wait)
         raise AssertionError("unreachable")
+
+    def _take_turn(self, method: str, repo: str, skippable: bool) -> None:
+        """A write's turn under its installation's pace: waited for, or for a ``skippable``
+        one taken only if it is now."""
+        if self.pacer is None:
+            return
+        if skippable:
+            if not self.pacer.turn_now(self.pace_key(repo)):
+                self.count("GitHubWritesSkipped")
+                raise GitHubWriteSkipped(f"GitHub writes paced: {method} for {repo} left out")
+        elif self.pacer.wait_turn(self.pace_key(repo), self._time_left()):
+            self.count("GitHubWritesPaced")
 
     def _answer(
         self, method: str, response: requests.Response, cache_key: str, etag: str | None

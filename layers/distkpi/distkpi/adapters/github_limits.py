@@ -45,6 +45,11 @@ class Slots(Protocol):
         ``now``; the next free slot moves ``interval_s`` past it, atomically."""
         ...
 
+    def claim_by(self, key: str, now: float, interval_s: float, latest: float) -> bool:
+        """Claim the key's next slot (as ``claim``) only if it is at ``latest`` or before;
+        False, and nothing claimed, when it is later."""
+        ...
+
 
 @dataclass
 class MemorySlots:
@@ -58,6 +63,14 @@ class MemorySlots:
             slot = max(self._next.get(key, now), now)
             self._next[key] = slot + interval_s
             return slot
+
+    def claim_by(self, key: str, now: float, interval_s: float, latest: float) -> bool:
+        with self._lock:
+            slot = max(self._next.get(key, now), now)
+            if slot > latest:
+                return False
+            self._next[key] = slot + interval_s
+            return True
 
 
 @dataclass
@@ -83,6 +96,18 @@ class WritePacer:
         if wait > 0:
             self.sleep(wait)
         return wait
+
+    def turn_now(self, key: str) -> bool:
+        """Take this write's turn under ``key`` if it is now in every rate; False when one
+        rate would make it wait (a rate checked before it may have given up a slot, which
+        only makes the pace slower, never faster than its rates)."""
+        now = self.clock()
+        return all(
+            self.slots.claim_by(
+                f"{key}#{n}", now, rate.interval_s, now + (rate.burst - 1) * rate.interval_s
+            )
+            for n, rate in enumerate(self.rates)
+        )
 
 
 def throttle_wait(status: int, headers: Mapping[str, str], now: float) -> float | None:

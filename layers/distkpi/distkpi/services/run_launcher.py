@@ -131,8 +131,11 @@ class RunLauncher:
         *,
         resume: bool = False,
     ) -> bool:
-        """Record the run, submit its jobs and post `pending` (none without ``description``);
-        False when it exists already (a retried delivery, or a confirmation that another
+        """Record the run, submit its jobs, then post `pending` (none without
+        ``description``, nor when no job was submitted, the run having ended with its
+        reason): the jobs never wait for GitHub, and `pending` is left out when GitHub's
+        write rate is spent (the run's result stands without it); False when it exists
+        already (a retried delivery, or a confirmation that another
         finisher started). A paired run with ``no_base`` submits nothing: each config fails
         with the reason. ``resume`` (a delivery's own run, under its claim): a run that
         exists with configs never submitted, its invocation having ended first, goes on."""
@@ -153,12 +156,11 @@ class RunLauncher:
             self.pull_requests.add(trigger.repo, trigger.pull_request, entry)
         self.store.put_json(run_spec_key(record.run_id), spec.to_json())
         self.count("RunsResumed" if only else "RunsStarted")
-        if description is not None:
-            self.statuses.post(spec, State.PENDING, description)
         if no_base is not None:
             self._refuse_without_base(spec, no_base)
             return True
-        self._submit(spec, suite, only)
+        if self._submit(spec, suite, only) and description is not None:
+            self.statuses.post(spec, State.PENDING, description, skippable=True)
         logger.info(
             "run started",
             run_id=record.run_id,
@@ -185,8 +187,9 @@ class RunLauncher:
             if c.job_id is None and c.state is ConfigState.PENDING
         ]
 
-    def _submit(self, run: RunSpec, suite: Suite, only: Sequence[str] | None = None) -> None:
-        """Plan and submit each config's job (``only``: just those configs)."""
+    def _submit(self, run: RunSpec, suite: Suite, only: Sequence[str] | None = None) -> int:
+        """Plan and submit each config's job (``only``: just those configs); how many jobs
+        were submitted (or found submitted)."""
         if self.launcher is None:
             raise LaunchError("no Batch launcher configured")
         try:
@@ -195,13 +198,14 @@ class RunLauncher:
             logger.exception("compute environment unknown", run_id=run.run_id)
             for spec in run.configs:
                 self._fail(run.run_id, spec.name, f"not submitted: {exc}")
-            return
+            return 0
         manifest_keys = {c.name: self.keys.for_config(run.run_id, c.name) for c in run.configs}
         plans = plan_jobs(run, suite, self.store.bucket, manifest_keys, fleet)
         refused = [p.refusal for p in plans if p.refusal is not None]
         if refused:
             self._refuse(run, plans, refused[0])
-            return
+            return 0
+        submitted = 0
         for plan in plans:
             if only is not None and plan.config not in only:
                 continue
@@ -219,6 +223,8 @@ class RunLauncher:
                 logger.warning("job found submitted", run_id=run.run_id, config=plan.config)
                 self.count("JobsFoundSubmitted")
             logger.info("job submitted", run_id=run.run_id, config=plan.config, job_id=job_id)
+            submitted += 1
+        return submitted
 
     def _refuse(self, run: RunSpec, plans: Sequence[JobPlan], first_refusal: str) -> None:
         """A config that can never be placed makes the run's verdict `error` whatever the

@@ -26,7 +26,7 @@ from distkpi.domain.github.webhook import Trigger
 from distkpi.domain.planning.suites import BrokenSuite
 from distkpi.domain.purpose import policy_of_spec
 from distkpi.domain.untrusted import neutral
-from distkpi.exceptions import GitHubAuthError, GitHubError, StorageError
+from distkpi.exceptions import GitHubAuthError, GitHubError, GitHubWriteSkipped, StorageError
 from distkpi.services.ports import CheckRunIds, Counter, GitHub, no_metrics
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ class CommitStatuses:
         evaluation: Evaluation | None,
         appendix: str,
         acceptable: tuple[str, ...] | None = None,
+        skippable: bool = False,
     ) -> bool:
         del evaluation, appendix, acceptable  # a status has room for its description only
         status = CommitStatus(
@@ -71,7 +72,7 @@ class CommitStatuses:
             description=neutral(description),
             target_url=target,
         )
-        return self._send(status, {"run_id": run.run_id})
+        return self._send(status, {"run_id": run.run_id}, skippable)
 
     def in_progress(self, run: RunSpec, title: str, summary: str) -> bool:
         """A commit status stays `pending`: nothing is posted."""
@@ -91,10 +92,13 @@ class CommitStatuses:
         )
         return self._send(status, {"suite": suite})
 
-    def _send(self, status: CommitStatus, keys: dict[str, str]) -> bool:
+    def _send(self, status: CommitStatus, keys: dict[str, str], skippable: bool = False) -> bool:
         extra = {"state": status.state, **keys}
         try:
-            self.github.post(status)
+            self.github.post(status, skippable=skippable)
+        except GitHubWriteSkipped:
+            left_out(self.count, extra)
+            return False
         except GitHubError as exc:
             failed(self.count, exc, "status not posted", extra)
             return False
@@ -125,6 +129,7 @@ class CheckRuns:
         evaluation: Evaluation | None,
         appendix: str,
         acceptable: tuple[str, ...] | None = None,
+        skippable: bool = False,
     ) -> bool:
         """``acceptable``: the KPIs the suite lets a person accept (None: all); a failure
         on regressions they allow offers the "Accept regression" button, any other
@@ -153,7 +158,7 @@ class CheckRuns:
             details_url=target,
             actions=actions,
         )
-        return self._of_run(run, check)
+        return self._of_run(run, check, skippable)
 
     def in_progress(self, run: RunSpec, title: str, summary: str) -> bool:
         check = CheckRun(
@@ -183,19 +188,30 @@ class CheckRuns:
         )
         return self._post(trigger.repo, check, {"suite": suite}, None)
 
-    def _of_run(self, run: RunSpec, check: CheckRun) -> bool:
-        return self._post(run.repo, check, {"run_id": run.run_id}, run.run_id)
+    def _of_run(self, run: RunSpec, check: CheckRun, skippable: bool = False) -> bool:
+        return self._post(run.repo, check, {"run_id": run.run_id}, run.run_id, skippable)
 
-    def _post(self, repo: str, check: CheckRun, keys: dict[str, str], run_id: str | None) -> bool:
+    def _post(
+        self,
+        repo: str,
+        check: CheckRun,
+        keys: dict[str, str],
+        run_id: str | None,
+        skippable: bool = False,
+    ) -> bool:
         """Update the check run by its kept id, else create it and keep its id."""
         extra = {"state": check.conclusion or check.status, **keys}
+        body = check.body()
         try:
             kept = self._kept(repo, check.external_id, run_id)
             if kept is not None:
-                self.github.update_check_run(repo, kept, check.body())
+                self.github.update_check_run(repo, kept, body, skippable=skippable)
             else:
-                created = self.github.create_check_run(repo, check.body())
+                created = self.github.create_check_run(repo, body, skippable=skippable)
                 self._keep(repo, check.external_id, run_id, created)
+        except GitHubWriteSkipped:
+            left_out(self.count, extra)
+            return False
         except GitHubError as exc:
             failed(self.count, exc, "check run not posted", extra)
             return False
@@ -227,6 +243,13 @@ class CheckRuns:
         except StorageError:
             logger.exception("check run id not kept", extra={"external_id": external_id})
             self.count("CheckRunIdsNotKept")
+
+
+def left_out(count: Counter, extra: Mapping[str, object]) -> None:
+    """A skippable status (a run's `pending`) not sent: GitHub's write rate was spent, and
+    the run's result, posted when it ends, stands without it."""
+    logger.info("status left out: GitHub's write rate is spent", extra=extra)
+    count("StatusesLeftOut")
 
 
 def failed(count: Counter, exc: GitHubError, message: str, extra: Mapping[str, object]) -> None:
@@ -265,11 +288,13 @@ class StatusPublisher:
         evaluation: Evaluation | None = None,
         appendix: str = "",
         acceptable: tuple[str, ...] | None = None,
+        skippable: bool = False,
     ) -> bool:
         """Post one status (or check run), linking the run's report when there is one, a
         check run's summary followed by ``appendix`` (markdown made of neutral text), and a
         failure on regressions ``acceptable`` allows offering the accept button; False
-        (logged and counted) when GitHub refused or was down."""
+        (logged and counted) when GitHub refused or was down, or when a ``skippable`` one
+        would have waited for its turn under GitHub's limits."""
         target = self.report_url(run.run_id) if report else None
         return self.reporter.result(
             run,
@@ -279,6 +304,7 @@ class StatusPublisher:
             evaluation=evaluation,
             appendix=appendix,
             acceptable=acceptable,
+            skippable=skippable,
         )
 
     def accepted(

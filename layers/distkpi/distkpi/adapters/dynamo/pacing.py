@@ -50,3 +50,39 @@ class PaceSlots:
             if started is not None:
                 return now
         raise StorageError(f"no GitHub write slot for {key} after {ATTEMPTS} attempts")
+
+    def claim_by(self, key: str, now: float, interval_s: float, latest: float) -> bool:
+        """As ``claim``, only when the slot it gives is at ``latest`` or before."""
+        values = {":i": _decimal(interval_s), ":now": _decimal(now), ":latest": _decimal(latest)}
+        expires = {":exp": int(now) + KEPT_S}
+        for _ in range(ATTEMPTS):
+            moved = self.table.conditional(
+                Key=keys.pace(key),
+                UpdateExpression="SET next_slot = next_slot + :i, expires_at = :exp",
+                ConditionExpression="next_slot BETWEEN :now AND :latest",
+                ExpressionAttributeValues={**values, **expires},
+            )
+            if moved is not None:
+                return True
+            started = self.table.conditional(
+                Key=keys.pace(key),
+                UpdateExpression="SET next_slot = :next, expires_at = :exp",
+                ConditionExpression="attribute_not_exists(next_slot) OR next_slot < :now",
+                ExpressionAttributeValues={
+                    ":now": values[":now"],
+                    ":next": _decimal(now + interval_s),
+                    **expires,
+                },
+            )
+            if started is not None:
+                return True
+            if not self._before(key, latest):
+                return False
+        raise StorageError(f"no GitHub write slot for {key} after {ATTEMPTS} attempts")
+
+    def _before(self, key: str, latest: float) -> bool:
+        """Whether the key's next slot is (still) at ``latest`` or before: both conditions
+        failing means another writer moved it in between, or it is past ``latest``."""
+        item = self.table.get(keys.pace(key), consistent=True) or {}
+        next_slot = item.get("next_slot")
+        return next_slot is None or float(next_slot) <= latest
