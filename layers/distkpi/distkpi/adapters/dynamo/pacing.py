@@ -25,13 +25,27 @@ class PaceSlots:
     def claim(self, key: str, now: float, interval_s: float) -> float:
         """The key's next slot when it is still ahead of ``now`` (moved on by one interval),
         else ``now`` (the next slot set one interval after it)."""
+        slot = self._claim(key, now, interval_s, None)
+        assert slot is not None  # with no latest, a claim is never refused
+        return slot
+
+    def claim_by(self, key: str, now: float, interval_s: float, latest: float) -> bool:
+        """As ``claim``, only when the slot it gives is at ``latest`` or before."""
+        return self._claim(key, now, interval_s, latest) is not None
+
+    def _claim(self, key: str, now: float, interval_s: float, latest: float | None) -> float | None:
+        """The slot claimed; None when it would be after ``latest``, nothing claimed."""
         values = {":i": _decimal(interval_s), ":now": _decimal(now)}
+        ahead = "next_slot >= :now"
+        if latest is not None:
+            values[":latest"] = _decimal(latest)
+            ahead = "next_slot BETWEEN :now AND :latest"
         expires = {":exp": int(now) + KEPT_S}
         for _ in range(ATTEMPTS):
             moved = self.table.conditional(
                 Key=keys.pace(key),
                 UpdateExpression="SET next_slot = next_slot + :i, expires_at = :exp",
-                ConditionExpression="next_slot >= :now",
+                ConditionExpression=ahead,
                 ExpressionAttributeValues={**values, **expires},
                 ReturnValues="UPDATED_NEW",
             )
@@ -49,35 +63,8 @@ class PaceSlots:
             )
             if started is not None:
                 return now
-        raise StorageError(f"no GitHub write slot for {key} after {ATTEMPTS} attempts")
-
-    def claim_by(self, key: str, now: float, interval_s: float, latest: float) -> bool:
-        """As ``claim``, only when the slot it gives is at ``latest`` or before."""
-        values = {":i": _decimal(interval_s), ":now": _decimal(now), ":latest": _decimal(latest)}
-        expires = {":exp": int(now) + KEPT_S}
-        for _ in range(ATTEMPTS):
-            moved = self.table.conditional(
-                Key=keys.pace(key),
-                UpdateExpression="SET next_slot = next_slot + :i, expires_at = :exp",
-                ConditionExpression="next_slot BETWEEN :now AND :latest",
-                ExpressionAttributeValues={**values, **expires},
-            )
-            if moved is not None:
-                return True
-            started = self.table.conditional(
-                Key=keys.pace(key),
-                UpdateExpression="SET next_slot = :next, expires_at = :exp",
-                ConditionExpression="attribute_not_exists(next_slot) OR next_slot < :now",
-                ExpressionAttributeValues={
-                    ":now": values[":now"],
-                    ":next": _decimal(now + interval_s),
-                    **expires,
-                },
-            )
-            if started is not None:
-                return True
-            if not self._before(key, latest):
-                return False
+            if latest is not None and not self._before(key, latest):
+                return None
         raise StorageError(f"no GitHub write slot for {key} after {ATTEMPTS} attempts")
 
     def _before(self, key: str, latest: float) -> bool:
