@@ -11,6 +11,7 @@ from typing import Any
 
 from distkpi.adapters.dynamo import DynamoTable
 from distkpi.adapters.dynamo.github_app import AppTokenRepository
+from distkpi.adapters.dynamo.keys import pace
 from distkpi.adapters.dynamo.pacing import PaceSlots
 from distkpi.adapters.github import GitHubStatusClient
 from distkpi.adapters.github_app import AppAuth, AppCredentials
@@ -145,12 +146,14 @@ def test_a_push_whose_writer_is_spent_submits_its_jobs_and_leaves_the_queued_che
     app_stack: Stack,
 ) -> None:
     seed_history(app_stack, 12)
-    slots, now = PaceSlots(DynamoTable(TABLE)), time.time()
-    for _ in range(16):  # another run's burst took the minute's 15 turns, and one more
-        slots.claim("installation-58120731#0", now, 1.0)
+    table, now = DynamoTable(TABLE), time.time()
+    minute = "installation-58120731#0"
+    for _ in range(75):  # other runs took the minute's turns: the next is a minute away
+        PaceSlots(table).claim(minute, now, 1.0)
     run_id = push(app_stack)
     assert checks_named(app_stack) == []  # `queued` left out: it would have waited
     assert len(jobs_by_config(app_stack, run_id)) == 4  # the jobs did not wait for it
+    table.delete(pace(minute))  # the minute has passed by the time the nodes are done
     deliver_all(app_stack, run_all_nodes(app_stack, run_id), copies=1)
     (check,) = checks_named(app_stack)  # the verdict's check run, created on its own
     assert check["status"] == "completed" and check["external_id"] == run_id
