@@ -487,6 +487,68 @@ def test_a_paired_head_reaches_neither_the_base_arms_checkout_nor_its_home(
     assert "I am the head" in objects["pair-1/b/logs/trainer-0.log"].decode()
 
 
+def test_as_an_ordinary_user_a_paired_heads_install_is_not_what_the_base_imports(
+    moto: tuple[str, Any],
+) -> None:
+    """Given a paired run on the non-root path (a developer's machine) whose head's setup
+    installs its package into its home, as `pip install -e .` does into ~/.local, then the
+    base arm imports the base's own package from its own checkout and home: each arm has
+    a sandbox of its own even where both run as the same user (no malice needed: the
+    README's own setup made a 30% slower head measure as fast as its base)."""
+    base = Path(tempfile.mkdtemp(prefix="distkpi-attack-"))
+    try:
+        base.chmod(0o755)
+        repo, work = base / "repo", base / "work"
+        bench = """
+            import os, sys
+            sys.path.insert(0, os.path.join(os.environ["HOME"], "site"))
+            sys.path.append(os.getcwd())
+            import speed
+            print("speed", speed.SPEED, "from", os.path.relpath(speed.__file__, os.environ["HOME"]))
+        """
+        setup = 'mkdir -p "$HOME/site" && cp speed.py "$HOME/site/"\n'
+        base_sha = attacking_repo(
+            repo, {"bench.py": bench, "speed.py": "SPEED = 100\n", "setup.sh": setup}
+        )
+        (repo / "speed.py").write_text("SPEED = 70\n")
+        git(repo, "-c", "user.email=ci@example.com", "-c", "user.name=ci", "commit", "-qam", "head")
+        head_sha = git(repo, "rev-parse", "HEAD")
+        work.mkdir()
+        for path in [base, work, repo, *repo.rglob("*")]:
+            os.lchown(path, ATTACKER_UID, ATTACKER_UID)
+        python, more = python_for(ATTACKER_UID, base)
+        endpoint, s3 = moto
+        env = (
+            batch_environment(endpoint, repo, head_sha, work, "own-homes")
+            | more
+            | {
+                "DISTKPI_SETUP": json.dumps(["sh setup.sh"]),
+                "DISTKPI_PAIRED": json.dumps({"max_pairs": 1, "warmup": False}),
+                "DISTKPI_BASE_SHA": base_sha,
+            }
+        )
+        done = subprocess.run(
+            [*python, "-m", "distkpi_cli.main", "node", "--", "python3", "bench.py"],
+            env=env,
+            cwd="/",
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=300,
+            check=False,
+            user=ATTACKER_UID,
+            group=ATTACKER_UID,
+            extra_groups=[],
+        )
+        output = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
+        objects = uploaded(s3, "own-homes")
+        manifest = json.loads(objects["node-0.json"])
+        assert signed_by(KEY, manifest) and manifest["exit_code"] == done.returncode == 0, output
+        assert "speed 100 from site/speed.py" in objects["pair-1/a/logs/trainer-0.log"].decode()
+        assert "speed 70 from site/speed.py" in objects["pair-1/b/logs/trainer-0.log"].decode()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 RUNNER_KILLER = """
     import os, signal, time
     mine = os.getuid()

@@ -420,8 +420,7 @@ class NodeRunner:
         sources, boxes = {"b": source}, {"b": sandbox}
         if plan is not None:
             boxes["a"] = self._base_arm_sandbox(sandbox)
-            into = sandbox.root / "a" if boxes["a"] is sandbox else boxes["a"].src
-            sources["a"] = get_source(url, plan.base_sha, place.repo, into, git_env)
+            sources["a"] = get_source(url, plan.base_sha, place.repo, boxes["a"].src, git_env)
             for slot in schedule(plan):  # made before the hand-over, so they are the code's
                 _run_log_dir(boxes[slot.arm], slot).mkdir(mode=0o700, parents=True)
                 if settings.profile_steps is not None:
@@ -478,14 +477,15 @@ class NodeRunner:
         return command
 
     def _base_arm_sandbox(self, head: Sandbox) -> Sandbox:
-        """The base arm's sandbox: when the code has a uid of its own, another, with a
-        leased uid of its own too, so that neither arm can write the other's checkout, home
-        or temporary folder (a head's `pip install --user` or rewrite of ../a); not root,
-        the head's (the code runs as the runner's user either way)."""
-        if not head.user.separate:
-            return head
+        """The base arm's sandbox, another than the head's: its own checkout, home and
+        temporary folder, so that what the head's setup installs (`pip install --user`,
+        `pip install -e .` into ~/.local) is not what the base imports. When the code has a
+        uid of its own, the base arm has another, leased, so that neither arm can write the
+        other's (a rewrite of ../a); not root, both run as the runner's user, which a
+        hostile head can still reach across."""
         try:
-            box = Sandbox.make(code_user({}))  # as root with no uid given: a leased one
+            user = code_user({}) if head.user.separate else head.user  # root: a leased uid
+            box = Sandbox.make(user)
             self.base_arm.append((box, open_folder(box.root)))
         except (IsolationError, UnsafeFolderError) as exc:
             raise NodeProblem(f"cannot isolate the base arm: {exc}") from exc
