@@ -342,3 +342,21 @@ def test_the_accepted_comment_keeps_the_lines_of_the_runs_diagnosis() -> None:
     assert "**Why it changed** (profiled base and head):" in body
     assert "not diagnosed: no trace was left by the command" in body
     assert "### Accepted" in body
+
+
+def test_the_accepted_check_run_keeps_the_runs_diagnosis_section() -> None:
+    pipeline = Pipeline(checks=True)
+    with_history(pipeline)
+    run = slowed_pull_request(pipeline)
+    diagnosis = {"problems": ["no trace was left by the command"]}
+    pipeline.store.put_json(diagnosis_key(run.run_id, "4x8-8ps"), diagnosis)
+    pipeline.github.permissions[COMMENTER] = "write"
+
+    assert pipeline.acceptances.asked(comment(), "c-1").accepted == (run.run_id,)
+
+    (check,) = [c for c in pipeline.github.checks.values() if c["external_id"] == run.run_id]
+    summary = check["output"]["summary"]
+    assert check["conclusion"] == "success"
+    assert "#### Why it changed (profiled base and head)" in summary
+    assert "not diagnosed: no trace was left by the command" in summary
+    assert summary.index("Why it changed") < summary.index("### Accepted")

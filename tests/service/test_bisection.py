@@ -301,3 +301,33 @@ def test_a_paired_suite_bisects_by_a_b_runs_of_the_good_commit_against_each_midp
         (2, Side.BAD),
     ]
     assert b.steps[0].values["1x8/throughput"] == pytest.approx(math.log(0.75))
+
+
+def test_a_bisection_that_ends_after_an_accept_leaves_the_check_accepted_with_both() -> None:
+    from distkpi.domain.github.acceptance import Acceptance, Via
+
+    pipeline = Pipeline(checks=True, draw=plain_report)
+    with_history(pipeline)
+    pipeline.github.commits[(GOOD, LINE[-1])] = listed(LINE)
+    bad_run = start(pipeline, "d-bad", LINE[-1])
+    report_all(pipeline, bad_run, **{SLOW: 0.7})
+    bad = pipeline.runs.get(bad_run)
+    assert bad is not None and bad.evaluation is not None
+    kpis = tuple((SLOW, k) for k in ("throughput", "speedup", "efficiency"))
+    acceptance = Acceptance(
+        "octocat", "2026-12-02T10:00:00Z", "a slower kernel, meant", Via.COMMENT, kpis
+    )
+    assert pipeline.runs.accept(bad_run, acceptance)
+    accepted = pipeline.runs.get(bad_run)
+    assert accepted is not None and pipeline.statuses.accepted(accepted)
+
+    ended = run_steps(pipeline, bad_run, culprit=5)
+
+    assert ended.state is BisectState.FOUND
+    (check,) = [c for c in pipeline.github.checks.values() if c["external_id"] == bad_run]
+    summary = check["output"]["summary"]
+    assert check["conclusion"] == "success"  # the bisection's post does not undo the accept
+    # (GitHub would make "@octocat" a mention: a zero-width space keeps it plain text)
+    assert check["output"]["title"] == "accepted by @\u200boctocat: a slower kernel, meant"
+    assert summary.index("### Bisection") < summary.index("### Accepted")
+    assert LINE[5][:10] in summary  # the culprit named

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
+from distkpi.services.check_sections import CheckSections
 from distkpi.services.launch import RunStarter
 from distkpi.services.statuses import StatusPublisher
 
@@ -143,6 +144,12 @@ class Services:
             self.stack.checks,
             self.stack.github_web_url,
             check_run_ids=self.stack.runs,
+            sections=CheckSections(
+                self.stack.store,
+                self.stack.bisections,
+                self.stack.report_url,
+                self.stack.github_web_url,
+            ),
         )
 
     @cached_property

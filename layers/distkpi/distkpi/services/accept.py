@@ -138,7 +138,7 @@ class Acceptances:
         if run.published_at is not None:
             self.history.accept(run, acceptance)
         assert run.evaluation is not None
-        self.statuses.accepted(run, run.evaluation, acceptance)
+        self.statuses.accepted(run)
         if self.comments is not None:
             self.comments.accepted(run)
         if run.trigger.event == "push":  # on the branch itself: its new level starts now

@@ -223,7 +223,7 @@ class Bisector:
         while run is not None and run.confirmed_by is not None:  # the run that gave the verdict
             run = self.runs.get(run.confirmed_by)
         if run is not None and run.evaluation is not None:
-            self.statuses.bisected(run.spec, run.evaluation, bisection)
+            self.statuses.bisected(run, bisection)
         if self.site is not None and bisection.culprit is not None and run is not None:
             self._mark_culprit(bisection, run)
 

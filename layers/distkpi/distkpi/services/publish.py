@@ -274,7 +274,7 @@ class Publisher:
         self._write_report(of, None)
         names = [c.name for c in of.spec.configs]
         lines = diagnosis_lines(of.evaluation, stored_diagnoses(self.store.run(of.run_id), names))
-        self.statuses.diagnosed(of.spec, of.evaluation, lines)
+        self.statuses.diagnosed(of, lines)
         if self.comments is not None:
             self.comments.after(of, report=True, diagnoses=lines)
         if self.alerts is not None and regressed_timing(of.evaluation.judgements):
@@ -284,7 +284,7 @@ class Publisher:
         """The verdict; a run accepted before its status went out (GitHub was down) says
         it was accepted, as services/accept.py posted it."""
         if p.run.accepted is not None:
-            return self.statuses.accepted(p.run, p.evaluation, p.run.accepted, p.report_written)
+            return self.statuses.accepted(p.run, p.report_written)
         verdict = p.evaluation.verdict
         return self.statuses.post(
             p.run.spec,

@@ -15,7 +15,6 @@ from distkpi.domain.commit_status import CommitStatus, State
 from distkpi.domain.contracts import RunSpec
 from distkpi.domain.github.acceptance import (
     ACCEPT_ACTION,
-    Acceptance,
     accepted_description,
     accepted_markdown,
     to_accept,
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from distkpi.domain.bisect.plan import Bisection
     from distkpi.domain.judging.evaluation import Evaluation
     from distkpi.domain.records import RunRecord
+    from distkpi.services.check_sections import CheckSections
 
 logger = Logger(child=True)
 
@@ -270,6 +270,8 @@ class StatusPublisher:
     web_url: str = "https://github.com"
     # where check run ids are kept (the table); None: every post creates a check run
     check_run_ids: CheckRunIds | None = None
+    # what a check run posted again gathers below its table; None: the acceptance alone
+    sections: CheckSections | None = None
 
     def __post_init__(self) -> None:
         self.reporter: CommitStatuses | CheckRuns = (
@@ -307,18 +309,42 @@ class StatusPublisher:
             skippable=skippable,
         )
 
-    def accepted(
-        self, run: RunRecord, evaluation: Evaluation, acceptance: Acceptance, report: bool = True
+    def accepted(self, run: RunRecord, report: bool = True) -> bool:
+        """`success`, "accepted by @login: reason" (``run.accepted``); a check run keeps its
+        table and its sections, ends with who accepted what, and offers the button no more."""
+        return self.current(run, report=report)
+
+    def current(
+        self,
+        run: RunRecord,
+        *,
+        report: bool = True,
+        bisection: Bisection | None = None,
+        diagnosis: list[str] | None = None,
     ) -> bool:
-        """`success`, "accepted by @login: reason"; a check run keeps its table, ends with
-        who accepted what, and offers the button no more."""
+        """The run's status, or its check run whole, as it stands: its verdict, or who
+        accepted it, and (a check run) every section the run has by then (sections:
+        ``bisection`` or ``diagnosis`` just learnt are not read again)."""
+        evaluation = run.evaluation
+        assert evaluation is not None
+        appendix = ""
+        if self.sections is not None and self.checks:
+            appendix = self.sections.of(run, bisection=bisection, diagnosis=diagnosis)
+        elif run.accepted is not None:
+            appendix = accepted_markdown(run.accepted)
+        if run.accepted is not None:
+            state = State.SUCCESS
+            description = accepted_description(run.accepted.login, run.accepted.reason)
+        else:
+            state, description = evaluation.verdict.state, evaluation.description
         return self.post(
             run.spec,
-            State.SUCCESS,
-            accepted_description(acceptance.login, acceptance.reason),
+            state,
+            description,
             report=report,
             evaluation=evaluation,
-            appendix=accepted_markdown(acceptance),
+            appendix=appendix,
+            acceptable=run.verdict_settings.acceptable,
         )
 
     def still_going(self, run: RunSpec, message: str) -> bool:
@@ -367,31 +393,15 @@ class StatusPublisher:
             self.count("CommitLookupFailures")
             return str(exc)
 
-    def bisected(self, run: RunSpec, evaluation: Evaluation, bisection: Bisection) -> bool:
-        """The pushed head's check run again, its summary ending with how its bisection
-        ended (a commit status has no room for it: nothing is posted)."""
-        if not self.checks:
-            return True
-        from distkpi.domain.bisect.texts import bisection_markdown
+    def bisected(self, run: RunRecord, bisection: Bisection) -> bool:
+        """The pushed head's check run again, with how its bisection ended (a commit status
+        has no room for it: nothing is posted)."""
+        return not self.checks or self.current(run, bisection=bisection)
 
-        section = bisection_markdown(bisection, web_url=self.web_url, report_url=self.report_url)
-        state, description = evaluation.verdict.state, evaluation.description
-        return self.post(
-            run, state, description, report=True, evaluation=evaluation, appendix=section
-        )
-
-    def diagnosed(self, run: RunSpec, evaluation: Evaluation, lines: list[str]) -> bool:
-        """The run's check run again, its summary ending with one line per diagnosed config
-        (a commit status has no room for it: nothing is posted)."""
-        if not self.checks or not lines:
-            return True
-        from distkpi.domain.github.diagnosis_texts import diagnosis_markdown
-
-        section = diagnosis_markdown(lines, self.report_url(run.run_id))
-        state, description = evaluation.verdict.state, evaluation.description
-        return self.post(
-            run, state, description, report=True, evaluation=evaluation, appendix=section
-        )
+    def diagnosed(self, run: RunRecord, lines: list[str]) -> bool:
+        """The run's check run again, with one line per diagnosed config (a commit status
+        has no room for it: nothing is posted)."""
+        return not self.checks or not lines or self.current(run, diagnosis=lines)
 
     def first_parent_line(self, repo: str, good: str, bad: str) -> tuple[Commit, ...] | NoLine:
         """The commits after ``good`` up to ``bad`` on bad's first-parent line, from GitHub's
