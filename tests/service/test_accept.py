@@ -328,15 +328,21 @@ def test_github_down_while_editing_the_comment_loses_no_accept(
     assert reply.startswith(f"Accepted by @{COMMENTER}")
 
 
-def test_the_accepted_comment_keeps_the_lines_of_the_runs_diagnosis() -> None:
-    pipeline = Pipeline()
+def accepted_after_a_diagnosis(pipeline: Pipeline) -> RunRecord:
+    """A slowed pull request's run, its slow config diagnosed (no trace was left), then
+    accepted by a writer's comment."""
     with_history(pipeline)
     run = slowed_pull_request(pipeline)
     diagnosis = {"problems": ["no trace was left by the command"]}
     pipeline.store.put_json(diagnosis_key(run.run_id, "4x8-8ps"), diagnosis)
     pipeline.github.permissions[COMMENTER] = "write"
-
     assert pipeline.acceptances.asked(comment(), "c-1").accepted == (run.run_id,)
+    return run
+
+
+def test_the_accepted_comment_keeps_the_lines_of_the_runs_diagnosis() -> None:
+    pipeline = Pipeline()
+    accepted_after_a_diagnosis(pipeline)
 
     body = suite_comment(pipeline)["body"]
     assert "**Why it changed** (profiled base and head):" in body
@@ -346,13 +352,7 @@ def test_the_accepted_comment_keeps_the_lines_of_the_runs_diagnosis() -> None:
 
 def test_the_accepted_check_run_keeps_the_runs_diagnosis_section() -> None:
     pipeline = Pipeline(checks=True)
-    with_history(pipeline)
-    run = slowed_pull_request(pipeline)
-    diagnosis = {"problems": ["no trace was left by the command"]}
-    pipeline.store.put_json(diagnosis_key(run.run_id, "4x8-8ps"), diagnosis)
-    pipeline.github.permissions[COMMENTER] = "write"
-
-    assert pipeline.acceptances.asked(comment(), "c-1").accepted == (run.run_id,)
+    run = accepted_after_a_diagnosis(pipeline)
 
     (check,) = [c for c in pipeline.github.checks.values() if c["external_id"] == run.run_id]
     summary = check["output"]["summary"]

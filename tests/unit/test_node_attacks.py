@@ -52,6 +52,23 @@ def attacking_repo(path: Path, files: dict[str, str]) -> str:
     return git(path, "rev-parse", "HEAD")
 
 
+def node(
+    python: list[str], command: list[str], env: dict[str, str], **user: Any
+) -> subprocess.CompletedProcess[bytes]:
+    """`distkpi node -- COMMAND` as a job starts it (stdin closed), run to its end, as root
+    or as the ordinary user ``user`` names."""
+    return subprocess.run(
+        [*python, "-m", "distkpi_cli.main", "node", "--", *command],
+        env=env,
+        cwd="/",
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=300,
+        check=False,
+        **user,
+    )
+
+
 def run_attack(
     moto: tuple[str, Any],
     tmp_path: Path,
@@ -80,16 +97,7 @@ def run_attack(
         python, more = python_for(as_uid, tmp_path)
         env |= more
         user = {"user": as_uid, "group": as_uid, "extra_groups": []}
-    done = subprocess.run(
-        [*python, "-m", "distkpi_cli.main", "node", "--", *command],
-        env=env,
-        cwd="/",
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=300,
-        check=False,
-        **user,
-    )
+    done = node(python, command, env, **user)
     output = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
     objects = uploaded(s3, run_id)
     assert "node-0.json" in objects, output
@@ -423,15 +431,7 @@ def test_a_head_that_points_runs_at_a_root_folder_gets_nothing_made_there(
         "DISTKPI_PAIRED": json.dumps({"max_pairs": 1, "warmup": False}),
         "DISTKPI_BASE_SHA": base_sha,
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "distkpi_cli.main", "node", "--", "python3", "bench.py"],
-        env=env,
-        cwd="/",
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=300,
-        check=False,
-    )
+    done = node([sys.executable], ["python3", "bench.py"], env)
     manifest = json.loads(uploaded(s3, "relinked")["node-0.json"])
     assert list(root_only.iterdir()) == []
     assert signed_by(KEY, manifest) and manifest["exit_code"] == done.returncode
@@ -469,15 +469,7 @@ def test_a_paired_head_reaches_neither_the_base_arms_checkout_nor_its_home(
         "DISTKPI_PAIRED": json.dumps({"max_pairs": 1, "warmup": False}),
         "DISTKPI_BASE_SHA": base_sha,
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "distkpi_cli.main", "node", "--", "python3", "bench.py"],
-        env=env,
-        cwd="/",
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=300,
-        check=False,
-    )
+    done = node([sys.executable], ["python3", "bench.py"], env)
     objects = uploaded(s3, "two-arms")
     manifest = json.loads(objects["node-0.json"])
     assert signed_by(KEY, manifest) and manifest["exit_code"] == done.returncode == 0
@@ -527,18 +519,8 @@ def test_as_an_ordinary_user_a_paired_heads_install_is_not_what_the_base_imports
                 "DISTKPI_BASE_SHA": base_sha,
             }
         )
-        done = subprocess.run(
-            [*python, "-m", "distkpi_cli.main", "node", "--", "python3", "bench.py"],
-            env=env,
-            cwd="/",
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=300,
-            check=False,
-            user=ATTACKER_UID,
-            group=ATTACKER_UID,
-            extra_groups=[],
-        )
+        as_attacker = {"user": ATTACKER_UID, "group": ATTACKER_UID, "extra_groups": []}
+        done = node(python, ["python3", "bench.py"], env, **as_attacker)
         output = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
         objects = uploaded(s3, "own-homes")
         manifest = json.loads(objects["node-0.json"])
