@@ -141,7 +141,7 @@ class Acceptances:
         self.statuses.accepted(run)
         if self.comments is not None:
             self.comments.accepted(run)
-        if run.trigger.event == "push":  # on the branch itself: its new level starts now
+        if run.trigger.of_branch:  # on the branch itself: its new level starts now
             self._new_level(run, run.trigger.branch)
             if self.ledger is not None:
                 self.ledger.accepted(run, acceptance)
