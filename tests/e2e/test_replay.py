@@ -17,14 +17,19 @@ pytestmark = pytest.mark.e2e
 EVENTS = ROOT / "tests" / "events"
 
 
-def replayed(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:  # type: ignore[type-arg]
-    assert main(["local", *argv, "--dry-run", "--json"]) == 0
+def replayed(capsys: pytest.CaptureFixture[str], tmp_path: Path, *argv: str) -> dict:  # type: ignore[type-arg]
+    """The replay's one JSON document, on a state folder of its own: the default one may be
+    in use by another `distkpi local` (the demo, a test beside this one)."""
+    state = ["--state", str(tmp_path / "state")]
+    assert main(["local", *argv, *state, "--dry-run", "--json"]) == 0
     return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
 
 
-def test_each_recorded_delivery_gets_its_response(capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_recorded_delivery_gets_its_response(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     files = [EVENTS / f"{name}.json" for name in ("ping", "pull_request", "push")]
-    out = replayed(capsys, *(a for f in files for a in ("--event", str(f))))
+    out = replayed(capsys, tmp_path, *(a for f in files for a in ("--event", str(f))))
     answers = [(d["event"], d["status_code"], d["body"]["message"]) for d in out["deliveries"]]
     assert answers == [
         ("ping", 200, "pong"),
@@ -56,6 +61,7 @@ def test_a_sequence_an_outsiders_pull_request_then_its_approval(
     (tmp_path / "labeled.json").write_text(json.dumps(labeled))
     out = replayed(
         capsys,
+        tmp_path,
         *("--event", str(opened), "--event", str(tmp_path / "labeled.json")),
         *("--event-name", "pull_request"),
     )
@@ -86,6 +92,6 @@ def test_a_refused_delivery_logs_to_stderr_and_prints_one_json_document(
     delivery.write_text(json.dumps(recorded))
     # When it is replayed with --json, then stdout is one JSON document (the handler's
     # Powertools warning went to stderr)
-    out = replayed(capsys, "--event", str(delivery))
+    out = replayed(capsys, tmp_path, "--event", str(delivery))
     assert [d["status_code"] for d in out["deliveries"]] == [202]
     assert out["runs"] == []
