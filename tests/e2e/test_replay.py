@@ -71,14 +71,15 @@ def test_a_sequence_an_outsiders_pull_request_then_its_approval(
 
 
 def test_files_that_are_no_github_delivery_are_refused_by_name(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    state = ["--state", str(tmp_path / "state")]
     s3_event = EVENTS / "s3_object_created.json"
-    assert main(["local", "--event", str(s3_event), "--dry-run"]) == 2
+    assert main(["local", "--event", str(s3_event), *state, "--dry-run"]) == 2
     assert f"{s3_event}: no X-GitHub-Event header; give --event-name" in capsys.readouterr().err
     two = ["--event", str(EVENTS / "ping.json"), "--event", str(EVENTS / "push.json")]
     names = ["--event-name", "ping", "--event-name", "push", "--event-name", "push"]
-    assert main(["local", *two, *names, "--dry-run"]) == 2
+    assert main(["local", *two, *names, *state, "--dry-run"]) == 2
     assert "--event-name given 3 times for 2 --event" in capsys.readouterr().err
 
 
