@@ -298,3 +298,16 @@ def test_a_16_node_look_reads_each_look_manifest_once_and_lists_nothing(
         1: frozenset(range(16)),
         2: frozenset(range(16)),
     }
+
+
+def test_a_configs_last_pair_is_counted_for_the_other_configs_looks() -> None:
+    """After the last pair nobody waits for a decision, but the look manifests still count:
+    another config's look reads this config's pairs as far as all its nodes sent them."""
+    pipeline, looks, run_id = paired_pipeline()
+    config = next(iter(THROUGHPUT))
+    job = Job(pipeline, looks, run_id, config)
+    for pair in range(1, 5):
+        job.pair(pair)
+    record = pipeline.runs.config(run_id, config)
+    assert record is not None
+    assert record.look_arrivals[4] == frozenset(range(job.nodes))

@@ -59,11 +59,13 @@ class PairedLooks:
         spec = run.spec
         if spec.paired is None or config not in {c.name for c in spec.configs}:
             raise NotFoundError(f"{config} of run {run_id} is no paired config")
-        if not 1 <= pair < spec.paired.max_pairs:
+        if not 1 <= pair <= spec.paired.max_pairs:
             return None
         # N arrivals cost N counts in the table and one reading of the look's manifests
         nodes = spec.config(config).nodes
         arrived = self.runs.add_look_arrival(run_id, config, pair, node).look_arrivals
+        if pair == spec.paired.max_pairs:  # counted for the other configs' looks; none waits
+            return None
         if missing := sorted(set(range(nodes)) - arrived.get(pair, frozenset())):
             waiting = {n: f"node {n} has not reported pair {pair}" for n in missing}
             logger.info(
