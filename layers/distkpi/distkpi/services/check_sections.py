@@ -49,13 +49,7 @@ class CheckSections:
         return "".join(parts)
 
     def _diagnosis(self, run: RunRecord) -> list[str]:
-        from distkpi.domain.github.diagnosis_texts import diagnosis_lines
-        from distkpi.domain.kpis.runfolder import stored_diagnoses
-
-        if run.evaluation is None:
-            return []
-        names = [c.name for c in run.spec.configs]
-        return diagnosis_lines(run.evaluation, stored_diagnoses(self.store.run(run.run_id), names))
+        return stored_diagnosis_lines(self.store, run)
 
     def _bisection(self, run: RunRecord) -> Bisection | None:
         """The bisection of the run's regression once it has ended (found or not)."""
@@ -67,3 +61,15 @@ class CheckSections:
         found = self.bisections.get(t.repo, t.branch, run.model, run.first_run_id)
         ended = (BisectState.FOUND, BisectState.INCONCLUSIVE)
         return found if found is not None and found.state in ended else None
+
+
+def stored_diagnosis_lines(store: RunFolders, run: RunRecord) -> list[str]:
+    """One line per config of the run that its diagnosis job stored a diagnosis of (read
+    from the run's folder); none before its diagnosis job is done, or when it had none."""
+    from distkpi.domain.github.diagnosis_texts import diagnosis_lines
+    from distkpi.domain.kpis.runfolder import stored_diagnoses
+
+    if run.evaluation is None:
+        return []
+    names = [c.name for c in run.spec.configs]
+    return diagnosis_lines(run.evaluation, stored_diagnoses(store.run(run.run_id), names))

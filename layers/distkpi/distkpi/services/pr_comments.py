@@ -12,16 +12,15 @@ from dataclasses import dataclass
 from aws_lambda_powertools import Logger
 
 from distkpi.domain.github.comment_mode import CommentMode
-from distkpi.domain.github.diagnosis_texts import diagnosis_lines
 from distkpi.domain.github.pr_comment import (
     CommentFacts,
     KeptComment,
     pull_request_comment,
     should_write,
 )
-from distkpi.domain.kpis.runfolder import stored_diagnoses
 from distkpi.domain.records import RunRecord
 from distkpi.exceptions import GitHubError, GitHubNotFoundError, StorageError
+from distkpi.services.check_sections import stored_diagnosis_lines
 from distkpi.services.ports import (
     Comments,
     Counter,
@@ -111,10 +110,7 @@ class PullRequestComments:
 
     def _diagnoses(self, run: RunRecord) -> list[str]:
         """The lines the comment shows of the run's diagnosis job, once it stored any."""
-        if self.store is None or run.evaluation is None:
-            return []
-        names = [c.name for c in run.spec.configs]
-        return diagnosis_lines(run.evaluation, stored_diagnoses(self.store.run(run.run_id), names))
+        return [] if self.store is None else stored_diagnosis_lines(self.store, run)
 
     def _superseded(self, run: RunRecord, number: int) -> bool:
         """Whether a later run of the suite was started for the pull request (an older run

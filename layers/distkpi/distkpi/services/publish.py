@@ -268,12 +268,11 @@ class Publisher:
         of = self.runs.get(p.run.spec.diagnosis.of_run)
         if of is None or of.evaluation is None:
             return
-        from distkpi.domain.github.diagnosis_texts import diagnosis_lines
         from distkpi.domain.planning.diagnosis import regressed_timing
+        from distkpi.services.check_sections import stored_diagnosis_lines
 
         self._write_report(of, None)
-        names = [c.name for c in of.spec.configs]
-        lines = diagnosis_lines(of.evaluation, stored_diagnoses(self.store.run(of.run_id), names))
+        lines = stored_diagnosis_lines(self.store, of)
         self.statuses.diagnosed(of, lines)
         if self.comments is not None:
             self.comments.after(of, report=True, diagnoses=lines)
