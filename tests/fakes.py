@@ -54,6 +54,19 @@ if TYPE_CHECKING:
     from distkpi.domain.planning.jobs import JobPlan
 
 ROOT = Path(__file__).resolve().parents[1]
+SEED_SUITE = ROOT / "infra" / "suites" / "resnet50.yaml"
+
+
+def seed_suite_with_when(when: Mapping[str, str]) -> str:
+    """The seed's suite text, some configs given a `when:` (flow style, as YAML has it)."""
+    lines = []
+    for line in SEED_SUITE.read_text().splitlines():
+        changed = line
+        for name, value in when.items():
+            if line.startswith(f"  - {{name: {name},"):
+                changed = line.replace("}", f", when: {value}}}")
+        lines.append(changed)
+    return "\n".join(lines)
 
 
 class FakeRuns:

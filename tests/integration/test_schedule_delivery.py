@@ -11,6 +11,7 @@ import json
 from distkpi.adapters.dynamo import DynamoTable, RunRepository
 from distkpi.domain.github.deliveries import SCHEDULE_MESSAGE
 from distkpi_cli.local.aws_stack import LOCAL_REPOSITORIES
+from tests.fakes import seed_suite_with_when
 from tests.integration.conftest import BUCKET, SUITES, TABLE, Stack
 
 HEAD = "9f4e1c2b7a6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f"
@@ -18,16 +19,10 @@ NIGHTLY = {"1x8": "[pull_request, push]", "2x8-4ps": "[push]", "4x8-8ps": "[sche
 
 
 def nightly_suite(stack: Stack) -> None:
-    """The seed's suite with its biggest config on the schedule only (flow-style YAML)."""
+    """The seed's suite with its biggest config on the schedule only."""
     (seed,) = SUITES
-    lines = []
-    for line in seed.read_text().splitlines():
-        changed = line
-        for name, when in NIGHTLY.items():
-            if line.startswith(f"  - {{name: {name},"):
-                changed = line.replace("}", f", when: {when}}}")
-        lines.append(changed)
-    stack.s3.put_object(Bucket=BUCKET, Key=f"suites/{seed.name}", Body="\n".join(lines).encode())
+    body = seed_suite_with_when(NIGHTLY).encode()
+    stack.s3.put_object(Bucket=BUCKET, Key=f"suites/{seed.name}", Body=body)
 
 
 def schedule(stack: Stack) -> list[dict[str, object]]:

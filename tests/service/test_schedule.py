@@ -11,33 +11,24 @@ import pytest
 
 from distkpi.exceptions import GitHubError
 from distkpi.services.schedule import ScheduledRuns
-from tests.fakes import ROOT, plain_report
+from tests.fakes import SEED_SUITE, plain_report, seed_suite_with_when
 from tests.service.pipeline import Pipeline, report_all
 
 REPO = "PaddlePaddle/Paddle"
 OTHER = "PaddlePaddle/PaddleNLP"
 HEAD = "9f4e1c2b7a6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f"
 NEXT = "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"
-SEED = ROOT / "infra" / "suites" / "resnet50.yaml"
 
 
 def seed_with_nightly(configs: dict[str, str]) -> bytes:
-    """The seed's suite with some configs given a `when:` (flow style, as YAML has it)."""
-    lines = []
-    for line in SEED.read_text().splitlines():
-        changed = line
-        for name, when in configs.items():
-            if line.startswith(f"  - {{name: {name},"):
-                changed = line.replace("}", f", when: {when}}}")
-        lines.append(changed)
-    return "\n".join(lines).encode()
+    return seed_suite_with_when(configs).encode()
 
 
 @pytest.fixture
 def pipeline() -> Pipeline:
     p = Pipeline()
     p.store.put_bytes(
-        f"suites/{SEED.name}",
+        f"suites/{SEED_SUITE.name}",
         seed_with_nightly(
             {"1x8": "[pull_request, push]", "2x8-4ps": "[push]", "4x8-8ps": "[schedule]"}
         ),
@@ -78,7 +69,7 @@ def test_a_second_schedule_of_the_same_head_starts_nothing_and_a_new_head_a_run(
 
 
 def test_a_suite_without_a_scheduled_config_is_not_started(pipeline: Pipeline) -> None:
-    pipeline.store.put_bytes(f"suites/{SEED.name}", SEED.read_bytes())
+    pipeline.store.put_bytes(f"suites/{SEED_SUITE.name}", SEED_SUITE.read_bytes())
     assert schedule(pipeline).start([REPO]) == {REPO: []}
     assert pipeline.github.asked == []  # not even its head asked for
     assert pipeline.launcher.submitted == {}
@@ -111,7 +102,7 @@ def test_a_scheduled_runs_regression_is_the_branchs_alerted_and_bisected() -> No
 
     p = Pipeline(draw=plain_report)
     with_history(p)  # six passing pushes measure every config, the last of them GOOD
-    p.store.put_bytes(f"suites/{SEED.name}", seed_with_nightly({SLOW: "[push, schedule]"}))
+    p.store.put_bytes(f"suites/{SEED_SUITE.name}", seed_with_nightly({SLOW: "[push, schedule]"}))
     p.github.heads = {REPO: ("develop", LINE[-1])}
     p.github.commits[(GOOD, LINE[-1])] = listed(LINE)
     (run_id,) = schedule(p).start([REPO])[REPO]

@@ -4,26 +4,15 @@ labelled pull request or on a schedule, and every pull request only the small on
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from distkpi.domain.planning.suites import Suite, parse_suite
 from distkpi.exceptions import ContractError
-
-SEED = Path(__file__).resolve().parents[2] / "infra" / "suites" / "resnet50.yaml"
+from tests.fakes import SEED_SUITE, seed_suite_with_when
 
 
 def seed_with(when: dict[str, str]) -> Suite:
-    """The seed's suite, some configs given a `when:` as YAML would (flow style)."""
-    lines = []
-    for line in SEED.read_text().splitlines():
-        changed = line
-        for name, value in when.items():
-            if line.startswith(f"  - {{name: {name},"):
-                changed = line.replace("}", f", when: {value}}}")
-        lines.append(changed)
-    return parse_suite("\n".join(lines), "resnet50.yaml")
+    return parse_suite(seed_suite_with_when(when), "resnet50.yaml")
 
 
 def configs(suite: Suite) -> list[str]:
@@ -34,7 +23,7 @@ SPLIT = {"2x8-4ps": "[push, 'label:full-matrix', schedule]", "4x8-8ps": "[push, 
 
 
 def test_without_when_every_config_runs_on_every_event() -> None:
-    suite = parse_suite(SEED.read_text(), "resnet50.yaml")
+    suite = parse_suite(SEED_SUITE.read_text(), "resnet50.yaml")
     for event in ("pull_request", "push", "schedule"):
         assert suite.for_event(event) is suite
 
