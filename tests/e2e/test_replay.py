@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from distkpi_cli.local.aws_stack import LOCAL_REPOSITORIES
 from distkpi_cli.main import main
+from tests.conftest import git
 from tests.e2e.test_local import ROOT
 
 pytestmark = pytest.mark.e2e
@@ -96,3 +98,38 @@ def test_a_refused_delivery_logs_to_stderr_and_prints_one_json_document(
     out = replayed(capsys, tmp_path, "--event", str(delivery))
     assert [d["status_code"] for d in out["deliveries"]] == [202]
     assert out["runs"] == []
+
+
+def test_the_schedule_measures_the_served_repository_s_head_without_a_develop_branch(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`--event schedule` with `--repo` a checkout of `main` only: the stand-in's default
+    branch (`develop`) is that repository's HEAD, and the schedule's configs are planned."""
+    repo = tmp_path / "main-only"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "dev@example.com")
+    git(repo, "config", "user.name", "Dev")
+    (repo / "README.md").write_text("main\n")
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-q", "-m", "main")
+    head = git(repo, "rev-parse", "HEAD")
+    local = (ROOT / "infra" / "suites" / "local.yaml").read_text()
+    suite = tmp_path / "nightly.yaml"
+    nightly = local.replace("batch_size: 512}", "batch_size: 512, when: [schedule]}")
+    nightly = nightly.replace(
+        "pservers: 1, batch_size: 256}", "pservers: 1, batch_size: 256, when: [push]}"
+    )
+    suite.write_text(nightly)
+    out = replayed(
+        capsys, tmp_path, "--suite", str(suite), "--repo", str(repo), "--event", "schedule"
+    )
+    (delivery,) = out["deliveries"]
+    assert (delivery["event"], delivery["status_code"]) == ("schedule", 201)
+    # one run for each repository the local stack allows, each at the served HEAD
+    repositories = delivery["body"]["repositories"]
+    assert len(out["runs"]) == len(repositories) == len(LOCAL_REPOSITORIES.split(","))
+    for run in out["runs"]:
+        assert run["sha"] == head
+        # the configs that run on the schedule (1x1 has no `when:`), not the push's own
+        assert sorted(name[-3:] for name in run["gpus_by_job"]) == ["1x1", "1x2"]

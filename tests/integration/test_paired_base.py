@@ -80,6 +80,31 @@ def test_the_adapter_gets_git_s_merge_base_and_parents_from_the_stand_in(
     )
 
 
+def test_the_default_branch_s_head_is_the_served_repository_s_head_without_such_a_branch(
+    tmp_path: Path,
+) -> None:
+    """The schedule asks for the default branch (the stand-in's `develop`): a repository
+    served without one (a checkout of `main`) answers with its HEAD, one with it with its
+    tip, whatever is checked out."""
+    repo = tmp_path / "main-only"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "dev@example.com")
+    git(repo, "config", "user.name", "Dev")
+    head = commit(repo, "README.md", "main\n")
+    standin = GitHubStandIn(token="t0ken", repository=repo)
+    standin.start()
+    try:
+        client = GitHubStatusClient(standin.url, lambda repo: "t0ken", retries=0)
+        assert client.default_branch_head(REPO) == ("develop", head)
+        git(repo, "checkout", "-q", "-b", "develop")
+        tip = commit(repo, "b.txt", "b\n")
+        git(repo, "checkout", "-q", "main")
+        assert client.default_branch_head(REPO) == ("develop", tip)
+    finally:
+        standin.stop()
+
+
 def deploy_paired(stack: Stack) -> None:
     stack.s3.delete_object(Bucket=BUCKET, Key="suites/resnet50.yaml")
     paired = (ROOT / "infra" / "suites" / "local-paired.yaml").read_bytes()

@@ -540,11 +540,15 @@ class GitHubStandIn(StandInServer):
 
     def _branch_ref(self, request: Request) -> tuple[int, Any]:
         """GET /repos/{owner}/{repo}/git/ref/heads/{branch}: its head, from ``heads`` or
-        the repository it serves."""
+        the repository it serves (whose HEAD is the default branch's head, when it has no
+        branch of that name)."""
         branch = unquote(request.match["branch"])
         sha = self.heads.get(branch)
         if sha is None and self.repository is not None:
-            sha = GitRepository(self.repository).commit_of(branch)
+            git = GitRepository(self.repository)
+            sha = git.commit_of(branch)
+            if sha is None and branch == DEFAULT_BRANCH:
+                sha = git.commit_of("HEAD")
         if sha is None:
             return 404, {"message": "Not Found"}
         ref = {"ref": f"refs/heads/{branch}", "object": {"sha": sha, "type": "commit"}}

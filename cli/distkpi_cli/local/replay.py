@@ -26,6 +26,8 @@ class RecordedEvent:
     name: str
     delivery: str
     body: bytes
+    # `--event schedule`: the stack's schedule, not a delivery
+    scheduled: bool = False
 
 
 def read_events(files: Sequence[Path], names: Sequence[str]) -> list[RecordedEvent]:
@@ -40,7 +42,7 @@ def read_events(files: Sequence[Path], names: Sequence[str]) -> list[RecordedEve
     events = []
     for n, path in enumerate(files):
         if str(path) == SCHEDULE and not path.exists():
-            events.append(RecordedEvent(SCHEDULE, SCHEDULE, b""))
+            events.append(RecordedEvent(SCHEDULE, SCHEDULE, b"", scheduled=True))
             continue
         try:
             data = json.loads(path.read_text())
@@ -86,8 +88,7 @@ def replay(
                 "X-GitHub-Delivery": event.delivery,
                 "Content-Type": "application/json",
             }
-            scheduled = (event.name, event.delivery, event.body) == (SCHEDULE, SCHEDULE, b"")
-            code, body = stack.schedule() if scheduled else stack.deliver(headers, event.body)
+            code, body = stack.schedule() if event.scheduled else stack.deliver(headers, event.body)
             stack.say(f"webhook: {event.name} -> {code} {body.get('message', '')}")
             deliveries.append({"event": event.name, "status_code": code, "body": body})
         run_ids = [r for d in deliveries for r in d["body"].get("runs", [])]

@@ -25,6 +25,7 @@ from distkpi.adapters.dynamo import DynamoTable, JobRepository, RunRepository
 from distkpi.domain.github.deliveries import SCHEDULE_MESSAGE
 from distkpi.domain.layout import SUITES
 from distkpi.domain.signing import ManifestKeys
+from distkpi.exceptions import DistkpiError
 from distkpi.services.schedule import SCHEDULE
 from distkpi_cli.local.attach import RunningStack, running
 from distkpi_cli.local.aws_stack import (
@@ -52,6 +53,11 @@ from distkpi_cli.local.moto_front import GuardedMotoServer
 from distkpi_cli.local.queues import drain
 from distkpi_cli.local.state import StateError, StateFolder
 from distkpi_cli.node.hardening import not_dumpable
+
+
+class NotStartedError(DistkpiError):
+    """The local launcher left a queued delivery, or the schedule, unstarted: its log says
+    why (a head GitHub could not tell, a suite that cannot be read)."""
 
 
 @dataclass
@@ -97,10 +103,7 @@ class LocalStack:
         code, answer = self.webhook_only(event)
         if code != 202 or answer.get("message") != "delivery queued":
             return code, answer
-        for started in self.drain_deliveries():
-            if started["delivery"] == answer["delivery"]:
-                return int(started["status"]), dict(started["answer"])
-        raise RuntimeError(f"delivery {answer['delivery']} queued but not started")
+        return self._started(answer["delivery"], f"delivery {answer['delivery']}")
 
     def webhook_only(self, event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The webhook handler's own answer (nothing drained)."""
@@ -114,10 +117,14 @@ class LocalStack:
         sqs.send_message(
             QueueUrl=self.aws.queues.deliveries, MessageBody=json.dumps(SCHEDULE_MESSAGE)
         )
+        return self._started(SCHEDULE, "the schedule")
+
+    def _started(self, delivery: str, what: str) -> tuple[int, dict[str, Any]]:
+        """The launcher's answer to ``delivery``, once the queue is drained."""
         for started in self.drain_deliveries():
-            if started["delivery"] == SCHEDULE:
+            if started["delivery"] == delivery:
                 return int(started["status"]), dict(started["answer"])
-        raise RuntimeError("the schedule was queued but not started (see the launcher's log)")
+        raise NotStartedError(f"{what} was queued but not started (see the launcher's log)")
 
     def drain_deliveries(self, context: LambdaContext | None = None) -> list[dict[str, Any]]:
         """Every queued delivery to the launcher, five to an invocation as the template's
