@@ -2,7 +2,7 @@
 the main node's address, but parameter servers and trainers need each other's: each node
 publishes its own under the config's rendezvous/ folder and waits, up to a deadline, for
 the others'. A record is JSON named node-<i>.endpoint: not .json, so that its upload does
-not wake the collector, whose S3 notification takes only keys ending .json."""
+not wake the collector, whose EventBridge rule takes only keys `runs/*/node-*.json`."""
 
 from __future__ import annotations
 

@@ -193,8 +193,9 @@ class GitHubStatusClient:
 
     def default_branch_head(self, repo: str) -> tuple[str, str]:
         """The repository's default branch and the commit at its head: GET /repos/{repo}, then
-        GET /repos/{repo}/git/ref/heads/{branch} (the ref alone), both conditional (a night
-        with nothing new costs two 304s). GitHubError when GitHub refuses or is down."""
+        GET /repos/{repo}/git/ref/heads/{branch} (the ref alone), both conditional (the
+        ETags live in this client, so a schedule given again to the same container costs
+        two 304s). GitHubError when GitHub refuses or is down."""
         branch = self._send("GET", f"{self.api_url}/repos/{repo}", repo).get("default_branch")
         if not isinstance(branch, str) or not branch:
             raise GitHubError(f"GitHub's answer for {repo} names no default branch")

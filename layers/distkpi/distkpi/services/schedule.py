@@ -1,6 +1,7 @@
 """The stack's schedule (nightly by default): for each repository it lists, the head of the
-default branch measured by every suite with a config that runs on `schedule` (those configs
-and the base), once per head: a second schedule on the same head starts nothing."""
+default branch measured by every suite with a config whose `when:` names `schedule` (with
+the configs that run on it: those and the ones without a `when:`), once per head: a second
+schedule on the same head starts nothing."""
 
 from __future__ import annotations
 
