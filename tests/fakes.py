@@ -28,6 +28,7 @@ from distkpi.domain.planning.suites import BrokenSuite, Suite, parse_deployed_su
 from distkpi.domain.records import (
     ConfigRecord,
     ConfigState,
+    FoundJob,
     HistoryRecord,
     JobRecord,
     PullRequestRun,
@@ -446,6 +447,8 @@ class FakeLauncher:
         self.submitted: dict[str, JobPlan] = {}
         self.terminated: dict[str, str] = {}
         self.refuse: set[str] = set()
+        # job id -> FoundJob fields: how far a job got that ``find`` reports
+        self.progress: dict[str, dict[str, str]] = {}
         self._ids = itertools.count(1)
 
     def submit(self, plan: JobPlan) -> tuple[str, dict[str, Any]]:
@@ -455,10 +458,12 @@ class FakeLauncher:
         self.submitted[job_id] = plan
         return job_id, {"jobName": job_id}
 
-    def find(self, plan: JobPlan) -> tuple[str, dict[str, Any]] | None:
+    def find(self, plan: JobPlan) -> FoundJob | None:
+        """The plan's job, as far as ``progress`` says it got (SUBMITTED when it names none)."""
         for job_id, submitted in self.submitted.items():
             if (submitted.run_id, submitted.config) == (plan.run_id, plan.config):
-                return job_id, {"jobName": job_id}
+                found = FoundJob(job_id, {"jobName": job_id}, "SUBMITTED")
+                return replace(found, **self.progress.get(job_id, {}))
         return None
 
     def terminate(self, job_id: str, reason: str) -> None:

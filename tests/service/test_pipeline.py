@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from distkpi.domain.commit_status import State
 from distkpi.domain.layout import kpis_key, report_key
 from distkpi.domain.records import ConfigState, RunStatus
@@ -195,3 +197,49 @@ def test_a_push_30_percent_slower_than_its_history_fails_naming_the_config() -> 
         "32 GPUs 14.0x (-30%), eff 0.44, TTA 240s, acc Δ0.0000: "
         "4x8-8ps tput -30%; 4x8-8ps speedup -30%; 4x8-8ps eff -30%"
     )
+
+
+class Killed(Exception):
+    """The launcher's invocation ended between SubmitJob and keeping the job's id."""
+
+
+def test_a_resumed_run_catches_up_with_what_its_found_jobs_did_meanwhile() -> None:
+    """Batch took the second job, the invocation died before its id was kept, and the job
+    started and failed before the delivery was given again: its events then were nobody's
+    (no JOB# item), so the resumed run takes its start and its failure from Batch's
+    description of it."""
+    pipeline = Pipeline()
+    submit = pipeline.launcher.submit
+
+    def second_taken_then_killed(plan: Any) -> tuple[str, dict[str, Any]]:
+        answer = submit(plan)
+        if len(pipeline.launcher.submitted) == 2:
+            raise Killed
+        return answer
+
+    pipeline.launcher.submit = second_taken_then_killed  # type: ignore[method-assign]
+    suites, _ = pipeline.catalog.suites()
+    with pytest.raises(Killed):
+        pipeline.starter.delivery.start_runs(pushed(), "d-1", suites)
+    pipeline.launcher.submit = submit  # type: ignore[method-assign]
+    found, plan = list(pipeline.launcher.submitted.items())[1]
+    run_id, lost = plan.run_id, plan.config
+    assert pipeline.jobs.get(found) is None  # its id was never kept
+    started = "2026-12-02T03:04:05.678+00:00"
+    pipeline.launcher.progress[found] = {
+        "status": "FAILED",
+        "started_at": started,
+        "reason": "Essential container in task exited",
+    }
+    # its events came while it was nobody's
+    assert not pipeline.services.job_starts.on_job_running(found, started)
+    assert pipeline.starter.delivery.start_runs(pushed(), "d-1", suites) == [run_id]
+    assert len(pipeline.launcher.submitted) == 4  # the found job is not submitted again
+    configs = {c.name: c for c in pipeline.runs.configs(run_id)}
+    assert configs[lost].job_id == found
+    assert configs[lost].state is ConfigState.FAILED
+    assert configs[lost].kpis is not None
+    assert "job failed: Essential container in task exited" in configs[lost].kpis.problems
+    resumed = pipeline.runs.get(run_id)
+    assert resumed is not None and resumed.started_at == started
+    assert pipeline.counts.totals["JobsFoundSubmitted"] == 1

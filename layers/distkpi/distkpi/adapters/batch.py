@@ -6,6 +6,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
@@ -14,6 +15,7 @@ from distkpi.adapters.aws import client, error_code
 from distkpi.adapters.pacing import TokenBucket
 from distkpi.domain.planning import jobenv
 from distkpi.domain.planning.jobs import JobPlan, NodeGroup
+from distkpi.domain.records import FoundJob
 from distkpi.exceptions import LaunchError, SubmitThrottledError
 
 if TYPE_CHECKING:
@@ -231,10 +233,11 @@ class BatchLauncher:
         response = self._submit_paced(plan.name, request)
         return response["jobId"], without_key(request)
 
-    def find(self, plan: JobPlan) -> tuple[str, dict[str, Any]] | None:
+    def find(self, plan: JobPlan) -> FoundJob | None:
         """The plan's job if one was submitted already (SubmitJob takes no idempotency key: a
-        launcher may have died after Batch took it and before its id was kept), as
-        ``submit`` answers; found by its name in the queue and its run and config tags."""
+        launcher may have died after Batch took it and before its id was kept), with the
+        request as ``submit`` answers it and the job's status, start and reason; found by
+        its name in the queue and its run and config tags."""
         try:
             ids = [
                 job["jobId"]
@@ -247,10 +250,16 @@ class BatchLauncher:
             found = self.batch.describe_jobs(jobs=ids[:100])["jobs"] if ids else []
         except ClientError as exc:
             raise LaunchError(f"Batch did not list the jobs named {plan.name}: {exc}") from exc
-        ours = {"distkpi:run": plan.run_id, "distkpi:config": plan.config}
+        request = self.request(plan)
         for job in found:
-            if ours.items() <= job.get("tags", {}).items():
-                return job["jobId"], without_key(self.request(plan))
+            if request["tags"].items() <= job.get("tags", {}).items():
+                return FoundJob(
+                    job["jobId"],
+                    without_key(request),
+                    str(job.get("status", "")),
+                    started_at=_iso(job.get("startedAt")),
+                    reason=job.get("statusReason"),
+                )
         return None
 
     def _submit_paced(self, name: str, request: dict[str, Any]) -> Any:
@@ -281,3 +290,11 @@ class BatchLauncher:
             self.batch.terminate_job(jobId=job_id, reason=reason)
         except ClientError as exc:
             raise LaunchError(f"Batch did not terminate job {job_id}: {exc}") from exc
+
+
+def _iso(epoch_ms: object) -> str | None:
+    """Batch's epoch milliseconds as the run items write times (ISO, milliseconds, UTC)."""
+    if not isinstance(epoch_ms, int | float) or isinstance(epoch_ms, bool):
+        return None
+    at = datetime.fromtimestamp(epoch_ms / 1000, UTC)
+    return at.isoformat(timespec="milliseconds")

@@ -156,6 +156,19 @@ class JobRecord:
 
 
 @dataclass(frozen=True)
+class FoundJob:
+    """A job Batch took before its id was kept (JobLauncher.find): its id, the request as
+    ``submit`` answers it, and how far it got since (Batch's status; when it started, ISO;
+    why it failed), which its events told while it was nobody's."""
+
+    job_id: str
+    request: Mapping[str, Any]
+    status: str
+    started_at: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class PullRequestRun:
     """A run started for a pull request (so a newer push can supersede it)."""
 

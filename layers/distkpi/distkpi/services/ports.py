@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from distkpi.domain.planning.suites import BrokenSuite, Suite
     from distkpi.domain.records import (
         ConfigRecord,
+        FoundJob,
         HistoryRecord,
         JobRecord,
         PullRequestRun,
@@ -146,8 +147,8 @@ class JobLauncher(Protocol):
         """The job id and the request that submitted it; LaunchError when refused."""
         ...
 
-    def find(self, plan: JobPlan) -> tuple[str, dict[str, Any]] | None:
-        """The plan's job if one was submitted already, as ``submit`` answers; else None."""
+    def find(self, plan: JobPlan) -> FoundJob | None:
+        """The plan's job if one was submitted already, and how far it got; else None."""
         ...
 
     def terminate(self, job_id: str, reason: str) -> None: ...

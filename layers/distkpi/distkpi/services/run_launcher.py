@@ -20,9 +20,10 @@ from distkpi.domain.planning.jobs import JobPlan, extra_run_time_s, plan_jobs
 from distkpi.domain.planning.sizing import Fleet
 from distkpi.domain.planning.suites import Suite
 from distkpi.domain.purpose import policy_of
-from distkpi.domain.records import ConfigState, JobRecord, PullRequestRun, RunRecord
+from distkpi.domain.records import ConfigState, FoundJob, JobRecord, PullRequestRun, RunRecord
 from distkpi.domain.signing import ManifestKeys
 from distkpi.exceptions import LaunchError
+from distkpi.services.job_starts import JobStarts
 from distkpi.services.jobs import stop_jobs
 from distkpi.services.ports import (
     Clock,
@@ -212,7 +213,9 @@ class RunLauncher:
             try:
                 # resumed: the dead invocation may have submitted it without keeping its id
                 found = self.launcher.find(plan) if only is not None else None
-                job_id, request = found or self.launcher.submit(plan)
+                job_id, request = (
+                    (found.job_id, found.request) if found else self.launcher.submit(plan)
+                )
             except LaunchError as exc:
                 logger.exception("job not submitted", run_id=run.run_id, config=plan.config)
                 self._fail(run.run_id, plan.config, str(exc))
@@ -220,11 +223,32 @@ class RunLauncher:
             self.jobs.record(JobRecord(job_id, run.run_id, plan.config, request))
             self.runs.set_job(run.run_id, plan.config, job_id)
             if found is not None:
-                logger.warning("job found submitted", run_id=run.run_id, config=plan.config)
+                logger.warning(
+                    "job found submitted",
+                    run_id=run.run_id,
+                    config=plan.config,
+                    status=found.status,
+                )
                 self.count("JobsFoundSubmitted")
+                self._caught_up(found)
             logger.info("job submitted", run_id=run.run_id, config=plan.config, job_id=job_id)
             submitted += 1
         return submitted
+
+    def _caught_up(self, found: FoundJob) -> None:
+        """What a found job did while its id was not kept: its events then were nobody's
+        (job_events drops a job without its JOB# item), so its start counts the run's time
+        from then, and its end settles its config, now."""
+        if found.started_at is not None:
+            JobStarts(self.jobs, self.runs, self.count).on_job_running(
+                found.job_id, found.started_at
+            )
+        if self.settler is None or found.status not in ("FAILED", "SUCCEEDED"):
+            return
+        if found.status == "FAILED":
+            self.settler().on_job_failed(found.job_id, found.reason or "no reason given by Batch")
+        else:
+            self.settler().on_job_succeeded(found.job_id)
 
     def _refuse(self, run: RunSpec, plans: Sequence[JobPlan], first_refusal: str) -> None:
         """A config that can never be placed makes the run's verdict `error` whatever the
