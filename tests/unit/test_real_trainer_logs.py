@@ -81,6 +81,22 @@ def test_a_run_stopped_early_is_read_over_the_steps_it_ran_and_says_so() -> None
     ]
 
 
+def test_a_complete_run_whose_last_step_falls_between_logged_ones_is_not_corrected(
+    tmp_path: Path,
+) -> None:
+    """The Trainer logs every logging_steps (10 here): a run of 400 steps whose last logged
+    one is 390 ran them all, as one whose steps/s is rounded does."""
+    text = COMPLETE.read_text().splitlines(keepends=True)
+    last = [n for n, line in enumerate(text) if "global_step: 400" in line]
+    assert last
+    between = tmp_path / "between.log"
+    between.write_text("".join(line for n, line in enumerate(text) if n not in last))
+    summary = _summary(between)
+    assert max(summary.loss_by_step) == 390
+    assert summary.problems == []
+    assert summary.best_throughput() == (_paddle_truth(COMPLETE)["stated"], Level.SUMMARY)
+
+
 def test_a_hugging_face_trainer_output_gives_its_samples_per_second_and_last_loss() -> None:
     text = HUGGING_FACE.read_text()
     steps = int(re.search(r"TrainOutput\(global_step=(\d+)", text)[1])

@@ -75,14 +75,18 @@ def _evaluation(pairs: dict[str, str], out: LogSummary, epoch: int | None) -> No
 def _steps_done(pairs: dict[str, str], rate: float, out: LogSummary) -> tuple[float, str | None]:
     """The Trainer divides the samples of the steps it planned by the runtime: a run stopped
     early (early stopping) states a rate of steps it never ran. Where the log numbers its
-    steps, the rate over those it ran, and the problem saying so."""
+    steps, the rate over those it ran, and the problem saying so. A run that ran them all
+    may log its last step up to one logging interval before the end, and its steps/s is
+    rounded to 3 decimals: neither is read as stopping early."""
     runtime = _positive(pairs, "train_runtime", out)
     steps_per_s = _positive(pairs, "train_steps_per_second", out)
     steps = out.loss_by_step
     if runtime is None or steps_per_s is None or not steps or len(steps) >= MAX_KEPT:
         return rate, None
     planned, done = steps_per_s * runtime, max(steps)
-    if done >= planned * 0.99:
+    last_two = sorted(steps)[-2:]
+    interval = last_two[-1] - last_two[0]
+    if done + interval + 0.0005 * runtime >= planned * 0.99:
         return rate, None
     return rate * done / planned, (
         f"train_samples_per_second {rate:g} counts {planned:.0f} planned steps; the log's "
