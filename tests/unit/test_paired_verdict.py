@@ -410,3 +410,25 @@ def test_the_final_verdict_agrees_with_the_looks(seed: int) -> None:
     assert failed == bool(change)  # a 25% drop is caught, one wild pair is not a failure
     runs = {j.config: j.runs for j in final.judgements if j.kpi == "throughput"}
     assert runs == ran
+
+
+def test_an_alignment_the_arms_measured_spends_none_of_holms_rate() -> None:
+    """loss_alignment of pairs whose arms measured it is judged by the suite's limit, so it
+    is no Holm family: the run's other families share the rate as without it."""
+    run = paired_run(2, random.Random(2))
+    settings = VerdictSettings(
+        paired=PairedSettings(), enforced=(*SETTINGS.enforced, "loss_alignment")
+    )
+    alignment = {"aligned": True, "loss_alignment": 0.0, "loss_alignment_step": 10}
+    aligned = replace(
+        run,
+        configs=tuple(
+            replace(c, pairs=tuple(replace(p, **alignment) for p in c.pairs)) for c in run.configs
+        ),
+    )
+    decision = judge_look(aligned, HISTORY, settings, "1x8", 2)
+    # every config's arms measured it: the run's families are the seed matrix's alone
+    judged = by_kpi(decision.judgements, "loss_alignment", "1x8")
+    assert judged.why.startswith("paired: B's loss curve against A's in 2 pair(s)")
+    throughput = by_kpi(decision.judgements, "throughput")
+    assert throughput.confidence == pytest.approx(1 - 0.005 / FAMILIES)

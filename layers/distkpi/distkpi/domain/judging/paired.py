@@ -295,9 +295,11 @@ def _family_pvalues(view: _View, evidence: Sequence[_Evidence]) -> dict[Family, 
     pvalues: dict[Family, float] = {}
     listed = listed_kpis(view.run, view.settings)
     for config in view.run.configs:  # also those not ok: not yet reported, or broken
-        for kpi in (k for k in enforced if k in listed and not catalogue.kpi(k).limited):
+        for kpi in (k for k in enforced if k in listed):
             e = found.get((config.name, kpi))
-            if not _applicable(config, kpi, view.run) or (e is not None and _untested(e)):
+            if not _applicable(config, kpi, view.run):
+                continue
+            if e is not None and (_untested(e) or _aligned_arms(e, view)):
                 continue
             key = (config.name, FAMILY.get(kpi, kpi))
             p = 1.0 if e is None or e.test is None else e.test.p
@@ -483,13 +485,21 @@ def _by_test(e: _Evidence, view: _View, levels: _Levels) -> _Judged:
     return _Judged(judgement, fails=verdict is KpiVerdict.REGRESSED, in_doubt=doubt)
 
 
+def _aligned_arms(e: _Evidence, view: _View) -> list[PairKpis]:
+    """The pairs that measured loss_alignment between the arms, for that KPI (judged by the
+    suite's limit, not by a test: it spends none of the run's false-failure rate)."""
+    if e.kpi != "loss_alignment":
+        return []
+    return [p for p in view.pairs(e.config) if p.aligned is not None]
+
+
 def _arms_alignment(e: _Evidence, view: _View) -> _Judged | None:
     """loss_alignment of a paired config whose pairs measured it: whether B's training loss
     curve is A's in every pair the look sees (PairKpis.aligned), as the unpaired alignment
     judges a config's curve against the base config's, by the suite's limit and not by a
     test; None where no pair measured it."""
-    measured = [p for p in view.pairs(e.config) if p.aligned is not None]
-    if e.kpi != "loss_alignment" or not measured:
+    measured = _aligned_arms(e, view)
+    if not measured:
         return None
     worst = max(measured, key=lambda p: p.loss_alignment or 0.0)
     apart = [p.pair for p in measured if not p.aligned]
