@@ -101,17 +101,31 @@ def _tokens(m: Measuring, problems: list[str]) -> float | None:
         for rank, s in m.trainers
         if (mean := s.tokens_per_s.mean) is not None
     ]
+    return _of_trainers(m, reports, "tokens/s", problems)
+
+
+def _of_trainers(
+    m: Measuring,
+    reports: Sequence[tuple[int, float, Per]],
+    what: str,
+    problems: list[str] | None = None,
+) -> float | None:
+    """The trainers' means (rank, mean, what one counts) combined by what they count; None,
+    with the problem where ``problems`` takes one, when none reported, when they count it
+    differently, or when some of the trainers counting per process report none (their sum
+    would be a part of the job's)."""
     if not reports:
         return None
     pers = sorted({per.value for _, _, per in reports})
+    why = None
     if len(pers) > 1:
-        problems.append(
-            f"tokens/s not given: trainer logs count it differently ({', '.join(pers)})"
-        )
-        return None
-    if reports[0][2] is Per.PROCESS and len(reports) < len(m.trainers):
+        why = f"{what} not given: trainer logs count it differently ({', '.join(pers)})"
+    elif reports[0][2] is Per.PROCESS and len(reports) < len(m.trainers):
         silent = len(m.trainers) - len(reports)
-        problems.append(f"tokens/s not given: {silent} trainer log(s) report none (a partial sum)")
+        why = f"{what} not given: {silent} trainer log(s) report none (a partial sum)"
+    if why is not None:
+        if problems is not None:
+            problems.append(why)
         return None
     return _combined(m.spec, reports)
 
@@ -224,8 +238,9 @@ def _loss_target(m: Measuring) -> LossTarget:
 
 def observed(name: str) -> Callable[[Measuring], float | None]:
     """The measure of a KPI that a reader of its own observes as ``name`` (kept in each
-    summary's ``observed``): the trainers' means combined as throughput's are, by what they
-    count; None when none observed it or they count it differently."""
+    summary's ``observed``): the trainers' means combined as tokens/s's are, by what they
+    count; None when none observed it, they count it differently, or some count per process
+    and others none."""
 
     def measure(m: Measuring) -> float | None:
         reports = [
@@ -233,9 +248,7 @@ def observed(name: str) -> Callable[[Measuring], float | None]:
             for rank, s in m.trainers
             if (running := s.observed.get(name)) is not None and (mean := running.mean) is not None
         ]
-        if not reports or len({per for _, _, per in reports}) > 1:
-            return None
-        return _combined(m.spec, reports)
+        return _of_trainers(m, reports, name)
 
     return measure
 
