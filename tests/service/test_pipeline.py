@@ -243,3 +243,34 @@ def test_a_resumed_run_catches_up_with_what_its_found_jobs_did_meanwhile() -> No
     resumed = pipeline.runs.get(run_id)
     assert resumed is not None and resumed.started_at == started
     assert pipeline.counts.totals["JobsFoundSubmitted"] == 1
+
+
+def test_a_resumed_run_that_ends_while_it_is_submitted_posts_no_pending_over_its_result() -> None:
+    """The dead invocation submitted every job and kept all ids but the last; the three
+    ran and reported, and the last failed before the delivery came again: catching up with
+    it ends the run, whose result is then the commit's last status, not `pending`."""
+    pipeline = Pipeline()
+    submit = pipeline.launcher.submit
+
+    def last_taken_then_killed(plan: Any) -> tuple[str, dict[str, Any]]:
+        answer = submit(plan)
+        if len(pipeline.launcher.submitted) == 4:
+            raise Killed
+        return answer
+
+    pipeline.launcher.submit = last_taken_then_killed  # type: ignore[method-assign]
+    suites, _ = pipeline.catalog.suites()
+    with pytest.raises(Killed):
+        pipeline.starter.delivery.start_runs(pushed(), "d-1", suites)
+    pipeline.launcher.submit = submit  # type: ignore[method-assign]
+    found, plan = list(pipeline.launcher.submitted.items())[3]
+    run_id = plan.run_id
+    for config in pipeline.runs.configs(run_id):
+        if config.name != plan.config:
+            for node in range(config.nodes_expected):
+                report_node(pipeline, run_id, config.name, node)
+    pipeline.launcher.progress[found] = {"status": "FAILED", "reason": "Host EC2 terminated"}
+    assert pipeline.starter.delivery.start_runs(pushed(), "d-1", suites) == [run_id]
+    run = pipeline.runs.get(run_id)
+    assert run is not None and run.status is RunStatus.DONE
+    assert [state for state, _ in pipeline.states()] == ["error"]

@@ -137,19 +137,20 @@ class Services:
 
     @cached_property
     def statuses(self) -> StatusPublisher:
+        sections = CheckSections(
+            self.stack.store,
+            self.stack.bisections,
+            self.stack.report_url,
+            self.stack.github_web_url,
+        )
         return StatusPublisher(
             self.stack.github,
             self.stack.report_url,
+            sections,
             self.stack.count,
             self.stack.checks,
             self.stack.github_web_url,
             check_run_ids=self.stack.runs,
-            sections=CheckSections(
-                self.stack.store,
-                self.stack.bisections,
-                self.stack.report_url,
-                self.stack.github_web_url,
-            ),
         )
 
     @cached_property

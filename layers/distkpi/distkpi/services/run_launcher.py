@@ -20,7 +20,14 @@ from distkpi.domain.planning.jobs import JobPlan, extra_run_time_s, plan_jobs
 from distkpi.domain.planning.sizing import Fleet
 from distkpi.domain.planning.suites import Suite
 from distkpi.domain.purpose import policy_of
-from distkpi.domain.records import ConfigState, FoundJob, JobRecord, PullRequestRun, RunRecord
+from distkpi.domain.records import (
+    ConfigState,
+    FoundJob,
+    JobRecord,
+    PullRequestRun,
+    RunRecord,
+    RunStatus,
+)
 from distkpi.domain.signing import ManifestKeys
 from distkpi.exceptions import LaunchError
 from distkpi.services.job_starts import JobStarts
@@ -134,12 +141,13 @@ class RunLauncher:
     ) -> bool:
         """Record the run, submit its jobs, then post `pending` (none without
         ``description``, nor when no job was submitted, the run having ended with its
-        reason): the jobs never wait for GitHub, and `pending` is left out when GitHub's
-        write rate is spent (the run's result stands without it); False when it exists
-        already (a retried delivery, or a confirmation that another
-        finisher started). A paired run with ``no_base`` submits nothing: each config fails
-        with the reason. ``resume`` (a delivery's own run, under its claim): a run that
-        exists with configs never submitted, its invocation having ended first, goes on."""
+        reason, nor when it ended while they were submitted): the jobs never wait for
+        GitHub, and `pending` is left out when GitHub's write rate is spent (the run's
+        result stands without it); False when it exists already (a retried delivery, or a
+        confirmation that another finisher started). A paired run with ``no_base`` submits
+        nothing: each config fails with the reason. ``resume`` (a delivery's own run, under
+        its claim): a run that exists with configs never submitted, its invocation having
+        ended first, goes on."""
         spec, trigger = record.spec, record.trigger
         only = None
         if not self.runs.create(record, {c.name: c.nodes for c in spec.configs}):
@@ -160,7 +168,8 @@ class RunLauncher:
         if no_base is not None:
             self._refuse_without_base(spec, no_base)
             return True
-        if self._submit(spec, suite, only) and description is not None:
+        submitted = self._submit(spec, suite, only)
+        if submitted and description is not None and self._running(record.run_id):
             self.statuses.post(spec, State.PENDING, description, skippable=True)
         logger.info(
             "run started",
@@ -234,6 +243,12 @@ class RunLauncher:
             logger.info("job submitted", run_id=run.run_id, config=plan.config, job_id=job_id)
             submitted += 1
         return submitted
+
+    def _running(self, run_id: str) -> bool:
+        """Whether the run still runs: a status is GitHub's last write, and a run whose jobs
+        all ended while it was submitted (a resumed one's found jobs) has posted its result."""
+        run = self.runs.get(run_id)
+        return run is not None and run.status is RunStatus.RUNNING
 
     def _caught_up(self, found: FoundJob) -> None:
         """What a found job did while its id was not kept: its events then were nobody's

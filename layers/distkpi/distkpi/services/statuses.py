@@ -16,7 +16,6 @@ from distkpi.domain.contracts import RunSpec
 from distkpi.domain.github.acceptance import (
     ACCEPT_ACTION,
     accepted_description,
-    accepted_markdown,
     to_accept,
 )
 from distkpi.domain.github.checks import CheckRun, conclusion_of
@@ -263,6 +262,8 @@ def failed(count: Counter, exc: GitHubError, message: str, extra: Mapping[str, o
 class StatusPublisher:
     github: GitHub
     report_url: Callable[[str], str | None]
+    # what a check run posted again gathers below its table
+    sections: CheckSections
     count: Counter = no_metrics
     # App auth: check runs instead of commit statuses
     checks: bool = False
@@ -270,8 +271,6 @@ class StatusPublisher:
     web_url: str = "https://github.com"
     # where check run ids are kept (the table); None: every post creates a check run
     check_run_ids: CheckRunIds | None = None
-    # what a check run posted again gathers below its table; None: the acceptance alone
-    sections: CheckSections | None = None
 
     def __post_init__(self) -> None:
         self.reporter: CommitStatuses | CheckRuns = (
@@ -327,11 +326,9 @@ class StatusPublisher:
         ``bisection`` or ``diagnosis`` just learnt are not read again)."""
         evaluation = run.evaluation
         assert evaluation is not None
-        appendix = ""
-        if self.sections is not None and self.checks:
+        appendix = ""  # a commit status has room for its description only
+        if self.checks:
             appendix = self.sections.of(run, bisection=bisection, diagnosis=diagnosis)
-        elif run.accepted is not None:
-            appendix = accepted_markdown(run.accepted)
         if run.accepted is not None:
             state = State.SUCCESS
             description = accepted_description(run.accepted.login, run.accepted.reason)
