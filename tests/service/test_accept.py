@@ -19,7 +19,7 @@ from distkpi.domain.layout import diagnosis_key
 from distkpi.domain.records import RunRecord
 from distkpi.exceptions import GitHubError
 from distkpi.services.launch import Outcome
-from tests.fakes import ROOT
+from tests.fakes import ROOT, FakeRunSource
 from tests.service.pipeline import Pipeline, report_all, start
 
 HEAD = "9f4e1c2b7a6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f"  # the pull request's head in tests/events
@@ -360,3 +360,26 @@ def test_the_accepted_check_run_keeps_the_runs_diagnosis_section() -> None:
     assert "#### Why it changed (profiled base and head)" in summary
     assert "not diagnosed: no trace was left by the command" in summary
     assert summary.index("Why it changed") < summary.index("### Accepted")
+
+
+def test_an_accept_reads_the_runs_diagnoses_once_for_its_check_run_and_its_comment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pipeline = Pipeline(checks=True)
+    reads: list[str] = []
+    open_path = FakeRunSource.open
+
+    def counted(source: FakeRunSource, path: str) -> Any:
+        if path.endswith("diagnosis.json"):
+            reads.append(path)
+        return open_path(source, path)
+
+    with_history(pipeline)
+    run = slowed_pull_request(pipeline)
+    pipeline.store.put_json(diagnosis_key(run.run_id, "4x8-8ps"), {"problems": ["no trace"]})
+    pipeline.github.permissions[COMMENTER] = "write"
+    monkeypatch.setattr(FakeRunSource, "open", counted)
+    assert pipeline.acceptances.asked(comment(), "c-1").accepted == (run.run_id,)
+    # one S3 GET per config, not one for the check run and another for the comment
+    assert sorted(reads) == sorted(f"{c.name}/diagnosis.json" for c in run.spec.configs)
+    assert "not diagnosed: no trace" in suite_comment(pipeline)["body"]

@@ -191,6 +191,7 @@ class Services:
             self.stack.count,
             self.stack.clock,
             comments=self.pr_comments,
+            store=self.stack.store,
         )
 
     @cached_property
@@ -225,7 +226,6 @@ class Services:
             self.stack.report_url,
             self.stack.github_web_url,
             self.stack.count,
-            store=self.stack.store,
         )
 
     @cached_property

@@ -33,6 +33,7 @@ from distkpi.services.ports import (
     GitHub,
     History,
     PullRequests,
+    RunFolders,
     Runs,
     no_metrics,
     utcnow,
@@ -72,6 +73,7 @@ class Acceptances:
     count: Counter = no_metrics
     clock: Clock = field(default=utcnow)
     comments: PullRequestComments | None = None  # a pull request's comment per suite
+    store: RunFolders | None = None  # where a diagnosis job stored its diagnoses
 
     def asked(self, ask: AcceptAsked, delivery: str) -> Answer:
         """Accept what ``ask`` names, once per delivery (a redelivery is told so)."""
@@ -138,14 +140,23 @@ class Acceptances:
         if run.published_at is not None:
             self.history.accept(run, acceptance)
         assert run.evaluation is not None
-        self.statuses.accepted(run)
+        commented = self.comments is not None and run.trigger.pull_request is not None
+        lines = self._diagnosis_lines(run) if commented or self.statuses.checks else []
+        self.statuses.current(run, diagnosis=lines)
         if self.comments is not None:
-            self.comments.accepted(run)
+            # `success`, who accepted it and why, the lines of its diagnosis job kept
+            self.comments.after(run, report=True, diagnoses=lines)
         if run.trigger.of_branch:  # on the branch itself: its new level starts now
             self._new_level(run, run.trigger.branch)
             if self.ledger is not None:
                 self.ledger.accepted(run, acceptance)
         return True
+
+    def _diagnosis_lines(self, run: RunRecord) -> list[str]:
+        """The run's diagnosis lines, read once for its check run and its comment."""
+        from distkpi.services.check_sections import stored_diagnosis_lines
+
+        return [] if self.store is None else stored_diagnosis_lines(self.store, run)
 
     def merged(self, merge: Merged) -> list[str]:
         """A pull request merged: its accepted runs of the merged head start their

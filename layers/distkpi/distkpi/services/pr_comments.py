@@ -20,13 +20,11 @@ from distkpi.domain.github.pr_comment import (
 )
 from distkpi.domain.records import RunRecord
 from distkpi.exceptions import GitHubError, GitHubNotFoundError, StorageError
-from distkpi.services.check_sections import stored_diagnosis_lines
 from distkpi.services.ports import (
     Comments,
     Counter,
     GitHub,
     PullRequests,
-    RunFolders,
     SuiteSource,
     no_metrics,
 )
@@ -43,7 +41,6 @@ class PullRequestComments:
     report_url: Callable[[str], str | None]
     web_url: str = "https://github.com"
     count: Counter = no_metrics
-    store: RunFolders | None = None  # where a diagnosis job stored its diagnoses
 
     def after(self, run: RunRecord, *, report: bool, diagnoses: Sequence[str] = ()) -> bool:
         """Post or edit the suite's comment on the run's pull request (saying who accepted
@@ -86,12 +83,6 @@ class PullRequestComments:
         logger.info("pull request comment written", extra={**extra, "comment_id": comment_id})
         return True
 
-    def accepted(self, run: RunRecord) -> bool:
-        """Edit the suite's comment of an accepted run to say so, as its check run does:
-        `success`, who accepted it and why; the lines of its diagnosis job kept. GitHub
-        down: logged and counted, the acceptance stands (the next push's run writes it)."""
-        return self.after(run, report=True, diagnoses=self._diagnoses(run))
-
     def mode_of(self, suite: str) -> CommentMode:
         """The suite's `comment:` as the stack holds it now (on_change when it is gone)."""
         suites, _ = self.catalog.suites()
@@ -107,10 +98,6 @@ class PullRequestComments:
             except GitHubNotFoundError:
                 logger.info("pull request comment gone: a new one", extra={"id": kept.comment_id})
         return self.github.create_issue_comment(repo, number, body)
-
-    def _diagnoses(self, run: RunRecord) -> list[str]:
-        """The lines the comment shows of the run's diagnosis job, once it stored any."""
-        return [] if self.store is None else stored_diagnosis_lines(self.store, run)
 
     def _superseded(self, run: RunRecord, number: int) -> bool:
         """Whether a later run of the suite was started for the pull request (an older run
