@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -43,8 +42,8 @@ def log_metrics(handler: Handler) -> Handler:
         try:
             return handler(event, context)
         finally:
-            with _metrics_lock, warnings.catch_warnings():
-                warnings.filterwarnings("ignore", "No application metrics", UserWarning)
-                metrics.flush_metrics()
+            with _metrics_lock:
+                if metrics.metric_set:  # else Powertools only warns of nothing to publish
+                    metrics.flush_metrics()
 
     return wrapper  # type: ignore[return-value]

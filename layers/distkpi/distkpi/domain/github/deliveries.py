@@ -38,7 +38,8 @@ class QueuedDelivery:
     @classmethod
     def of(cls, delivery: str, event: str, body: bytes, key: str) -> QueuedDelivery:
         """The message for ``body``: in it when it fits, else to be kept at ``key``."""
-        text = _utf8(body)
+        # its escaped JSON is never shorter than its bytes: a big body is not decoded
+        text = _utf8(body) if len(body) <= MAX_INLINE_BODY_BYTES else None
         if text is not None and len(json.dumps(text)) <= MAX_INLINE_BODY_BYTES:
             return cls(delivery, event, body=text)
         return cls(delivery, event, key=key)

@@ -248,6 +248,7 @@ def plan_jobs(
     fleet, each node asks for its role's resources, and a config that can never be placed
     in it carries the refusal instead."""
     plans = []
+    parse_settings = _parse_settings(run)
     for spec in run.configs:
         groups, refusal = node_groups(spec), None
         if fleet is not None:
@@ -281,7 +282,7 @@ def plan_jobs(
             else PairedVariables(run.paired.base_sha, run.paired.max_pairs, run.paired.warmup),
             profile_steps=None if run.diagnosis is None else run.diagnosis.steps,
             manifest_key=(manifest_keys or {}).get(spec.name),
-            parse_settings=_parse_settings(run),
+            parse_settings=parse_settings,
         ).variables()
         plans.append(
             JobPlan(
