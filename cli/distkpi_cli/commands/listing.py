@@ -1,6 +1,6 @@
-"""What the listing commands (`distkpi regressions`, `distkpi bisections`) share: the
-histories their flags select, each history's `SERIES` entry naming its (repo, branch,
-model) whose items are one Query, and the list printed as JSON or a line each."""
+"""What the listing commands (`distkpi regressions`, `distkpi bisections`, `distkpi runs`)
+share: the histories their flags select, each history's `SERIES` entry naming its (repo,
+branch, model) whose items are one Query, and the list printed as JSON or a line each."""
 
 from __future__ import annotations
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from distkpi_cli.commands.common import Subcommands, open_table, table_options
+from distkpi_cli.commands.listing import print_listed
 
 if TYPE_CHECKING:
     from distkpi.domain.records import RunRecord
@@ -29,17 +29,16 @@ def run(args: argparse.Namespace) -> int:
 
         args.sha = stored_sha(args.sha, stored, Path.cwd())
         runs = RunRepository(table).of_commit(args.repo, args.sha)
-    if args.json:
-        print(json.dumps([_run_summary(r) for r in runs], indent=2))
-        return 0
-    if not runs:
-        print(f"no runs of {args.repo}@{args.sha[:10]}")
-    for summary in map(_run_summary, runs):
-        print(
+    return print_listed(
+        [_run_summary(r) for r in runs],
+        as_json=args.json,
+        to_json=lambda summary: summary,
+        line=lambda summary: (
             f"{summary['created_at']}  {summary['run_id']:40s} {summary['status']:8s} "
             f"{summary['state'] or '-':8s} {summary['description'] or ''}"
-        )
-    return 0
+        ),
+        none=f"no runs of {args.repo}@{args.sha[:10]}",
+    )
 
 
 def _run_summary(run: RunRecord) -> dict[str, object]:
