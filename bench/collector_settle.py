@@ -16,7 +16,8 @@ read), and the node's own time to describe its files (nodes do it in parallel, o
 summaries does, so the collector parses every log from S3. `--smoke`: 1 MB of logs, to see
 that it runs (seconds).
 
-Run it with another checkout's package first on PYTHONPATH to measure that code.
+Run it with another checkout's package first on PYTHONPATH to measure that code: one whose
+collector takes S3's events through EventBridge, as this tree's does (the event it is given).
 """
 
 from __future__ import annotations
