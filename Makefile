@@ -47,7 +47,7 @@ typecheck: $(STAMP)
 # (`distkpi local` with real training; minutes). Each runs its tests on every core, a
 # pytest-xdist worker per core (WORKERS=0: in this one process, as to debug)
 WORKERS ?= auto
-PYTEST := $(BIN)/pytest -q -n $(WORKERS) --dist worksteal
+PYTEST = $(BIN)/pytest -q -n $(WORKERS) --dist worksteal
 
 unit: $(STAMP)
 	$(PYTEST) tests/unit tests/service -m "not slow"
@@ -79,8 +79,9 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 test: $(STAMP) $(CHECKOV_STAMP)
 	$(MAKE) -j3 --output-sync=target lint typecheck tiers
 
+tiers: WORKERS = $(TEST_WORKERS)
 tiers: $(STAMP)
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal tests/e2e tests/integration tests/service tests/unit -m "not slow"
+	$(PYTEST) tests/e2e tests/integration tests/service tests/unit -m "not slow"
 
 # layers/distkpi/requirements.txt from requirements.in, at the versions the tests install
 lock: $(STAMP)
