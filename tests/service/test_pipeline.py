@@ -12,6 +12,7 @@ import pytest
 
 from distkpi.domain.commit_status import State
 from distkpi.domain.layout import kpis_key, report_key
+from distkpi.domain.planning.jobs import JobPlan
 from distkpi.domain.records import ConfigState, RunStatus
 from distkpi.services.launch import Outcome
 from tests.service.pipeline import (
@@ -203,28 +204,40 @@ class Killed(Exception):
     """The launcher's invocation ended between SubmitJob and keeping the job's id."""
 
 
+def killed_at_job(pipeline: Pipeline, n: int) -> tuple[str, JobPlan]:
+    """A push's delivery whose invocation died once Batch took its n-th job, before the
+    job's id was kept: that job and its plan."""
+    submit = pipeline.launcher.submit
+
+    def taken_then_killed(plan: JobPlan) -> tuple[str, dict[str, Any]]:
+        answer = submit(plan)
+        if len(pipeline.launcher.submitted) == n:
+            raise Killed
+        return answer
+
+    pipeline.launcher.submit = taken_then_killed  # type: ignore[method-assign]
+    with pytest.raises(Killed):
+        redeliver(pipeline)
+    pipeline.launcher.submit = submit  # type: ignore[method-assign]
+    found, plan = list(pipeline.launcher.submitted.items())[n - 1]
+    assert pipeline.jobs.get(found) is None  # its id was never kept
+    return found, plan
+
+
+def redeliver(pipeline: Pipeline) -> list[str]:
+    """The push's delivery started (again, under its claim: the runs resume)."""
+    suites, _ = pipeline.catalog.suites()
+    return pipeline.starter.delivery.start_runs(pushed(), "d-1", suites)
+
+
 def test_a_resumed_run_catches_up_with_what_its_found_jobs_did_meanwhile() -> None:
     """Batch took the second job, the invocation died before its id was kept, and the job
     started and failed before the delivery was given again: its events then were nobody's
     (no JOB# item), so the resumed run takes its start and its failure from Batch's
     description of it."""
     pipeline = Pipeline()
-    submit = pipeline.launcher.submit
-
-    def second_taken_then_killed(plan: Any) -> tuple[str, dict[str, Any]]:
-        answer = submit(plan)
-        if len(pipeline.launcher.submitted) == 2:
-            raise Killed
-        return answer
-
-    pipeline.launcher.submit = second_taken_then_killed  # type: ignore[method-assign]
-    suites, _ = pipeline.catalog.suites()
-    with pytest.raises(Killed):
-        pipeline.starter.delivery.start_runs(pushed(), "d-1", suites)
-    pipeline.launcher.submit = submit  # type: ignore[method-assign]
-    found, plan = list(pipeline.launcher.submitted.items())[1]
+    found, plan = killed_at_job(pipeline, 2)
     run_id, lost = plan.run_id, plan.config
-    assert pipeline.jobs.get(found) is None  # its id was never kept
     started = "2026-12-02T03:04:05.678+00:00"
     pipeline.launcher.progress[found] = {
         "status": "FAILED",
@@ -233,7 +246,7 @@ def test_a_resumed_run_catches_up_with_what_its_found_jobs_did_meanwhile() -> No
     }
     # its events came while it was nobody's
     assert not pipeline.services.job_starts.on_job_running(found, started)
-    assert pipeline.starter.delivery.start_runs(pushed(), "d-1", suites) == [run_id]
+    assert redeliver(pipeline) == [run_id]
     assert len(pipeline.launcher.submitted) == 4  # the found job is not submitted again
     configs = {c.name: c for c in pipeline.runs.configs(run_id)}
     assert configs[lost].job_id == found
@@ -250,27 +263,14 @@ def test_a_resumed_run_that_ends_while_it_is_submitted_posts_no_pending_over_its
     ran and reported, and the last failed before the delivery came again: catching up with
     it ends the run, whose result is then the commit's last status, not `pending`."""
     pipeline = Pipeline()
-    submit = pipeline.launcher.submit
-
-    def last_taken_then_killed(plan: Any) -> tuple[str, dict[str, Any]]:
-        answer = submit(plan)
-        if len(pipeline.launcher.submitted) == 4:
-            raise Killed
-        return answer
-
-    pipeline.launcher.submit = last_taken_then_killed  # type: ignore[method-assign]
-    suites, _ = pipeline.catalog.suites()
-    with pytest.raises(Killed):
-        pipeline.starter.delivery.start_runs(pushed(), "d-1", suites)
-    pipeline.launcher.submit = submit  # type: ignore[method-assign]
-    found, plan = list(pipeline.launcher.submitted.items())[3]
+    found, plan = killed_at_job(pipeline, 4)
     run_id = plan.run_id
     for config in pipeline.runs.configs(run_id):
         if config.name != plan.config:
             for node in range(config.nodes_expected):
                 report_node(pipeline, run_id, config.name, node)
     pipeline.launcher.progress[found] = {"status": "FAILED", "reason": "Host EC2 terminated"}
-    assert pipeline.starter.delivery.start_runs(pushed(), "d-1", suites) == [run_id]
+    assert redeliver(pipeline) == [run_id]
     run = pipeline.runs.get(run_id)
     assert run is not None and run.status is RunStatus.DONE
     assert [state for state, _ in pipeline.states()] == ["error"]
